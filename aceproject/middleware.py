@@ -1,0 +1,30 @@
+from django.conf import settings
+from django.http import JsonResponse
+
+
+class RequestSizeLimitMiddleware:
+    """Refuse oversized API bodies with a JSON 413 before anything reads them.
+
+    DRF's parsers read the request stream directly, past Django's DATA_UPLOAD_MAX_MEMORY_SIZE check,
+    so the limit is enforced here from Content-Length.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        limit = settings.ACE_MAX_REQUEST_BYTES
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return JsonResponse({"detail": "Content-Length must be an integer.", "errors": {}}, status=400)
+        if length > limit:
+            return JsonResponse(
+                {
+                    "detail": f"Request body is {length} bytes; the limit is {limit} bytes. "
+                    "Send fewer messages per request or smaller contents.",
+                    "errors": {},
+                },
+                status=413,
+            )
+        return self.get_response(request)

@@ -1,0 +1,39 @@
+from django.conf import settings
+from rest_framework import exceptions
+from rest_framework.pagination import CursorPagination
+
+
+class CursorPage(CursorPagination):
+    """Cursor pagination with `?page_size=` (up to ACE_MAX_PAGE_SIZE); a bad cursor is a 400."""
+
+    page_size = 100
+    page_size_query_param = "page_size"
+    ordering = "-created_at"
+
+    @property
+    def max_page_size(self):
+        return settings.ACE_MAX_PAGE_SIZE
+
+    def get_page_size(self, request):
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        try:
+            size = int(raw)
+        except ValueError:
+            size = 0
+        if not 1 <= size <= self.max_page_size:
+            raise exceptions.ValidationError({"page_size": [f"Must be an integer from 1 to {self.max_page_size}."]})
+        return size
+
+    def decode_cursor(self, request):
+        try:
+            return super().decode_cursor(request)
+        except exceptions.NotFound:
+            raise exceptions.ValidationError(
+                {"cursor": ["Invalid cursor: use the `next` or `previous` link of a previous page as it is."]}
+            ) from None
+
+
+class SeqCursorPage(CursorPage):
+    ordering = "seq"

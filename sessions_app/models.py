@@ -1,0 +1,314 @@
+"""Tenants, API keys, sessions, conversations, messages, LLM requests, state and usage roll-ups.
+
+Counting follows ../shared/seeds/000: a Request is one LLM API call (a message carrying `auth_type` or a
+`request_id`; messages sharing a `request_id` count once); messages are counted by role; a Conversation
+is one round that a real user message starts. The counters on Session, Conversation and UsageHourly are
+maintained by `services.messages.messages_append` in the same transaction as the messages themselves,
+so reading them never scans the message table.
+"""
+
+import uuid
+
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from django.db.models import F, Func, Q
+from django.utils import timezone
+
+
+class Role(models.TextChoices):
+    USER = "user", "user"
+    ASSISTANT = "assistant", "assistant"
+    TOOL_RESULT = "toolResult", "toolResult"
+    ERROR = "error", "error"
+    SYSTEM = "system", "system"
+
+
+# Contract counter name per role.
+ROLE_COUNTER = {
+    Role.USER: "message_user",
+    Role.ASSISTANT: "message_assistant",
+    Role.TOOL_RESULT: "message_toolresult",
+    Role.ERROR: "message_error",
+    Role.SYSTEM: "message_system",
+}
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens")
+
+
+class Tenant(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=100, unique=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class ApiKey(models.Model):
+    """An API key; only its SHA-256 digest is stored. The first characters (`prefix`) find the row."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    key_hash = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self):
+        return f"{self.prefix}… ({self.tenant})"
+
+    @property
+    def is_active(self):
+        return self.revoked_at is None
+
+
+class UsageCounters(models.Model):
+    """The counters of ../shared/CONTRACT.md "Statistics", shared by sessions, conversations and roll-ups."""
+
+    requests = models.BigIntegerField(default=0)
+    messages = models.BigIntegerField(default=0)
+    message_user = models.BigIntegerField(default=0)
+    message_assistant = models.BigIntegerField(default=0)
+    message_toolresult = models.BigIntegerField(default=0)
+    message_error = models.BigIntegerField(default=0)
+    message_system = models.BigIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_creation_tokens = models.BigIntegerField(default=0)
+    total_tokens = models.BigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+COUNTER_FIELDS = (
+    "requests",
+    "messages",
+    "message_user",
+    "message_assistant",
+    "message_toolresult",
+    "message_error",
+    "message_system",
+    *TOKEN_FIELDS,
+)
+
+
+class Session(UsageCounters):
+    """One tool-level session: a chat window, or one run of an agent from start until exit or /clear."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="sessions")
+    name = models.CharField(max_length=255, blank=True)
+    tool = models.CharField(max_length=64, blank=True, help_text="claude-code, qwen-code, openclaw, a chat app…")
+    agent_session_id = models.CharField(max_length=255, blank=True, help_text="The tool's own session id")
+    user_id = models.CharField(max_length=255)
+    app = models.CharField(max_length=255, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True, help_text="Deleted through the API; kept for audit")
+
+    # Maintained by the message service under the session's row lock.
+    last_seq = models.BigIntegerField(default=0)
+    conversations = models.BigIntegerField(default=0)
+    current_conversation = models.ForeignKey(
+        "Conversation", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    last_message_at = models.DateTimeField(null=True, blank=True)
+    state_version = models.IntegerField(default=0)
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [
+            models.Index(fields=["tenant", "-started_at"], name="session_tenant_started"),
+            models.Index(fields=["tenant", "user_id", "-started_at"], name="session_tenant_user"),
+            models.Index(fields=["tenant", "tool", "agent_session_id"], name="session_tenant_agent_id"),
+            models.Index(fields=["-started_at"], name="session_started"),
+        ]
+
+    def __str__(self):
+        return self.name or f"{self.tool or 'session'} {str(self.id)[:8]}"
+
+    @property
+    def is_active(self):
+        return self.ended_at is None
+
+
+class Conversation(UsageCounters):
+    """One round: from a user's message until the AI's final response, tool calls included."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="conversation_set", db_index=False)
+    ordinal = models.IntegerField(help_text="1 for the session's first conversation, 2 for the next…")
+    conversation_id = models.CharField(max_length=255, blank=True, help_text="The client's own conversation id")
+    feishu_conversation_id = models.CharField(max_length=255, blank=True)
+    started_at = models.DateTimeField()
+    last_message_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["session", "ordinal"]
+        constraints = [models.UniqueConstraint(fields=["session", "ordinal"], name="conversation_session_ordinal")]
+        indexes = [
+            models.Index(
+                fields=["session", "conversation_id"],
+                name="conversation_external_id",
+                condition=~Q(conversation_id=""),
+            ),
+        ]
+
+    def __str__(self):
+        return f"#{self.ordinal}"
+
+    @property
+    def message_count(self):
+        return self.messages
+
+
+class LlmRequest(models.Model):
+    """One call to an LLM API, with the most complete token usage any of its messages reported."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="llm_requests", db_index=False)
+    conversation = models.ForeignKey(Conversation, null=True, on_delete=models.SET_NULL, related_name="+", db_index=False)
+    request_id = models.CharField(max_length=255, blank=True)
+    auth_type = models.CharField(max_length=64, blank=True)
+    model = models.CharField(max_length=255, blank=True)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_creation_tokens = models.BigIntegerField(default=0)
+    total_tokens = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "LLM request"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "request_id"], name="llmrequest_session_request_id", condition=~Q(request_id="")
+            )
+        ]
+        indexes = [models.Index(fields=["session", "created_at"], name="llmrequest_session_created")]
+
+    def __str__(self):
+        return self.request_id or str(self.id)
+
+
+class CjkSearchVector(Func):
+    """`ace_tsvector(text)`: English full-text, with each CJK character a token of its own.
+
+    PostgreSQL has no Chinese parser; splitting CJK runs into characters and searching them as phrases
+    (`"查 看"` → '查' <-> '看') finds any Chinese substring, with the same GIN index as English words.
+    The SQL function is created by migration 0001.
+    """
+
+    function = "ace_tsvector"
+    output_field = SearchVectorField()
+
+
+class Message(models.Model):
+    """One atomic interaction (the memory documents' "Event"). Append-only."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="message_set", db_index=False)
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="message_set", db_index=False
+    )
+    llm_request = models.ForeignKey(
+        LlmRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="message_set", db_index=False
+    )
+    seq = models.BigIntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(blank=True)
+    thinking = models.TextField(blank=True)
+    tool_calls = models.JSONField(null=True, blank=True)
+    tool_name = models.CharField(max_length=255, blank=True)
+    auth_type = models.CharField(max_length=64, blank=True)
+    request_id = models.CharField(max_length=255, blank=True)
+    model = models.CharField(max_length=255, blank=True)
+    finish_reason = models.CharField(max_length=32, blank=True)
+    input_tokens = models.BigIntegerField(null=True, blank=True)
+    output_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_read_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_creation_tokens = models.BigIntegerField(null=True, blank=True)
+    total_tokens = models.BigIntegerField(null=True, blank=True)
+    elapsed_ms = models.IntegerField(null=True, blank=True)
+    external_id = models.CharField(max_length=255, null=True, blank=True)
+    feishu_conversation_id = models.CharField(max_length=255, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    received_at = models.DateTimeField(default=timezone.now, editable=False)
+    search_vector = models.GeneratedField(
+        expression=CjkSearchVector(F("content")), output_field=SearchVectorField(), db_persist=True
+    )
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="message_session_seq"),
+            models.UniqueConstraint(
+                fields=["session", "external_id"], name="message_session_external_id", condition=Q(external_id__isnull=False)
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["conversation", "seq"], name="message_conversation_seq"),
+            models.Index(fields=["tenant", "-created_at"], name="message_tenant_created"),
+            models.Index(fields=["-created_at"], name="message_created"),
+            GinIndex(fields=["search_vector"], name="message_search"),
+        ]
+
+    def __str__(self):
+        return f"{self.role} #{self.seq}"
+
+
+class StateVersion(models.Model):
+    """One version of a session's state. The current state is the highest version; none is ever changed."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="state_versions", db_index=False)
+    version = models.IntegerField()
+    data = models.JSONField(default=dict)
+    change = models.CharField(max_length=16, help_text="put, patch or admin")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["session", "-version"]
+        constraints = [models.UniqueConstraint(fields=["session", "version"], name="state_session_version")]
+
+    def __str__(self):
+        return f"v{self.version}"
+
+
+class UsageHourly(UsageCounters):
+    """Counters per tenant, UTC hour, tool, user and model: what grouped statistics read."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+    hour = models.DateTimeField()
+    tool = models.CharField(max_length=64, blank=True)
+    user_id = models.CharField(max_length=255, blank=True)
+    model = models.CharField(max_length=255, blank=True)
+    conversations = models.BigIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "hourly usage"
+        verbose_name_plural = "hourly usage"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "hour", "tool", "user_id", "model"], name="usage_hourly_key")
+        ]

@@ -1,0 +1,268 @@
+"""Serializers: strict on input (wrong types are refused, not coerced), plain on output."""
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from sessions_app.models import Conversation, Message, Role, Session, StateVersion
+from sessions_app.selectors import STATS_FIELDS
+
+
+class StrictCharField(serializers.CharField):
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    default_error_messages = {"invalid": "Must be an integer (a JSON number, not a string)."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True})
+class JSONObjectField(serializers.JSONField):
+    default_error_messages = {"not_object": "Must be a JSON object."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            self.fail("not_object")
+        return super().to_internal_value(data)
+
+
+class RejectUnknownFieldsMixin:
+    """A misspelt field would otherwise be dropped silently: the client would lose data it sent."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: [f"Unknown field. Allowed: {', '.join(sorted(self.fields))}."] for name in unknown}
+                )
+        return super().to_internal_value(data)
+
+
+# -- sessions ---------------------------------------------------------------------------------------
+class SessionSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
+    name = StrictCharField(max_length=255, required=False, allow_blank=True)
+    tool = StrictCharField(max_length=64, required=False, allow_blank=True)
+    agent_session_id = StrictCharField(max_length=255, required=False, allow_blank=True)
+    user_id = StrictCharField(max_length=255)
+    app = StrictCharField(max_length=255, required=False, allow_blank=True)
+    metadata = JSONObjectField(required=False)
+    active = serializers.BooleanField(source="is_active", read_only=True)
+    stats = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Session
+        fields = [
+            "id",
+            "name",
+            "tool",
+            "agent_session_id",
+            "user_id",
+            "app",
+            "metadata",
+            "started_at",
+            "ended_at",
+            "active",
+            "last_message_at",
+            "created_at",
+            "updated_at",
+            "stats",
+        ]
+        read_only_fields = ["id", "ended_at", "last_message_at", "created_at", "updated_at"]
+
+    @extend_schema_field({"type": "object", "properties": {f: {"type": "integer"} for f in STATS_FIELDS}})
+    def get_stats(self, session):
+        from sessions_app.selectors import session_stats
+
+        return session_stats(session=session)
+
+
+class SessionUpdateSerializer(SessionSerializer):
+    user_id = StrictCharField(max_length=255, required=False)
+
+
+# -- messages ---------------------------------------------------------------------------------------
+class MessageInSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    role = serializers.ChoiceField(
+        choices=Role.choices,
+        error_messages={"invalid_choice": f'"{{input}}" is not a role. Use one of: {", ".join(Role.values)}.'},
+    )
+    content = StrictCharField(required=False, allow_blank=True, trim_whitespace=False, default="")
+    created_at = serializers.DateTimeField(required=False)
+    external_id = StrictCharField(required=False, max_length=255, allow_null=True)
+    conversation = StrictCharField(
+        required=False,
+        max_length=255,
+        allow_null=True,
+        help_text="A conversation id of this session, or your own conversation id (created on first use).",
+    )
+    auth_type = StrictCharField(required=False, max_length=64, allow_blank=True)
+    request_id = StrictCharField(required=False, max_length=255, allow_blank=True)
+    model = StrictCharField(required=False, max_length=255, allow_blank=True)
+    thinking = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+    tool_calls = serializers.JSONField(required=False, allow_null=True)
+    tool_name = StrictCharField(required=False, max_length=255, allow_blank=True)
+    input_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
+    output_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
+    cache_read_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
+    cache_creation_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
+    total_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
+    elapsed_ms = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=2**31 - 1)
+    finish_reason = StrictCharField(required=False, max_length=32, allow_blank=True)
+    feishu_conversation_id = StrictCharField(required=False, max_length=255, allow_blank=True)
+    metadata = JSONObjectField(required=False)
+
+    def validate_tool_calls(self, value):
+        if value is not None and not isinstance(value, list | dict):
+            raise serializers.ValidationError("Must be a JSON array (or object) of tool calls.")
+        return value
+
+
+class MessageBatchSerializer(serializers.ListSerializer):
+    child = MessageInSerializer()
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("child", MessageInSerializer())
+        kwargs.setdefault("allow_empty", False)
+        kwargs.setdefault("max_length", settings.ACE_MAX_BATCH)
+        kwargs["error_messages"] = {
+            "max_length": f"A batch holds at most {settings.ACE_MAX_BATCH} messages; split it.",
+            "empty": "The batch is empty.",
+            "not_a_list": "Send one message object or a list of them.",
+        }
+        super().__init__(*args, **kwargs)
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    session = serializers.UUIDField(source="session_id", read_only=True)
+    conversation = serializers.UUIDField(source="conversation_id", read_only=True, allow_null=True)
+
+    class Meta:
+        model = Message
+        fields = [
+            "id",
+            "session",
+            "conversation",
+            "seq",
+            "role",
+            "content",
+            "thinking",
+            "tool_calls",
+            "tool_name",
+            "auth_type",
+            "request_id",
+            "model",
+            "finish_reason",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_creation_tokens",
+            "total_tokens",
+            "elapsed_ms",
+            "external_id",
+            "feishu_conversation_id",
+            "metadata",
+            "created_at",
+            "received_at",
+        ]
+        read_only_fields = fields
+
+
+# -- conversations and stats ------------------------------------------------------------------------
+class StatsSerializer(serializers.Serializer):
+    """The contract's counters (plus message_system)."""
+
+    requests = serializers.IntegerField()
+    conversations = serializers.IntegerField()
+    messages = serializers.IntegerField()
+    message_user = serializers.IntegerField()
+    message_assistant = serializers.IntegerField()
+    message_toolresult = serializers.IntegerField()
+    message_error = serializers.IntegerField()
+    message_system = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    cache_read_tokens = serializers.IntegerField()
+    cache_creation_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+
+
+class ConversationSerializer(serializers.ModelSerializer):
+    session = serializers.UUIDField(source="session_id", read_only=True)
+    message_count = serializers.IntegerField(source="messages", read_only=True)
+
+    class Meta:
+        model = Conversation
+        fields = [
+            "id",
+            "session",
+            "ordinal",
+            "conversation_id",
+            "feishu_conversation_id",
+            "message_count",
+            "started_at",
+            "last_message_at",
+            "requests",
+            "message_user",
+            "message_assistant",
+            "message_toolresult",
+            "message_error",
+            "message_system",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_creation_tokens",
+            "total_tokens",
+        ]
+        read_only_fields = fields
+
+
+class GroupedRowSerializer(StatsSerializer):
+    key = serializers.CharField(allow_null=True)
+
+
+class GroupedStatsSerializer(serializers.Serializer):
+    group_by = serializers.CharField()
+    since = serializers.DateTimeField(allow_null=True)
+    until = serializers.DateTimeField(allow_null=True)
+    results = GroupedRowSerializer(many=True)
+    totals = StatsSerializer()
+
+
+class GroupedStatsQuerySerializer(serializers.Serializer):
+    group_by = serializers.ChoiceField(choices=["day", "tool", "user_id", "model", "session"], default="day")
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+    tool = serializers.CharField(required=False)
+    user_id = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=100)
+
+    def validate(self, attrs):
+        if attrs.get("since") and attrs.get("until") and attrs["since"] >= attrs["until"]:
+            raise serializers.ValidationError({"until": ["Must be after `since`."]})
+        return attrs
+
+
+# -- state ------------------------------------------------------------------------------------------
+class StateSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    data = serializers.DictField()
+    updated_at = serializers.DateTimeField(allow_null=True)
+
+
+class StateVersionSerializer(serializers.ModelSerializer):
+    updated_at = serializers.DateTimeField(source="created_at")
+
+    class Meta:
+        model = StateVersion
+        fields = ["version", "data", "change", "updated_at"]

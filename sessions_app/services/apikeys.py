@@ -1,0 +1,60 @@
+"""API keys: created once (the plain key is shown only then), stored as a SHA-256 digest, revocable."""
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from sessions_app.models import ApiKey, Tenant
+
+KEY_PREFIX = "ace_"
+# last_used_at is a hint for auditors, not a log: write it at most this often per key.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class NewApiKey:
+    api_key: ApiKey
+    plain_key: str
+
+
+def tenant_get_or_create(*, name: str) -> Tenant:
+    tenant, _ = Tenant.objects.get_or_create(name=name)
+    return tenant
+
+
+@transaction.atomic
+def apikey_create(*, tenant_name: str, name: str = "") -> NewApiKey:
+    tenant = tenant_get_or_create(name=tenant_name)
+    prefix = secrets.token_hex(6)
+    plain = f"{KEY_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+    api_key = ApiKey.objects.create(tenant=tenant, name=name, prefix=prefix, key_hash=_digest(plain))
+    return NewApiKey(api_key=api_key, plain_key=plain)
+
+
+def apikey_authenticate(*, plain_key: str) -> ApiKey | None:
+    """The active key matching `plain_key`, or None. Constant-time comparison of the digest."""
+    if not plain_key.startswith(KEY_PREFIX) or plain_key.count("_") < 2:
+        return None
+    prefix = plain_key[len(KEY_PREFIX) :].split("_", 1)[0]
+    api_key = ApiKey.objects.select_related("tenant").filter(prefix=prefix, revoked_at__isnull=True).first()
+    if api_key is None or not hmac.compare_digest(api_key.key_hash, _digest(plain_key)):
+        return None
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        api_key.last_used_at = now
+    return api_key
+
+
+def apikeys_revoke(*, keys) -> int:
+    """Revoke the given keys (a queryset); returns how many were still active."""
+    return keys.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())

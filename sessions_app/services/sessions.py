@@ -1,0 +1,56 @@
+"""Creating, changing, ending and deleting sessions."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.exceptions import ValidationError
+
+from sessions_app.models import Session, Tenant
+from sessions_app.signals import session_ended
+
+EDITABLE_FIELDS = ("name", "tool", "agent_session_id", "user_id", "app", "metadata", "started_at", "ended_at")
+# Usage roll-ups are keyed by tool and user: once a session has messages these two are facts.
+FIXED_ONCE_USED = ("tool", "user_id")
+
+
+def session_create(*, tenant: Tenant, **fields) -> Session:
+    return Session.objects.create(tenant=tenant, **{k: v for k, v in fields.items() if k in EDITABLE_FIELDS})
+
+
+@transaction.atomic
+def session_update(*, tenant: Tenant, session_id, **fields) -> Session:
+    session = Session.objects.select_for_update().get(pk=session_id, tenant=tenant, deleted_at__isnull=True)
+    if session.messages:
+        changed = [f for f in FIXED_ONCE_USED if f in fields and fields[f] != getattr(session, f)]
+        if changed:
+            raise ValidationError(
+                {f: ["Cannot change once the session has messages: its usage is already counted under it."] for f in changed}
+            )
+    for field, value in fields.items():
+        if field in EDITABLE_FIELDS:
+            setattr(session, field, value)
+    session.save()
+    return session
+
+
+def session_end(*, tenant: Tenant, session_id, ended_at=None) -> Session:
+    """End the session (idempotent: ending an ended session keeps its first end time)."""
+    with transaction.atomic():
+        session = Session.objects.select_for_update().get(pk=session_id, tenant=tenant, deleted_at__isnull=True)
+        if session.ended_at is None:
+            session.ended_at = ended_at or timezone.now()
+            session.save(update_fields=["ended_at", "updated_at"])
+            transaction.on_commit(
+                lambda: session_ended.send(sender=Session, session_id=session.pk, tenant_id=session.tenant_id)
+            )
+    return session
+
+
+def session_delete(*, tenant: Tenant, session_id) -> None:
+    """Hide the session from the API. Its messages stay for audit (admin) and its usage stays counted."""
+    updated = Session.objects.filter(pk=session_id, tenant=tenant, deleted_at__isnull=True).update(
+        deleted_at=timezone.now(), ended_at=timezone.now()
+    )
+    if not updated:
+        raise Session.DoesNotExist

@@ -1,0 +1,15 @@
+from django.urls import path
+from rest_framework.routers import DefaultRouter
+
+from sessions_app import views
+
+router = DefaultRouter(trailing_slash=True)
+router.include_root_view = False
+router.register("sessions", views.SessionViewSet, basename="session")
+router.register("messages", views.MessageViewSet, basename="message")
+router.register("conversations", views.ConversationViewSet, basename="conversation")
+
+urlpatterns = [
+    path("stats/", views.StatsView.as_view(), name="stats"),
+    *router.urls,
+]

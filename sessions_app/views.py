@@ -1,0 +1,278 @@
+"""The REST API (../shared/CONTRACT.md). Views parse and authorise; services and selectors do the work."""
+
+from __future__ import annotations
+
+import re
+
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import JSONParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from sessions_app.api.errors import PreconditionFailed
+from sessions_app.api.pagination import CursorPage, SeqCursorPage
+from sessions_app.filters import ConversationFilter, MessageFilter, SessionFilter, SessionMessageFilter
+from sessions_app.models import Conversation, Message, Session, StateVersion
+from sessions_app.selectors import session_stats, usage_grouped
+from sessions_app.serializers import (
+    ConversationSerializer,
+    GroupedStatsQuerySerializer,
+    GroupedStatsSerializer,
+    MessageBatchSerializer,
+    MessageInSerializer,
+    MessageSerializer,
+    SessionSerializer,
+    SessionUpdateSerializer,
+    StateSerializer,
+    StateVersionSerializer,
+    StatsSerializer,
+)
+from sessions_app.services.messages import messages_append
+from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
+from sessions_app.services.state import StaleVersion, state_get, state_merge, state_replace
+
+IF_MATCH = re.compile(r'^\s*(?:W/)?"?(\d+)"?\s*$')
+
+
+class TenantScopedMixin:
+    """Every queryset is the tenant's own: another tenant's id is simply not found (404)."""
+
+    @property
+    def tenant(self):
+        return self.request.user.tenant
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # drf-spectacular building the schema
+            return self.model.objects.none()
+        return self.tenant_queryset()
+
+
+class MergePatchParser(JSONParser):
+    media_type = "application/merge-patch+json"
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List and search sessions"),
+    create=extend_schema(summary="Create a session"),
+    retrieve=extend_schema(summary="A session with its counters"),
+    partial_update=extend_schema(summary="Change a session's name, metadata…"),
+    destroy=extend_schema(summary="Delete a session (hidden from the API, kept for audit)"),
+)
+class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
+    serializer_class = SessionSerializer
+    filterset_class = SessionFilter
+    pagination_class = CursorPage
+    http_method_names = ["get", "post", "patch", "delete", "put", "head", "options"]
+    model = Session
+
+    def tenant_queryset(self):
+        return Session.objects.filter(tenant=self.tenant, deleted_at__isnull=True)
+
+    def get_serializer_class(self):
+        if self.action == "partial_update":
+            return SessionUpdateSerializer
+        return super().get_serializer_class()
+
+    def update(self, request, *args, **kwargs):
+        if not kwargs.get("partial"):
+            return Response(
+                {"detail": "Use PATCH to change a session.", "errors": {}}, status=status.HTTP_405_METHOD_NOT_ALLOWED
+            )
+        return super().update(request, *args, **kwargs)
+
+    def perform_create(self, serializer):
+        serializer.instance = session_create(tenant=self.tenant, **serializer.validated_data)
+
+    def perform_update(self, serializer):
+        serializer.instance = session_update(
+            tenant=self.tenant, session_id=serializer.instance.pk, **serializer.validated_data
+        )
+
+    def perform_destroy(self, instance):
+        session_delete(tenant=self.tenant, session_id=instance.pk)
+
+    @extend_schema(request=None, responses=SessionSerializer, summary="End a session")
+    @action(detail=True, methods=["post"])
+    def end(self, request, pk=None):
+        session = self.get_object()
+        session = session_end(tenant=self.tenant, session_id=session.pk)
+        return Response(SessionSerializer(session).data)
+
+    @extend_schema(responses=StatsSerializer, summary="The session's counters")
+    @action(detail=True, methods=["get"])
+    def stats(self, request, pk=None):
+        return Response(session_stats(session=self.get_object()))
+
+    # -- messages --------------------------------------------------------------------------------------
+    @extend_schema(
+        methods=["GET"],
+        summary="The session's messages in seq order",
+        responses=MessageSerializer(many=True),
+        parameters=[
+            OpenApiParameter("role", str, description="user, assistant, toolResult, error, system (comma-separated)"),
+            OpenApiParameter("q", str, description="Keyword search (English and Chinese)"),
+            OpenApiParameter("conversation", OpenApiTypes.UUID),
+            OpenApiParameter("after_seq", int),
+            OpenApiParameter("since", OpenApiTypes.DATETIME),
+            OpenApiParameter("until", OpenApiTypes.DATETIME),
+        ],
+    )
+    @extend_schema(
+        methods=["POST"],
+        summary="Append one message or a batch of up to 1000",
+        request=MessageInSerializer(many=True),
+        responses={201: MessageSerializer(many=True), 200: MessageSerializer(many=True)},
+    )
+    @action(detail=True, methods=["get", "post"])
+    def messages(self, request, pk=None):
+        session = self.get_object()
+        if request.method == "POST":
+            return self._append_messages(session, request.data)
+        filterset = SessionMessageFilter(request.query_params, queryset=Message.objects.filter(session=session))
+        if not filterset.is_valid():
+            raise serializers.ValidationError(filterset.errors)
+        messages = filterset.qs
+        paginator = SeqCursorPage()
+        page = paginator.paginate_queryset(messages, request, view=self)
+        return paginator.get_paginated_response(MessageSerializer(page, many=True).data)
+
+    def filter_queryset(self, queryset):
+        # The session filters apply to the list only; detail actions filter their own rows.
+        return super().filter_queryset(queryset) if self.action == "list" else queryset
+
+    def _append_messages(self, session, data):
+        single = isinstance(data, dict)
+        if not single and not isinstance(data, list):
+            raise serializers.ValidationError({"non_field_errors": ["Send one message object or a list of them."]})
+        batch = MessageBatchSerializer(data=[data] if single else data)
+        if not batch.is_valid():
+            errors = batch.errors
+            raise serializers.ValidationError(errors[0] if single and isinstance(errors, list) else errors)
+        try:
+            result = messages_append(tenant=self.tenant, session_id=session.pk, items=batch.validated_data)
+        except Session.DoesNotExist:
+            raise Http404 from None
+        body = MessageSerializer(result.messages, many=True).data
+        code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+        return Response(body[0] if single else body, status=code)
+
+    # -- conversations ---------------------------------------------------------------------------------
+    @extend_schema(responses=ConversationSerializer(many=True), summary="The session's conversations")
+    @action(detail=True, methods=["get"])
+    def conversations(self, request, pk=None):
+        session = self.get_object()
+        paginator = OrdinalCursorPage()
+        page = paginator.paginate_queryset(Conversation.objects.filter(session=session), request, view=self)
+        return paginator.get_paginated_response(ConversationSerializer(page, many=True).data)
+
+    # -- state -----------------------------------------------------------------------------------------
+    @extend_schema(methods=["GET"], responses=StateSerializer, summary="The session's current state")
+    @extend_schema(
+        methods=["PUT"],
+        request={"application/json": {"type": "object"}},
+        responses=StateSerializer,
+        summary="Replace the state",
+        parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='"n": the version you read')],
+    )
+    @extend_schema(
+        methods=["PATCH"],
+        request={"application/merge-patch+json": {"type": "object"}, "application/json": {"type": "object"}},
+        responses=StateSerializer,
+        summary="Change the state with a JSON merge patch (RFC 7396)",
+        parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='"n": the version you read')],
+    )
+    @action(detail=True, methods=["get", "put", "patch"], parser_classes=[JSONParser, MergePatchParser])
+    def state(self, request, pk=None):
+        session = self.get_object()
+        if request.method == "GET":
+            snapshot = state_get(session=session)
+        else:
+            data = request.data
+            if not isinstance(data, dict):
+                raise serializers.ValidationError({"data": ["The state is a JSON object."]})
+            if_match = self._if_match(request)
+            try:
+                if request.method == "PUT":
+                    snapshot = state_replace(tenant=self.tenant, session_id=session.pk, data=data, if_match=if_match)
+                else:
+                    snapshot = state_merge(tenant=self.tenant, session_id=session.pk, patch=data, if_match=if_match)
+            except StaleVersion as stale:
+                raise PreconditionFailed(
+                    f"The state is at version {stale.current}; you sent If-Match \"{stale.expected}\". "
+                    "Read it again and retry."
+                ) from None
+        body = {"version": snapshot.version, "data": snapshot.data, "updated_at": snapshot.updated_at}
+        response = Response(StateSerializer(body).data)
+        response["ETag"] = f'"{snapshot.version}"'
+        return response
+
+    @staticmethod
+    def _if_match(request) -> int | None:
+        header = request.headers.get("If-Match")
+        if header is None or header.strip() == "*":
+            return None
+        match = IF_MATCH.match(header)
+        if not match:
+            raise serializers.ValidationError({"If-Match": ['Send the version you read, as in ETag: "3".']})
+        return int(match.group(1))
+
+    @extend_schema(responses=StateVersionSerializer(many=True), summary="Every version of the state, newest first")
+    @action(detail=True, methods=["get"], url_path="state/history")
+    def state_history(self, request, pk=None):
+        session = self.get_object()
+        paginator = VersionCursorPage()
+        page = paginator.paginate_queryset(StateVersion.objects.filter(session=session), request, view=self)
+        return paginator.get_paginated_response(StateVersionSerializer(page, many=True).data)
+
+
+class OrdinalCursorPage(CursorPage):
+    ordering = "ordinal"
+
+
+class VersionCursorPage(CursorPage):
+    ordering = "-version"
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Search messages across sessions (audit)"),
+    retrieve=extend_schema(summary="One message"),
+)
+class MessageViewSet(TenantScopedMixin, viewsets.ReadOnlyModelViewSet):
+    serializer_class = MessageSerializer
+    filterset_class = MessageFilter
+    pagination_class = CursorPage
+    model = Message
+
+    def tenant_queryset(self):
+        return Message.objects.filter(tenant=self.tenant, session__deleted_at__isnull=True)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Conversations (filter by session)"),
+    retrieve=extend_schema(summary="One conversation with its counters"),
+)
+class ConversationViewSet(TenantScopedMixin, mixins.RetrieveModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
+    serializer_class = ConversationSerializer
+    filterset_class = ConversationFilter
+    pagination_class = CursorPage
+    model = Conversation
+
+    def tenant_queryset(self):
+        return Conversation.objects.filter(tenant=self.tenant, session__deleted_at__isnull=True)
+
+
+class StatsView(TenantScopedMixin, APIView):
+    @extend_schema(
+        parameters=[GroupedStatsQuerySerializer],
+        responses=GroupedStatsSerializer,
+        summary="Usage counters grouped by day, tool, user_id, model or session",
+    )
+    def get(self, request):
+        query = GroupedStatsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        body = usage_grouped(tenant=self.tenant, **query.validated_data)
+        return Response(GroupedStatsSerializer(body).data)
