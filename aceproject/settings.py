@@ -90,9 +90,7 @@ WSGI_APPLICATION = "aceproject.wsgi.application"
 
 # Database: any PostgreSQL with pgvector via DATABASE_URL; unset, the embedded server under ACE_DATA_DIR.
 DATABASE_URL = env.str("DATABASE_URL", default="")
-DATABASES = {
-    "default": env.db_url_config(DATABASE_URL) if DATABASE_URL else embedded_database_settings(ACE_DATA_DIR)
-}
+DATABASES = {"default": env.db_url_config(DATABASE_URL) if DATABASE_URL else embedded_database_settings(ACE_DATA_DIR)}
 DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
@@ -117,6 +115,11 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True
+
+# The first admin user (scripts/up → manage.py ace_bootstrap); without a password one is generated and printed.
+ACE_ADMIN_USERNAME = env.str("ACE_ADMIN_USERNAME", default="admin")
+ACE_ADMIN_PASSWORD = env.str("ACE_ADMIN_PASSWORD", default="")
+ACE_PUBLIC_HOST = f"{env.str('ACE_HOST', default='127.0.0.1')}:{env.str('ACE_PORT', default='8000')}"
 
 # Requests larger than this are refused with 413 before anything is parsed.
 ACE_MAX_REQUEST_BYTES = env("ACE_MAX_REQUEST_BYTES")
@@ -160,13 +163,14 @@ SPECTACULAR_SETTINGS = {
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = ACE_DATA_DIR / "broker"
-    for _sub in ("queue", "processed"):
+    for _sub in ("queue", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
+        "control_folder": str(_broker_dir / "control"),
     }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

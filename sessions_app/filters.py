@@ -26,7 +26,7 @@ class RoleInFilter(django_filters.BaseInFilter, django_filters.ChoiceFilter):
 
 class BaseMessageFilter(filters.FilterSet):
     role = RoleInFilter(choices=Role.choices, help_text="One role, or several separated by commas")
-    q = filters.CharFilter(method="filter_q", help_text="Keywords (English words, Chinese text, \"phrases\")")
+    q = filters.CharFilter(method="filter_q", help_text='Keywords (English words, Chinese text, "phrases")')
     since = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     until = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
     model = filters.CharFilter()

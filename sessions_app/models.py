@@ -184,7 +184,9 @@ class LlmRequest(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="llm_requests", db_index=False)
-    conversation = models.ForeignKey(Conversation, null=True, on_delete=models.SET_NULL, related_name="+", db_index=False)
+    conversation = models.ForeignKey(
+        Conversation, null=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
     request_id = models.CharField(max_length=255, blank=True)
     auth_type = models.CharField(max_length=64, blank=True)
     model = models.CharField(max_length=255, blank=True)
@@ -262,7 +264,9 @@ class Message(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["session", "seq"], name="message_session_seq"),
             models.UniqueConstraint(
-                fields=["session", "external_id"], name="message_session_external_id", condition=Q(external_id__isnull=False)
+                fields=["session", "external_id"],
+                name="message_session_external_id",
+                condition=Q(external_id__isnull=False),
             ),
         ]
         indexes = [
@@ -312,3 +316,6 @@ class UsageHourly(UsageCounters):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "hour", "tool", "user_id", "model"], name="usage_hourly_key")
         ]
+
+    def __str__(self):
+        return f"{self.hour:%Y-%m-%d %H}:00 {self.tool or '-'} {self.user_id or '-'} {self.model or '-'}"

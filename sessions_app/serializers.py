@@ -228,7 +228,12 @@ class ConversationSerializer(serializers.ModelSerializer):
 
 
 class GroupedRowSerializer(StatsSerializer):
-    key = serializers.CharField(allow_null=True)
+    key = serializers.CharField(allow_null=True, help_text="The day, tool, user_id, model or session id")
+    # Grouped by session only:
+    name = serializers.CharField(required=False)
+    tool = serializers.CharField(required=False)
+    user_id = serializers.CharField(required=False)
+    started_at = serializers.DateTimeField(required=False)
 
 
 class GroupedStatsSerializer(serializers.Serializer):

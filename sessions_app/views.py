@@ -176,14 +176,18 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
         request={"application/json": {"type": "object"}},
         responses=StateSerializer,
         summary="Replace the state",
-        parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='"n": the version you read')],
+        parameters=[
+            OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='"n": the version you read')
+        ],
     )
     @extend_schema(
         methods=["PATCH"],
         request={"application/merge-patch+json": {"type": "object"}, "application/json": {"type": "object"}},
         responses=StateSerializer,
         summary="Change the state with a JSON merge patch (RFC 7396)",
-        parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='"n": the version you read')],
+        parameters=[
+            OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='"n": the version you read')
+        ],
     )
     @action(detail=True, methods=["get", "put", "patch"], parser_classes=[JSONParser, MergePatchParser])
     def state(self, request, pk=None):
@@ -202,7 +206,7 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
                     snapshot = state_merge(tenant=self.tenant, session_id=session.pk, patch=data, if_match=if_match)
             except StaleVersion as stale:
                 raise PreconditionFailed(
-                    f"The state is at version {stale.current}; you sent If-Match \"{stale.expected}\". "
+                    f'The state is at version {stale.current}; you sent If-Match "{stale.expected}". '
                     "Read it again and retry."
                 ) from None
         body = {"version": snapshot.version, "data": snapshot.data, "updated_at": snapshot.updated_at}

@@ -1,3 +1,6 @@
+import base64
+from urllib import parse
+
 from django.conf import settings
 from rest_framework import exceptions
 from rest_framework.pagination import CursorPagination
@@ -27,12 +30,26 @@ class CursorPage(CursorPagination):
         return size
 
     def decode_cursor(self, request):
+        encoded = request.query_params.get(self.cursor_query_param)
+        # DRF's decoder silently turns most garbage into "the first page"; a client with a corrupted
+        # cursor would then re-read pages without noticing.
+        if encoded is not None and not self._well_formed(encoded):
+            raise exceptions.ValidationError({"cursor": [self.invalid_cursor_message]})
         try:
             return super().decode_cursor(request)
         except exceptions.NotFound:
-            raise exceptions.ValidationError(
-                {"cursor": ["Invalid cursor: use the `next` or `previous` link of a previous page as it is."]}
-            ) from None
+            raise exceptions.ValidationError({"cursor": [self.invalid_cursor_message]}) from None
+
+    invalid_cursor_message = "Invalid cursor: use the `next` or `previous` link of a previous page as it is."
+
+    @staticmethod
+    def _well_formed(encoded: str) -> bool:
+        try:
+            decoded = base64.b64decode(encoded.encode("ascii"), validate=True).decode("ascii")
+            tokens = parse.parse_qs(decoded, keep_blank_values=True, strict_parsing=True) if decoded else {}
+        except (ValueError, UnicodeError):
+            return False
+        return bool(tokens) and set(tokens) <= {"o", "r", "p"}
 
 
 class SeqCursorPage(CursorPage):

@@ -241,9 +241,7 @@ class _Append:
         Conversation.objects.bulk_create(self.new_conversations)
         LlmRequest.objects.bulk_create(self.new_requests)
         if self.changed_requests:
-            LlmRequest.objects.bulk_update(
-                list(self.changed_requests.values()), [*TOKEN_FIELDS, "model", "auth_type"]
-            )
+            LlmRequest.objects.bulk_update(list(self.changed_requests.values()), [*TOKEN_FIELDS, "model", "auth_type"])
         Message.objects.bulk_create(messages)
 
         for conversation_id, delta in self.conversation_delta.items():

@@ -25,7 +25,10 @@ def session_update(*, tenant: Tenant, session_id, **fields) -> Session:
         changed = [f for f in FIXED_ONCE_USED if f in fields and fields[f] != getattr(session, f)]
         if changed:
             raise ValidationError(
-                {f: ["Cannot change once the session has messages: its usage is already counted under it."] for f in changed}
+                {
+                    f: ["Cannot change once the session has messages: its usage is already counted under it."]
+                    for f in changed
+                }
             )
     for field, value in fields.items():
         if field in EDITABLE_FIELDS:

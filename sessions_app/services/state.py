@@ -70,7 +70,9 @@ def _state_write(*, tenant: Tenant, session_id, change: str, if_match: int | Non
     return StateSnapshot(version=row.version, data=row.data, updated_at=row.created_at)
 
 
-def state_replace(*, tenant: Tenant, session_id, data: dict, if_match: int | None = None, change="put") -> StateSnapshot:
+def state_replace(
+    *, tenant: Tenant, session_id, data: dict, if_match: int | None = None, change="put"
+) -> StateSnapshot:
     return _state_write(tenant=tenant, session_id=session_id, change=change, if_match=if_match, compute=lambda _: data)
 
 

@@ -1,0 +1,49 @@
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from sessions_app.models import Session
+from sessions_app.sample_data import sample_data_create
+from sessions_app.services.apikeys import apikey_create, tenant_get_or_create
+
+
+class Command(BaseCommand):
+    help = "First start: an admin user (credentials printed), a demo tenant with an API key, and sample data."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--no-sample-data", action="store_true", help="Only the admin user")
+        parser.add_argument("--tenant", default="demo", help="The tenant for the sample data (default: demo)")
+
+    @transaction.atomic
+    def handle(self, *args, no_sample_data=False, tenant="demo", **options):
+        url = f"http://{settings.ACE_PUBLIC_HOST}"
+        user_model = get_user_model()
+        username = settings.ACE_ADMIN_USERNAME
+        if not user_model.objects.filter(is_superuser=True).exists():
+            password = settings.ACE_ADMIN_PASSWORD or secrets.token_urlsafe(12)
+            user_model.objects.create_superuser(username=username, email="", password=password)
+            self.stdout.write(self.style.SUCCESS(f"Admin user created: {username} / {password}"))
+        else:
+            self.stdout.write(
+                f"An admin user exists already (reset a password: python manage.py changepassword {username})."
+            )
+
+        if no_sample_data:
+            return
+        demo = tenant_get_or_create(name=tenant)
+        key_file = settings.ACE_DATA_DIR / f"{tenant}_api_key"
+        if not key_file.exists():
+            new = apikey_create(tenant_name=tenant, name="created by ace_bootstrap")
+            key_file.write_text(new.plain_key + "\n")
+            key_file.chmod(0o600)
+        if not Session.objects.filter(tenant=demo).exists():
+            count = sample_data_create(tenant=demo)
+            self.stdout.write(f"Sample data: {count} sessions in tenant '{tenant}'.")
+        self.stdout.write("")
+        self.stdout.write(f"  Admin:    {url}/admin/")
+        self.stdout.write(f"  API docs: {url}/api/docs/")
+        self.stdout.write(f"  API key for tenant '{tenant}' (kept in {key_file}):")
+        self.stdout.write(f"    {key_file.read_text().strip()}")

@@ -1,0 +1,48 @@
+def state_url(session, suffix=""):
+    return f"/api/v1/sessions/{session.pk}/state/{suffix}"
+
+
+def test_empty_state_is_version_0(api, session):
+    response = api.get(state_url(session))
+    assert response.status_code == 200
+    assert response.json() == {"version": 0, "data": {}, "updated_at": None}
+    assert response["ETag"] == '"0"'
+
+
+def test_put_patch_and_history(api, session):
+    put = api.put(state_url(session), {"budget": 5000, "preference": "人文历史"}, format="json", HTTP_IF_MATCH='"0"')
+    assert put.status_code == 200
+    assert put["ETag"] == '"1"'
+
+    patch = api.generic(
+        "PATCH",
+        state_url(session),
+        '{"preference": "博物馆", "draft": {"day1": ["西湖"]}, "budget": null}',
+        content_type="application/merge-patch+json",
+        HTTP_IF_MATCH='"1"',
+    )
+    assert patch.status_code == 200, patch.content
+    assert patch.json()["data"] == {"preference": "博物馆", "draft": {"day1": ["西湖"]}}
+    assert patch.json()["version"] == 2
+
+    nested = api.patch(state_url(session), {"draft": {"day2": ["灵隐寺"]}}, format="json")
+    assert nested.json()["data"]["draft"] == {"day1": ["西湖"], "day2": ["灵隐寺"]}
+
+    history = api.get(state_url(session, "history/")).json()["results"]
+    assert [h["version"] for h in history] == [3, 2, 1]
+    assert history[-1]["data"] == {"budget": 5000, "preference": "人文历史"}
+    assert [h["change"] for h in history] == ["patch", "patch", "put"]
+
+
+def test_weak_and_bare_if_match_forms(api, session):
+    api.put(state_url(session), {"a": 1}, format="json")
+    assert api.patch(state_url(session), {"b": 2}, format="json", HTTP_IF_MATCH='W/"1"').status_code == 200
+    assert api.patch(state_url(session), {"c": 3}, format="json", HTTP_IF_MATCH="2").status_code == 200
+    assert api.patch(state_url(session), {"d": 4}, format="json", HTTP_IF_MATCH="*").status_code == 200
+
+
+def test_a_write_that_changes_nothing_makes_no_new_version(api, session):
+    api.put(state_url(session), {"a": 1}, format="json")
+    again = api.put(state_url(session), {"a": 1}, format="json")
+    assert again.json()["version"] == 1
+    assert len(api.get(state_url(session, "history/")).json()["results"]) == 1

@@ -1,0 +1,72 @@
+"""Health, the OpenAPI schema and its docs, the first-start bootstrap."""
+
+import yaml
+from django.core.management import call_command
+from drf_spectacular.validation import validate_schema
+
+from sessions_app.models import Session, Tenant
+
+
+def test_healthz_reports_database_and_broker(client, db):
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"database": "ok", "broker": "ok"}
+
+
+def test_healthz_names_what_is_down(client, db, settings):
+    from aceproject.celery import app
+
+    original = app.conf.broker_url, app.conf.broker_write_url
+    app.conf.broker_url = app.conf.broker_write_url = "redis://127.0.0.1:1/0"  # nothing listens there
+    try:
+        response = client.get("/healthz")
+    finally:
+        app.conf.broker_url, app.conf.broker_write_url = original
+    assert response.status_code == 503
+    assert response.json()["broker"] == "down"
+    assert response.json()["database"] == "ok"
+    assert "broker" in response.json()["detail"]
+
+
+def test_openapi_schema_is_valid_and_docs_are_served_locally(client, db):
+    response = client.get("/api/schema/")
+    assert response.status_code == 200
+    schema = yaml.safe_load(response.content)
+    validate_schema(schema)
+    paths = schema["paths"]
+    for path in (
+        "/api/v1/sessions/",
+        "/api/v1/sessions/{id}/messages/",
+        "/api/v1/sessions/{id}/stats/",
+        "/api/v1/sessions/{id}/state/",
+        "/api/v1/sessions/{id}/state/history/",
+        "/api/v1/sessions/{id}/end/",
+        "/api/v1/sessions/{id}/conversations/",
+        "/api/v1/conversations/{id}/",
+        "/api/v1/messages/",
+        "/api/v1/stats/",
+    ):
+        assert path in paths, path
+
+    docs = client.get("/api/docs/")
+    assert docs.status_code == 200
+    html = docs.content.decode()
+    assert "cdn" not in html.lower()
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html
+
+
+def test_bootstrap_creates_admin_tenant_key_and_sample_data_once(db, capsys, settings, tmp_path):
+    settings.ACE_DATA_DIR = tmp_path
+    call_command("ace_bootstrap")
+    out = capsys.readouterr().out
+    assert "Admin user created: admin / " in out
+    key = (tmp_path / "demo_api_key").read_text().strip()
+    assert key in out
+    demo = Tenant.objects.get(name="demo")
+    weather = Session.objects.get(tenant=demo, name__startswith="天气查询")
+    assert (weather.requests, weather.messages, weather.conversations) == (4, 6, 2)
+    count = Session.objects.count()
+
+    call_command("ace_bootstrap")
+    assert "exists already" in capsys.readouterr().out
+    assert Session.objects.count() == count
