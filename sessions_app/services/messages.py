@@ -13,10 +13,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from sessions_app.models import (
     COUNTER_FIELDS,
@@ -238,11 +239,11 @@ class _Append:
             for field, value in self.conversation_delta[conversation.pk].items():
                 setattr(conversation, field, value)
             conversation.last_message_at = self.conversation_last.get(conversation.pk)
-        Conversation.objects.bulk_create(self.new_conversations)
-        LlmRequest.objects.bulk_create(self.new_requests)
+        _copy_insert(Conversation, self.new_conversations)
+        _copy_insert(LlmRequest, self.new_requests)
         if self.changed_requests:
             LlmRequest.objects.bulk_update(list(self.changed_requests.values()), [*TOKEN_FIELDS, "model", "auth_type"])
-        Message.objects.bulk_create(messages)
+        _copy_insert(Message, messages)
 
         for conversation_id, delta in self.conversation_delta.items():
             if conversation_id in new_conversation_ids:
@@ -279,6 +280,30 @@ class _Append:
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
+
+
+def _copy_insert(model, objects: list) -> None:
+    """Insert with COPY, several times faster than INSERT for batches. The ids are made in Python and
+    nothing has to come back (bulk_create would also return each message's generated search vector)."""
+    if not objects:
+        return
+    fields = [f for f in model._meta.concrete_fields if not f.generated]
+    json_fields = {f.attname for f in fields if isinstance(f, models.JSONField)}
+    attnames = [f.attname for f in fields]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY {model._meta.db_table} ({columns}) FROM STDIN") as copy:
+            for obj in objects:
+                values = obj.__dict__
+                copy.write_row(
+                    [
+                        Jsonb(values[name]) if name in json_fields and values[name] is not None else values[name]
+                        for name in attnames
+                    ]
+                )
+    for obj in objects:
+        obj._state.adding = False
+        obj._state.db = connection.alias
 
 
 def messages_append(*, tenant: Tenant, session_id: uuid.UUID, items: list[dict]) -> AppendResult:
