@@ -120,3 +120,55 @@ def _usage_by_session(*, tenant, since, until, tool, user_id, limit) -> dict:
         for s in top
     ]
     return {"group_by": "session", "since": since, "until": until, "results": results, "totals": _sums(sessions)}
+
+
+_RECOUNT_SQL = """
+WITH m AS (
+    SELECT * FROM sessions_app_message WHERE session_id = %(session)s
+), per_request AS (
+    SELECT MAX(COALESCE(input_tokens, 0)) AS input_tokens, MAX(COALESCE(output_tokens, 0)) AS output_tokens,
+           MAX(COALESCE(cache_read_tokens, 0)) AS cache_read_tokens,
+           MAX(COALESCE(cache_creation_tokens, 0)) AS cache_creation_tokens,
+           MAX(COALESCE(total_tokens, 0)) AS total_tokens
+    FROM m WHERE request_id <> '' GROUP BY request_id
+), loose AS (
+    SELECT auth_type, COALESCE(input_tokens, 0) AS input_tokens, COALESCE(output_tokens, 0) AS output_tokens,
+           COALESCE(cache_read_tokens, 0) AS cache_read_tokens,
+           COALESCE(cache_creation_tokens, 0) AS cache_creation_tokens, COALESCE(total_tokens, 0) AS total_tokens
+    FROM m WHERE request_id = ''
+)
+SELECT
+    (SELECT COUNT(*) FROM per_request) + (SELECT COUNT(*) FROM loose WHERE auth_type <> '') AS requests,
+    (SELECT COUNT(*) FROM sessions_app_conversation WHERE session_id = %(session)s) AS conversations,
+    (SELECT COUNT(*) FROM m) AS messages,
+    (SELECT COUNT(*) FROM m WHERE role = 'user') AS message_user,
+    (SELECT COUNT(*) FROM m WHERE role = 'assistant') AS message_assistant,
+    (SELECT COUNT(*) FROM m WHERE role = 'toolResult') AS message_toolresult,
+    (SELECT COUNT(*) FROM m WHERE role = 'error') AS message_error,
+    (SELECT COUNT(*) FROM m WHERE role = 'system') AS message_system,
+    (SELECT COALESCE(SUM(input_tokens), 0) FROM per_request) + (SELECT COALESCE(SUM(input_tokens), 0) FROM loose),
+    (SELECT COALESCE(SUM(output_tokens), 0) FROM per_request) + (SELECT COALESCE(SUM(output_tokens), 0) FROM loose),
+    (SELECT COALESCE(SUM(cache_read_tokens), 0) FROM per_request)
+        + (SELECT COALESCE(SUM(cache_read_tokens), 0) FROM loose),
+    (SELECT COALESCE(SUM(cache_creation_tokens), 0) FROM per_request)
+        + (SELECT COALESCE(SUM(cache_creation_tokens), 0) FROM loose),
+    (SELECT COALESCE(SUM(total_tokens), 0) FROM per_request) + (SELECT COALESCE(SUM(total_tokens), 0) FROM loose)
+"""
+
+
+def session_recount(*, session: Session) -> dict[str, int]:
+    """The session's counters recomputed from its messages by the counting rules (a full scan of the
+    session's rows): what auditors compare with the maintained counters."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(_RECOUNT_SQL, {"session": session.pk})
+        row = cursor.fetchone()
+    return dict(zip(STATS_FIELDS, (int(value) for value in row), strict=True))
+
+
+def session_count_drift(*, session: Session) -> dict[str, tuple[int, int]]:
+    """{counter: (maintained, recounted)} for every counter that disagrees; empty when all agree."""
+    maintained = session_stats(session=session)
+    recounted = session_recount(session=session)
+    return {f: (maintained[f], recounted[f]) for f in STATS_FIELDS if maintained[f] != recounted[f]}

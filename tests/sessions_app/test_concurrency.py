@@ -5,7 +5,7 @@ import threading
 import pytest
 from django.db import connection
 
-from sessions_app.models import Conversation, Message, Session
+from sessions_app.models import Conversation, Message
 from tests.conftest import make_client
 from tests.factories import SessionFactory
 
@@ -80,4 +80,37 @@ def test_concurrent_writers_to_one_session_keep_exact_counts():
     assert grouped["messages"] == session.messages
     assert grouped["requests"] == session.requests
     assert grouped["conversations"] == session.conversations
-    assert Session.objects.filter(pk=session.pk).count() == 1
+    from sessions_app.selectors import session_count_drift
+
+    assert session_count_drift(session=session) == {}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_recount_from_messages_agrees_with_the_maintained_counters():
+    from django.core.management import call_command
+
+    from sessions_app.selectors import session_count_drift
+
+    api = make_client("recount")
+    session = SessionFactory(tenant=api.tenant, user_id="u")
+    api.post(
+        f"/api/v1/sessions/{session.pk}/messages/",
+        [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "a", "request_id": "r1", "input_tokens": 3, "output_tokens": 1},
+            {"role": "assistant", "content": "b", "request_id": "r1", "input_tokens": 3, "output_tokens": 9},
+            {"role": "toolResult", "content": "{}", "auth_type": "k", "input_tokens": 2},
+            {"role": "system", "content": "s", "output_tokens": 4},
+        ],
+        format="json",
+    )
+    session.refresh_from_db()
+    assert session_count_drift(session=session) == {}
+    call_command("ace_recount", "--tenant", "recount")
+
+    # A counter changed behind the service's back is reported, and the command fails.
+    type(session).objects.filter(pk=session.pk).update(output_tokens=0)
+    session.refresh_from_db()
+    assert session_count_drift(session=session) == {"output_tokens": (0, 13)}
+    with pytest.raises(SystemExit):
+        call_command("ace_recount", "--session", str(session.pk))
