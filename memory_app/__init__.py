@@ -1,0 +1,1 @@
+"""Long-term memory: records with provenance, embeddings, recall and context injection (issue 4)."""

@@ -1,0 +1,1 @@
+"""Memory strategies: versioned rules, extractors, consolidation and their Celery runs (issue 5)."""
