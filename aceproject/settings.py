@@ -91,7 +91,8 @@ WSGI_APPLICATION = "aceproject.wsgi.application"
 # Database: any PostgreSQL with pgvector via DATABASE_URL; unset, the embedded server under ACE_DATA_DIR.
 DATABASE_URL = env.str("DATABASE_URL", default="")
 DATABASES = {"default": env.db_url_config(DATABASE_URL) if DATABASE_URL else embedded_database_settings(ACE_DATA_DIR)}
-DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
+if DATABASE_URL:
+    DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -105,9 +105,12 @@ def _usage_by_session(*, tenant, since, until, tool, user_id, limit) -> dict:
         sessions = sessions.filter(tool=tool)
     if user_id is not None:
         sessions = sessions.filter(user_id=user_id)
-    top = sessions.order_by("-total_tokens", "-messages", "-started_at").only(
-        "id", "name", "tool", "user_id", "started_at", *STATS_FIELDS
-    )[:limit]
+    # Deleted sessions stay in the totals (their usage happened) but are not listed: the API hides them.
+    top = (
+        sessions.filter(deleted_at__isnull=True)
+        .order_by("-total_tokens", "-messages", "-started_at")
+        .only("id", "name", "tool", "user_id", "started_at", *STATS_FIELDS)[:limit]
+    )
     results = [
         {
             "key": str(s.pk),

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from sessions_app.api.errors import PreconditionFailed
-from sessions_app.api.pagination import CursorPage, SeqCursorPage
+from sessions_app.api.pagination import CursorPage, SeqCursorPage, StartedCursorPage
 from sessions_app.filters import ConversationFilter, MessageFilter, SessionFilter, SessionMessageFilter
 from sessions_app.models import Conversation, Message, Session, StateVersion
 from sessions_app.selectors import session_stats, usage_grouped
@@ -65,7 +65,7 @@ class MergePatchParser(JSONParser):
 class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
     serializer_class = SessionSerializer
     filterset_class = SessionFilter
-    pagination_class = CursorPage
+    pagination_class = StartedCursorPage
     http_method_names = ["get", "post", "patch", "delete", "put", "head", "options"]
     model = Session
 

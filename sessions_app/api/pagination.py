@@ -54,3 +54,7 @@ class CursorPage(CursorPagination):
 
 class SeqCursorPage(CursorPage):
     ordering = "seq"
+
+
+class StartedCursorPage(CursorPage):
+    ordering = "-started_at"

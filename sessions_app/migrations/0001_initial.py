@@ -26,8 +26,11 @@ class Migration(migrations.Migration):
             CREATE OR REPLACE FUNCTION ace_tsvector(body text) RETURNS tsvector
             LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
               SELECT to_tsvector('pg_catalog.english'::regconfig,
-                regexp_replace(body, '([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff])',
-                               ' \1 ', 'g'))
+                regexp_replace(
+                  -- CJK punctuation becomes a stop word: it takes a position, so a phrase never spans it.
+                  regexp_replace(body, '[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]',
+                                 ' the ', 'g'),
+                  '([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff])', ' \1 ', 'g'))
             $$;
             """,
             reverse_sql="DROP FUNCTION IF EXISTS ace_tsvector(text);",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 
@@ -52,8 +54,9 @@ def session_end(*, tenant: Tenant, session_id, ended_at=None) -> Session:
 
 def session_delete(*, tenant: Tenant, session_id) -> None:
     """Hide the session from the API. Its messages stay for audit (admin) and its usage stays counted."""
+    now = timezone.now()
     updated = Session.objects.filter(pk=session_id, tenant=tenant, deleted_at__isnull=True).update(
-        deleted_at=timezone.now(), ended_at=timezone.now()
+        deleted_at=now, ended_at=Coalesce(F("ended_at"), now)
     )
     if not updated:
         raise Session.DoesNotExist

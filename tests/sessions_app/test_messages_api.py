@@ -131,6 +131,16 @@ def test_keyword_search_finds_chinese_and_english(api, session):
     assert found("museum -quiet") == []
 
 
+def test_a_chinese_phrase_never_matches_across_punctuation(api, session):
+    api.post(
+        url(session),
+        [{"role": "assistant", "content": "今天是晴天，气温 21°C。"}, {"role": "user", "content": "查看天气"}],
+        format="json",
+    )
+    assert [m["seq"] for m in api.get(url(session), {"q": "天气"}).json()["results"]] == [2]
+    assert [m["seq"] for m in api.get(url(session), {"q": "晴天"}).json()["results"]] == [1]
+
+
 def test_cross_session_audit_search_is_scoped_and_filterable(api, other_api, session):
     from tests.factories import SessionFactory
 

@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from aceproject.embedded_db import stop_embedded_database
+from aceproject.embedded_db import embedded_database_running, stop_embedded_database
 
 
 class Command(BaseCommand):
@@ -16,7 +16,8 @@ class Command(BaseCommand):
             return
         pgdata = settings.ACE_DATA_DIR / "pg"
         if action == "status":
-            self.stdout.write(f"Embedded PostgreSQL in {pgdata}, socket {settings.DATABASES['default']['HOST']}")
+            running = embedded_database_running(settings.ACE_DATA_DIR)
+            self.stdout.write(f"Embedded PostgreSQL in {pgdata}: {'running' if running else 'not running'}.")
             return
         from django.db import connections
 
