@@ -1,0 +1,1148 @@
+"""The Django admin for sessions_app: the auditors' daily tool.
+
+Messages, requests and conversations are facts recorded by the API, so their admins are read-only. The
+big tables (messages above all) never count or sort their rows in full: `EstimatedCountPaginator` instead
+of `COUNT(*)`, ordering by an indexed column, list filters whose choices come from small tables, and
+changelist querysets that load only the columns the list shows. Writes go through the services, so the
+admin follows the same rules as the API (ending a session, revoking or creating an API key).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import uuid
+
+from django.contrib import admin, messages
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.utils import build_q_object_from_lookup_parameters, flatten_fieldsets, unquote
+from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Count, Q, TextField
+from django.db.models.functions import Cast, Substr
+from django.forms.models import BaseInlineFormSet
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
+from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
+from django.utils.text import Truncator
+
+from sessions_app.admin_paginator import EstimatedCountPaginator
+from sessions_app.models import (
+    ApiKey,
+    Conversation,
+    LlmRequest,
+    Message,
+    Role,
+    Session,
+    StateVersion,
+    Tenant,
+    UsageHourly,
+)
+from sessions_app.search import keyword_query
+from sessions_app.services.apikeys import KEY_PREFIX, apikey_create, apikeys_revoke
+from sessions_app.services.sessions import session_end, session_update
+
+# --------------------------------------------------------------------------------------------------------
+# Display helpers
+# --------------------------------------------------------------------------------------------------------
+
+ROLE_COLOURS = {
+    Role.USER: "#2563eb",
+    Role.ASSISTANT: "#15803d",
+    Role.TOOL_RESULT: "#7c3aed",
+    Role.ERROR: "#dc2626",
+    Role.SYSTEM: "#4b5563",
+}
+STATUS_COLOURS = {"active": "#15803d", "ended": "#4b5563", "deleted": "#dc2626", "revoked": "#dc2626"}
+BADGE_STYLE = "display:inline-block;padding:1px 7px;border-radius:9px;color:#fff;background:{};font-size:11px;"
+EMPTY = "-"  # as Django's own empty_value_display
+
+
+def number(value) -> str:
+    """Token and message counts with thousands separators: 1234567 → "1,234,567"."""
+    return EMPTY if value is None else f"{value:,}"
+
+
+def badge(text: str, colour: str):
+    return format_html('<span style="' + BADGE_STYLE + '">{}</span>', colour, text)
+
+
+def role_badge(role: str):
+    return badge(role, ROLE_COLOURS.get(role, "#4b5563"))
+
+
+def pretty_json(value):
+    if value in (None, "", {}, []):
+        return EMPTY
+    return format_html(
+        '<pre style="white-space:pre-wrap;margin:0">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False)
+    )
+
+
+def pre(text: str):
+    if not text:
+        return EMPTY
+    return format_html('<pre style="white-space:pre-wrap;word-break:break-word;margin:0">{}</pre>', text)
+
+
+def change_link(obj, text=None):
+    if obj is None:
+        return EMPTY
+    url = reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
+    return format_html('<a href="{}">{}</a>', url, text if text is not None else str(obj))
+
+
+def changelist_url(model, **params) -> str:
+    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
+    return f"{url}?{urlencode(params)}" if params else url
+
+
+def timeline_url(session_id, *, at_seq: int | None = None) -> str:
+    url = reverse("admin:sessions_app_session_timeline", args=[session_id])
+    if at_seq is not None:
+        url += f"?{urlencode({'after_seq': max(at_seq - 1, 0)})}#seq-{at_seq}"
+    return url
+
+
+def counter_display(field: str, description: str):
+    """A list/readonly column showing an integer counter column with thousands separators."""
+
+    @admin.display(description=description, ordering=field)
+    def display(self, obj):
+        return number(getattr(obj, field))
+
+    display.__name__ = f"{field}_display"
+    return display
+
+
+def token_summary(obj) -> str:
+    parts = [
+        (label, getattr(obj, field))
+        for label, field in (
+            ("in", "input_tokens"),
+            ("out", "output_tokens"),
+            ("cache read", "cache_read_tokens"),
+            ("cache write", "cache_creation_tokens"),
+            ("total", "total_tokens"),
+        )
+    ]
+    return " · ".join(f"{label} {number(value)}" for label, value in parts if value) or EMPTY
+
+
+def parse_uuid(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value).strip())
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------------------
+# Shared admin building blocks
+# --------------------------------------------------------------------------------------------------------
+
+
+class ReadOnlyAdminMixin:
+    """Viewable (with the view permission), never added, changed or deleted through the admin."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class BigTableAdminMixin:
+    """For tables of millions of rows: no COUNT(*), no facet counts, only the listed columns loaded.
+
+    `list_defer` names columns the list never shows (long texts, JSON, the search vector); `list_annotations`
+    adds cheap per-row expressions (a content preview instead of the whole content).
+    """
+
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    list_per_page = 100
+    list_max_show_all = 200
+    list_defer: tuple[str, ...] = ()
+
+    def list_annotations(self) -> dict:
+        return {}
+
+    def get_changelist(self, request, **kwargs):
+        model_admin = self
+
+        class BigTableChangeList(ChangeList):
+            def get_queryset(self, request, exclude_parameters=None):
+                queryset = super().get_queryset(request, exclude_parameters)
+                if model_admin.list_defer:
+                    queryset = queryset.defer(*model_admin.list_defer)
+                return queryset.annotate(**model_admin.list_annotations())
+
+        return BigTableChangeList
+
+
+class UuidSearchMixin:
+    """Pasting an object's id into the search box finds it, whatever the other search fields are."""
+
+    def get_search_results(self, request, queryset, search_term):
+        found, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        pk = parse_uuid(search_term)
+        if pk is not None:
+            found = found | queryset.filter(pk=pk)
+        return found, may_have_duplicates
+
+
+class LimitedInlineFormSet(BaseInlineFormSet):
+    """Shows the first `limit` related rows: a session can have thousands of conversations."""
+
+    limit = 50
+
+    def get_queryset(self):
+        if not hasattr(self, "_limited_queryset"):
+            self._limited_queryset = super().get_queryset()[: self.limit]
+        return self._limited_queryset
+
+
+# --------------------------------------------------------------------------------------------------------
+# List filters
+# --------------------------------------------------------------------------------------------------------
+
+
+class DateRangeFilter(admin.DateFieldListFilter):
+    """Django's date links (today, past 7 days, …) plus a from/to form; "to" includes the whole day."""
+
+    template = "admin/sessions_app/date_range_filter.html"
+
+    def __init__(self, field, request, params, model, model_admin, field_path):
+        self.lookup_kwarg_from = f"{field_path}__from"
+        self.lookup_kwarg_to = f"{field_path}__to"
+        super().__init__(field, request, params, model, model_admin, field_path)
+        self.value_from = self._value(self.lookup_kwarg_from)
+        self.value_to = self._value(self.lookup_kwarg_to)
+        # A blank from/to (the form sent empty) must not unselect "Any date".
+        self.date_params = {k: v for k, v in self.date_params.items() if v or not k.endswith(("__from", "__to"))}
+        self.hidden_params = []
+
+    def _value(self, name) -> str:
+        value = self.used_parameters.get(name)
+        if isinstance(value, list):
+            value = value[-1] if value else ""
+        return (value or "").strip()
+
+    def expected_parameters(self):
+        return [*super().expected_parameters(), self.lookup_kwarg_from, self.lookup_kwarg_to]
+
+    def _day_start(self, value: str) -> datetime.datetime:
+        try:
+            day = datetime.date.fromisoformat(value)
+        except ValueError as error:
+            raise IncorrectLookupParameters(error) from error
+        return timezone.make_aware(datetime.datetime.combine(day, datetime.time.min))
+
+    def queryset(self, request, queryset):
+        lookups = {
+            k: v for k, v in self.used_parameters.items() if k not in (self.lookup_kwarg_from, self.lookup_kwarg_to)
+        }
+        try:
+            condition = build_q_object_from_lookup_parameters(lookups)
+        except (ValueError, ValidationError) as error:
+            raise IncorrectLookupParameters(error) from error
+        if self.value_from:
+            condition &= Q(**{f"{self.field_path}__gte": self._day_start(self.value_from)})
+        if self.value_to:
+            end = self._day_start(self.value_to) + datetime.timedelta(days=1)
+            condition &= Q(**{f"{self.field_path}__lt": end})
+        try:
+            return queryset.filter(condition)
+        except (ValueError, ValidationError) as error:
+            raise IncorrectLookupParameters(error) from error
+
+    def choices(self, changelist):
+        # The from/to form keeps every other filter, the search and the ordering of the page it is on.
+        self.hidden_params = [(k, v) for k, v in changelist.params.items() if not k.startswith(self.field_generic)]
+        yield from super().choices(changelist)
+
+
+class ToolFilter(admin.SimpleListFilter):
+    """Tools read from the sessions table (a handful of values), never from the messages."""
+
+    title = "tool"
+    parameter_name = "tool"
+    field = "tool"
+
+    def lookups(self, request, model_admin):
+        tools = Session.objects.exclude(tool="").order_by("tool").values_list("tool", flat=True).distinct()
+        return [(tool, tool) for tool in tools]
+
+    def queryset(self, request, queryset):
+        if self.value() is not None:
+            return queryset.filter(**{self.field: self.value()})
+        return queryset
+
+
+class SessionToolFilter(ToolFilter):
+    field = "session__tool"
+
+
+class ModelFilter(admin.SimpleListFilter):
+    """Models read from the hourly usage roll-up, which is small, never from the messages."""
+
+    title = "model"
+    parameter_name = "model"
+
+    def lookups(self, request, model_admin):
+        models = UsageHourly.objects.exclude(model="").order_by("model").values_list("model", flat=True).distinct()
+        return [(model, model) for model in models]
+
+    def queryset(self, request, queryset):
+        if self.value() is not None:
+            return queryset.filter(model=self.value())
+        return queryset
+
+
+class SessionFilter(admin.SimpleListFilter):
+    """`?session=<id>`: what the links from a session's page use. Shown only while it is applied."""
+
+    title = "session"
+    parameter_name = "session"
+
+    def lookups(self, request, model_admin):
+        if self.value() is None:
+            return []
+        pk = parse_uuid(self.value())
+        # A bad id still gets a choice, so that queryset() runs and rejects it instead of listing everything.
+        session = Session.objects.filter(pk=pk).only("id", "name", "tool").first() if pk else None
+        return [(self.value(), str(session) if session else self.value())]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        pk = parse_uuid(self.value())
+        if pk is None:
+            raise IncorrectLookupParameters(f"Not a session id: {self.value()!r}")
+        return queryset.filter(session_id=pk)
+
+
+class ActiveFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "active"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "active"), ("no", "ended")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(ended_at__isnull=True)
+        if self.value() == "no":
+            return queryset.filter(ended_at__isnull=False)
+        return queryset
+
+
+class DeletedFilter(admin.SimpleListFilter):
+    title = "deleted through the API"
+    parameter_name = "deleted"
+
+    def lookups(self, request, model_admin):
+        return [("no", "not deleted"), ("yes", "deleted")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(deleted_at__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(deleted_at__isnull=True)
+        return queryset
+
+
+class ApiKeyStatusFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request, model_admin):
+        return [("active", "active"), ("revoked", "revoked")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "active":
+            return queryset.filter(revoked_at__isnull=True)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
+# --------------------------------------------------------------------------------------------------------
+# Sessions
+# --------------------------------------------------------------------------------------------------------
+
+
+class ConversationInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = Conversation
+    fk_name = "session"
+    formset = LimitedInlineFormSet
+    verbose_name_plural = f"conversations (the first {LimitedInlineFormSet.limit})"
+    ordering = ("ordinal",)
+    fields = readonly_fields = (
+        "ordinal",
+        "conversation_id",
+        "feishu_conversation_id",
+        "messages_display",
+        "last_message_at",
+        "total_tokens_display",
+    )
+    show_change_link = True
+    can_delete = False
+    extra = 0
+
+    messages_display = counter_display("messages", "messages")
+    total_tokens_display = counter_display("total_tokens", "tokens")
+
+
+SESSION_COUNTERS = (
+    ("requests", "requests"),
+    ("conversations", "conversations"),
+    ("messages", "messages"),
+    ("message_user", "user"),
+    ("message_assistant", "assistant"),
+    ("message_toolresult", "tool results"),
+    ("message_error", "errors"),
+    ("message_system", "system"),
+    ("input_tokens", "input tokens"),
+    ("output_tokens", "output tokens"),
+    ("cache_read_tokens", "cache read tokens"),
+    ("cache_creation_tokens", "cache write tokens"),
+    ("total_tokens", "tokens"),
+)
+SESSION_EDITABLE = ("name", "app", "metadata")
+# `<counter>_display` columns for every counter, shared by the session, conversation and usage admins.
+CounterColumns = type(
+    "CounterColumns", (), {f"{field}_display": counter_display(field, label) for field, label in SESSION_COUNTERS}
+)
+
+
+@admin.register(Session)
+class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.ModelAdmin):
+    list_display = (
+        "display_name",
+        "tool",
+        "user_id",
+        "app",
+        "tenant",
+        "started_at",
+        "status",
+        "requests_display",
+        "conversations_display",
+        "messages_display",
+        "message_user_display",
+        "message_assistant_display",
+        "message_toolresult_display",
+        "message_error_display",
+        "total_tokens_display",
+    )
+    list_display_links = ("display_name",)
+    list_filter = ("tenant", ToolFilter, ActiveFilter, ("started_at", DateRangeFilter), DeletedFilter)
+    search_fields = ("name", "=user_id", "=agent_session_id")
+    search_help_text = "Part of the name, or an exact user_id, agent_session_id or session id."
+    list_select_related = ("tenant",)
+    list_defer = ("metadata",)
+    ordering = ("-started_at",)
+    actions = ["end_sessions"]
+    inlines = [ConversationInline]
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    "tenant",
+                    "name",
+                    ("tool", "app"),
+                    ("user_id", "agent_session_id"),
+                    "metadata",
+                    "timeline_link",
+                )
+            },
+        ),
+        (
+            "Lifetime",
+            {"fields": (("started_at", "ended_at", "deleted_at"), ("last_message_at", "last_seq"), "status")},
+        ),
+        (
+            "Counters",
+            {
+                "description": "Kept exact by the message service as messages arrive; never recounted here.",
+                "fields": (
+                    ("requests_display", "conversations_display", "messages_display"),
+                    (
+                        "message_user_display",
+                        "message_assistant_display",
+                        "message_toolresult_display",
+                        "message_error_display",
+                        "message_system_display",
+                    ),
+                    ("input_tokens_display", "output_tokens_display", "total_tokens_display"),
+                    ("cache_read_tokens_display", "cache_creation_tokens_display"),
+                    "current_conversation",
+                    "conversations_link",
+                ),
+            },
+        ),
+        ("State", {"fields": ("state_version", "state_history")}),
+    )
+    timeline_page_size = 200
+
+    def get_readonly_fields(self, request, obj=None):
+        editable = () if obj is not None and obj.deleted_at else SESSION_EDITABLE
+        fields = flatten_fieldsets(self.fieldsets)
+        return [field for field in fields if field not in editable]
+
+    def has_add_permission(self, request):
+        return False  # sessions are opened by their clients, through the API
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # deleting would drop the messages; the API's DELETE hides a session and keeps them
+
+    @admin.display(description="name", ordering="name")
+    def display_name(self, obj):
+        return obj.name or format_html("<em>{}</em>", str(obj))
+
+    @admin.display(description="status", ordering="ended_at")
+    def status(self, obj):
+        if obj.deleted_at:
+            return badge("deleted", STATUS_COLOURS["deleted"])
+        return badge("active", STATUS_COLOURS["active"]) if obj.is_active else badge("ended", STATUS_COLOURS["ended"])
+
+    @admin.display(description="messages")
+    def timeline_link(self, obj):
+        if obj.pk is None:
+            return EMPTY
+        return format_html(
+            '<a href="{}">Read the message timeline</a> ({} messages) · <a href="{}">message list</a>',
+            timeline_url(obj.pk),
+            number(obj.messages),
+            changelist_url(Message, session=obj.pk),
+        )
+
+    @admin.display(description="all conversations")
+    def conversations_link(self, obj):
+        return format_html(
+            '<a href="{}">{} conversations</a>', changelist_url(Conversation, session=obj.pk), number(obj.conversations)
+        )
+
+    @admin.display(description="history (latest 20 versions)")
+    def state_history(self, obj):
+        versions = list(StateVersion.objects.filter(session=obj).order_by("-version")[:20])
+        if not versions:
+            return EMPTY
+        rows = format_html_join(
+            "",
+            '<tr><td><a href="{}">v{}</a></td><td>{}</td><td>{}</td>'
+            '<td><pre style="white-space:pre-wrap;margin:0">{}</pre></td></tr>',
+            (
+                (
+                    reverse("admin:sessions_app_stateversion_change", args=[v.pk]),
+                    v.version,
+                    v.change,
+                    v.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                    Truncator(json.dumps(v.data, indent=2, ensure_ascii=False)).chars(2000),
+                )
+                for v in versions
+            ),
+        )
+        return format_html(
+            "<table><thead><tr><th>version</th><th>change</th><th>at</th><th>data</th></tr></thead>"
+            '<tbody>{}</tbody></table><p><a href="{}">All versions</a></p>',
+            rows,
+            changelist_url(StateVersion, session=obj.pk),
+        )
+
+    def save_model(self, request, obj, form, change):
+        # Through the service: it locks the row, so the counters written concurrently by the message service
+        # are never overwritten by the values this form was loaded with.
+        changed = {field: form.cleaned_data[field] for field in form.changed_data if field in SESSION_EDITABLE}
+        if changed:
+            session_update(tenant=obj.tenant, session_id=obj.pk, **changed)
+
+    @admin.action(description="End selected sessions", permissions=["change"])
+    def end_sessions(self, request, queryset):
+        open_sessions = list(
+            queryset.filter(ended_at__isnull=True, deleted_at__isnull=True).values_list("pk", "tenant_id")
+        )
+        tenants = Tenant.objects.in_bulk({tenant_id for _, tenant_id in open_sessions})
+        ended = 0
+        for session_id, tenant_id in open_sessions:
+            try:
+                session_end(tenant=tenants[tenant_id], session_id=session_id)
+            except Session.DoesNotExist:  # deleted through the API meanwhile
+                continue
+            ended += 1
+        self.message_user(request, f"Ended {ended} session(s).", messages.SUCCESS)
+
+    # -- the message timeline ------------------------------------------------------------------------------
+    def get_urls(self):
+        timeline = path(
+            "<path:object_id>/timeline/",
+            self.admin_site.admin_view(self.timeline_view),
+            name="sessions_app_session_timeline",
+        )
+        return [timeline, *super().get_urls()]
+
+    @staticmethod
+    def _seq_param(request, name) -> int | None:
+        value = request.GET.get(name)
+        if value in (None, ""):
+            return None
+        try:
+            return max(int(value), 0)
+        except ValueError:
+            return None
+
+    def timeline_view(self, request, object_id):
+        """The session's messages as a transcript, in seq order, one page of `timeline_page_size` at a time."""
+        session = self.get_object(request, unquote(object_id))
+        if session is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_view_permission(request, session):
+            raise PermissionDenied
+
+        size = self.timeline_page_size
+        before_seq = self._seq_param(request, "before_seq")
+        after_seq = self._seq_param(request, "after_seq") or 0
+        rows = Message.objects.filter(session=session).defer("search_vector")
+        if before_seq is not None:
+            page = list(rows.filter(seq__lt=before_seq).order_by("-seq")[:size])[::-1]
+        else:
+            page = list(rows.filter(seq__gt=after_seq).order_by("seq")[:size])
+        first_seq = page[0].seq if page else None
+        last_seq = page[-1].seq if page else None
+        has_previous = first_seq is not None and rows.filter(seq__lt=first_seq).exists()
+        has_next = last_seq is not None and rows.filter(seq__gt=last_seq).exists()
+
+        conversations = Conversation.objects.in_bulk({m.conversation_id for m in page if m.conversation_id})
+        groups = []
+        for message in page:
+            message.tool_calls_json = (
+                json.dumps(message.tool_calls, indent=2, ensure_ascii=False) if message.tool_calls is not None else ""
+            )
+            message.metadata_json = (
+                json.dumps(message.metadata, indent=2, ensure_ascii=False) if message.metadata else ""
+            )
+            message.tokens = token_summary(message) if message.total_tokens or message.input_tokens else ""
+            if not groups or groups[-1]["conversation_pk"] != message.conversation_id:
+                groups.append(
+                    {
+                        "conversation_pk": message.conversation_id,
+                        "conversation": conversations.get(message.conversation_id),
+                        "messages": [],
+                    }
+                )
+            groups[-1]["messages"].append(message)
+        for group in groups:
+            conversation = group["conversation"]
+            if conversation is not None:
+                group["url"] = reverse("admin:sessions_app_conversation_change", args=[conversation.pk])
+                group["tokens"] = number(conversation.total_tokens)
+                group["message_count"] = number(conversation.messages)
+
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Timeline: {session}",
+            "subtitle": None,
+            "opts": self.opts,
+            "app_label": self.opts.app_label,
+            "session": session,
+            "groups": groups,
+            "page_size": size,
+            "first_seq": first_seq,
+            "last_seq": last_seq,
+            "message_total": number(session.messages),
+            "previous_url": f"?before_seq={first_seq}" if has_previous else None,
+            "next_url": f"?after_seq={last_seq}" if has_next else None,
+            "first_url": "?" if has_previous or (not page and request.GET) else None,
+            "last_url": f"?before_seq={session.last_seq + 1}" if has_next else None,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, "admin/sessions_app/session/timeline.html", context)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Messages
+# --------------------------------------------------------------------------------------------------------
+
+# Looks like an id a client sent (external_id, request_id): worth an exact match besides full-text.
+IDENTIFIER = re.compile(r"(?=.*[0-9_.:/-])[A-Za-z0-9_.:/-]{4,255}")
+PREVIEW_CHARS = 140
+
+
+@admin.register(Message)
+class MessageAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
+    list_display = ("created_at", "session_link", "seq", "role_display", "content_preview", "model", "tokens")
+    list_display_links = ("created_at",)
+    list_filter = (
+        "role",
+        SessionToolFilter,
+        ModelFilter,
+        ("created_at", DateRangeFilter),
+        "tenant",
+        SessionFilter,
+    )
+    search_fields = ("content",)  # shows the search box; get_search_results does the real work
+    search_help_text = (
+        'Full-text search in the content: English words, Chinese text, "exact phrases", -excluded words. '
+        "An exact external_id, request_id or message id also matches."
+    )
+    ordering = ("-created_at", "-seq")  # the message_created index; seq orders one batch (same created_at)
+    sortable_by = ("created_at",)
+    list_select_related = ("session",)
+    list_defer = (
+        "content",
+        "thinking",
+        "tool_calls",
+        "metadata",
+        "search_vector",
+        "session__metadata",
+    )
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    "session_link",
+                    "conversation_link",
+                    ("seq", "role_display"),
+                    ("created_at", "received_at"),
+                    ("external_id", "feishu_conversation_id"),
+                )
+            },
+        ),
+        ("Content", {"fields": ("content_display", "thinking_display", "tool_name", "tool_calls_display")}),
+        (
+            "LLM request",
+            {
+                "fields": (
+                    "llm_request_link",
+                    ("request_id", "auth_type"),
+                    ("model", "finish_reason", "elapsed_ms"),
+                    ("input_tokens_display", "output_tokens_display", "total_tokens_display"),
+                    ("cache_read_tokens_display", "cache_creation_tokens_display"),
+                )
+            },
+        ),
+        ("Metadata", {"fields": ("metadata_display",)}),
+    )
+    readonly_fields = flatten_fieldsets(fieldsets)
+
+    input_tokens_display = counter_display("input_tokens", "input tokens")
+    output_tokens_display = counter_display("output_tokens", "output tokens")
+    total_tokens_display = counter_display("total_tokens", "total tokens")
+    cache_read_tokens_display = counter_display("cache_read_tokens", "cache read tokens")
+    cache_creation_tokens_display = counter_display("cache_creation_tokens", "cache write tokens")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("search_vector")
+
+    def list_annotations(self):
+        return {
+            "content_head": Substr("content", 1, PREVIEW_CHARS + 1),
+            "tool_calls_head": Substr(Cast("tool_calls", TextField()), 1, PREVIEW_CHARS + 1),
+        }
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        condition = Q(search_vector=keyword_query(term))
+        if IDENTIFIER.fullmatch(term):
+            condition |= Q(external_id=term) | Q(request_id=term)
+        pk = parse_uuid(term)
+        if pk is not None:
+            condition |= Q(pk=pk)
+        return queryset.filter(condition), False
+
+    @admin.display(description="session")
+    def session_link(self, obj):
+        return change_link(obj.session, Truncator(str(obj.session)).chars(40))
+
+    @admin.display(description="conversation")
+    def conversation_link(self, obj):
+        if obj.conversation_id is None:
+            return EMPTY
+        return format_html(
+            '{} · <a href="{}">show in the timeline</a>',
+            change_link(obj.conversation),
+            timeline_url(obj.session_id, at_seq=obj.seq),
+        )
+
+    @admin.display(description="LLM request")
+    def llm_request_link(self, obj):
+        return change_link(obj.llm_request) if obj.llm_request_id else EMPTY
+
+    @admin.display(description="role", ordering="role")
+    def role_display(self, obj):
+        return role_badge(obj.role)
+
+    @admin.display(description="content")
+    def content_preview(self, obj):
+        text = obj.content_head or obj.tool_calls_head or ""
+        text = " ".join(text.split())
+        if len(text) > PREVIEW_CHARS:
+            text = text[:PREVIEW_CHARS] + "…"
+        if obj.tool_name:
+            return format_html("<code>{}</code> {}", obj.tool_name, text)
+        return text or EMPTY
+
+    @admin.display(description="tokens", ordering="total_tokens")
+    def tokens(self, obj):
+        return number(obj.total_tokens) if obj.total_tokens is not None else EMPTY
+
+    @admin.display(description="content")
+    def content_display(self, obj):
+        return pre(obj.content)
+
+    @admin.display(description="thinking")
+    def thinking_display(self, obj):
+        if not obj.thinking:
+            return EMPTY
+        return format_html("<details><summary>show thinking</summary>{}</details>", pre(obj.thinking))
+
+    @admin.display(description="tool calls")
+    def tool_calls_display(self, obj):
+        return pretty_json(obj.tool_calls)
+
+    @admin.display(description="metadata")
+    def metadata_display(self, obj):
+        return pretty_json(obj.metadata)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Conversations, LLM requests, state versions
+# --------------------------------------------------------------------------------------------------------
+
+
+@admin.register(Conversation)
+class ConversationAdmin(CounterColumns, ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, admin.ModelAdmin):
+    list_display = (
+        "display_name",
+        "session_link",
+        "conversation_id",
+        "feishu_conversation_id",
+        "messages_display",
+        "requests_display",
+        "total_tokens_display",
+        "started_at",
+        "last_message_at",
+    )
+    list_filter = (("started_at", DateRangeFilter), "tenant", SessionFilter)
+    search_fields = ("=conversation_id", "=feishu_conversation_id")
+    search_help_text = "An exact conversation_id, feishu_conversation_id or conversation id."
+    ordering = ("-started_at",)
+    sortable_by = ("started_at",)
+    list_select_related = ("session",)
+    list_defer = ("session__metadata",)
+    fields = readonly_fields = (
+        "session_link",
+        "ordinal",
+        "conversation_id",
+        "feishu_conversation_id",
+        "started_at",
+        "last_message_at",
+        "timeline_link",
+        "messages_display",
+        "requests_display",
+        "message_user_display",
+        "message_assistant_display",
+        "message_toolresult_display",
+        "message_error_display",
+        "input_tokens_display",
+        "output_tokens_display",
+        "cache_read_tokens_display",
+        "cache_creation_tokens_display",
+        "total_tokens_display",
+    )
+
+    @admin.display(description="conversation", ordering="ordinal")
+    def display_name(self, obj):
+        return f"#{obj.ordinal}"
+
+    @admin.display(description="session")
+    def session_link(self, obj):
+        return change_link(obj.session, Truncator(str(obj.session)).chars(40))
+
+    @admin.display(description="timeline")
+    def timeline_link(self, obj):
+        first_seq = Message.objects.filter(conversation=obj).order_by("seq").values_list("seq", flat=True).first()
+        if first_seq is None:
+            return EMPTY
+        return format_html('<a href="{}">Read this conversation</a>', timeline_url(obj.session_id, at_seq=first_seq))
+
+
+@admin.register(LlmRequest)
+class LlmRequestAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, admin.ModelAdmin):
+    list_display = (
+        "display_name",
+        "session_link",
+        "auth_type",
+        "model",
+        "input_tokens_display",
+        "output_tokens_display",
+        "cache_read_tokens_display",
+        "total_tokens_display",
+        "created_at",
+    )
+    list_filter = (ModelFilter, ("created_at", DateRangeFilter), "tenant", SessionFilter)
+    search_fields = ("=request_id",)
+    search_help_text = "An exact request_id or LLM request id."
+    ordering = ("-created_at",)
+    sortable_by = ("created_at",)
+    list_select_related = ("session",)
+    list_defer = ("session__metadata",)
+    fields = (
+        "request_id",
+        "session_link",
+        "conversation_link",
+        ("auth_type", "model"),
+        "created_at",
+        ("input_tokens_display", "output_tokens_display", "total_tokens_display"),
+        ("cache_read_tokens_display", "cache_creation_tokens_display"),
+        "messages_list",
+    )
+    readonly_fields = flatten_fieldsets([(None, {"fields": fields})])
+
+    input_tokens_display = counter_display("input_tokens", "input tokens")
+    output_tokens_display = counter_display("output_tokens", "output tokens")
+    total_tokens_display = counter_display("total_tokens", "total tokens")
+    cache_read_tokens_display = counter_display("cache_read_tokens", "cache read tokens")
+    cache_creation_tokens_display = counter_display("cache_creation_tokens", "cache write tokens")
+
+    @admin.display(description="request")
+    def display_name(self, obj):
+        return obj.request_id or format_html("<em>{}</em>", "no request_id")
+
+    @admin.display(description="session")
+    def session_link(self, obj):
+        return change_link(obj.session, Truncator(str(obj.session)).chars(40))
+
+    @admin.display(description="conversation")
+    def conversation_link(self, obj):
+        return change_link(obj.conversation) if obj.conversation_id else EMPTY
+
+    @admin.display(description="messages")
+    def messages_list(self, obj):
+        rows = (
+            Message.objects.filter(session_id=obj.session_id, llm_request=obj)
+            .order_by("seq")
+            .only("id", "seq", "role", "session_id")[:50]
+        )
+        return (
+            format_html_join(
+                " ",
+                '<a href="{}">#{}</a> {}',
+                ((reverse("admin:sessions_app_message_change", args=[m.pk]), m.seq, role_badge(m.role)) for m in rows),
+            )
+            or EMPTY
+        )
+
+
+@admin.register(StateVersion)
+class StateVersionAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
+    list_display = ("display_name", "session_link", "change", "created_at")
+    list_filter = ("change", SessionFilter)
+    ordering = ("-id",)  # newest first, by the primary key index
+    sortable_by = ()
+    list_select_related = ("session",)
+    list_defer = ("data", "session__metadata")
+    fields = readonly_fields = ("session_link", "version", "change", "created_at", "data_display")
+
+    @admin.display(description="version")
+    def display_name(self, obj):
+        return f"v{obj.version}"
+
+    @admin.display(description="session")
+    def session_link(self, obj):
+        return change_link(obj.session, Truncator(str(obj.session)).chars(40))
+
+    @admin.display(description="data")
+    def data_display(self, obj):
+        return pretty_json(obj.data) if obj.data else "{}"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Usage roll-ups
+# --------------------------------------------------------------------------------------------------------
+
+
+@admin.register(UsageHourly)
+class UsageHourlyAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = (
+        "hour",
+        "tenant",
+        "tool",
+        "user_id",
+        "model",
+        "requests_display",
+        "conversations_display",
+        "messages_display",
+        "message_user_display",
+        "message_assistant_display",
+        "message_toolresult_display",
+        "message_error_display",
+        "input_tokens_display",
+        "output_tokens_display",
+        "total_tokens_display",
+    )
+    list_filter = ("tool", "model", "tenant")
+    search_fields = ("=user_id",)
+    date_hierarchy = "hour"
+    ordering = ("-hour",)
+    list_select_related = ("tenant",)
+    list_per_page = 100
+
+    fields = readonly_fields = (
+        "tenant",
+        "hour",
+        "tool",
+        "user_id",
+        "model",
+        *(f"{field}_display" for field, _ in SESSION_COUNTERS),
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+# Tenants and API keys
+# --------------------------------------------------------------------------------------------------------
+
+
+def key_display(api_key: ApiKey) -> str:
+    return f"{KEY_PREFIX}{api_key.prefix}_…"
+
+
+def key_status(api_key: ApiKey):
+    if api_key.revoked_at:
+        return badge("revoked", STATUS_COLOURS["revoked"])
+    return badge("active", STATUS_COLOURS["active"])
+
+
+class ApiKeyInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = ApiKey
+    fields = readonly_fields = ("key", "name", "created_at", "last_used_at", "revoked_at", "status")
+    show_change_link = True
+    can_delete = False
+    extra = 0
+
+    @admin.display(description="key")
+    def key(self, obj):
+        return key_display(obj)
+
+    @admin.display(description="status")
+    def status(self, obj):
+        return key_status(obj)
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ("name", "created_at", "active_keys", "all_keys")
+    search_fields = ("name",)
+    fields = ("name", "created_at", "add_key_link")
+    readonly_fields = ("created_at", "add_key_link")
+    inlines = [ApiKeyInline]
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                key_count=Count("api_keys"),
+                active_key_count=Count("api_keys", filter=Q(api_keys__revoked_at__isnull=True)),
+            )
+        )
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # a tenant's sessions and keys are kept for audit
+
+    @admin.display(description="active keys", ordering="active_key_count")
+    def active_keys(self, obj):
+        return number(obj.active_key_count)
+
+    @admin.display(description="all keys", ordering="key_count")
+    def all_keys(self, obj):
+        return number(obj.key_count)
+
+    @admin.display(description="API keys")
+    def add_key_link(self, obj):
+        if obj.pk is None:
+            return EMPTY
+        url = reverse("admin:sessions_app_apikey_add") + "?" + urlencode({"tenant": obj.pk})
+        return format_html('<a href="{}">Create an API key for this tenant</a>', url)
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ("key", "name", "tenant", "status", "created_at", "last_used_at", "revoked_at")
+    list_display_links = ("key", "name")
+    list_filter = (ApiKeyStatusFilter, "tenant")
+    search_fields = ("name", "=prefix", "tenant__name")
+    search_help_text = "Part of the name or the tenant's name, or the key's prefix (the hex after ace_)."
+    list_select_related = ("tenant",)
+    actions = ["revoke_keys"]
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ("tenant", "name")
+        return ("key", "tenant", "name", "status", "created_at", "last_used_at", "revoked_at")
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return ()
+        return ("key", "tenant", "status", "created_at", "last_used_at", "revoked_at")
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # revoke instead: the key's row says who had access and when
+
+    @admin.display(description="key")
+    def key(self, obj):
+        return key_display(obj)
+
+    @admin.display(description="status", ordering="revoked_at")
+    def status(self, obj):
+        return key_status(obj)
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            obj.save(update_fields=[f for f in form.changed_data if f == "name"])
+            return
+        created = apikey_create(tenant_name=form.cleaned_data["tenant"].name, name=form.cleaned_data.get("name", ""))
+        for field in ApiKey._meta.concrete_fields:
+            setattr(obj, field.attname, getattr(created.api_key, field.attname))
+        obj._state.adding = False
+        obj._state.db = created.api_key._state.db
+        obj._plain_key = created.plain_key  # shown once by response_add, never stored
+
+    def response_add(self, request, obj, post_url_continue=None):
+        plain_key = getattr(obj, "_plain_key", None)
+        if plain_key is None:
+            return super().response_add(request, obj, post_url_continue)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "API key created",
+            "subtitle": None,
+            "opts": self.opts,
+            "app_label": self.opts.app_label,
+            "api_key": obj,
+            "plain_key": plain_key,
+        }
+        request.current_app = self.admin_site.name
+        response = TemplateResponse(request, "admin/sessions_app/apikey/created.html", context)
+        add_never_cache_headers(response)
+        return response
+
+    @admin.action(description="Revoke selected keys", permissions=["change"])
+    def revoke_keys(self, request, queryset):
+        selected = queryset.count()
+        revoked = apikeys_revoke(keys=queryset)
+        message = f"Revoked {revoked} key(s)."
+        if revoked < selected:
+            message += f" {selected - revoked} were already revoked."
+        self.message_user(request, message, messages.SUCCESS)
