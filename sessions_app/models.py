@@ -163,6 +163,7 @@ class Conversation(UsageCounters):
         ordering = ["session", "ordinal"]
         constraints = [models.UniqueConstraint(fields=["session", "ordinal"], name="conversation_session_ordinal")]
         indexes = [
+            models.Index(fields=["-started_at"], name="conversation_started"),
             models.Index(
                 fields=["session", "conversation_id"],
                 name="conversation_external_id",
@@ -204,7 +205,11 @@ class LlmRequest(models.Model):
                 fields=["session", "request_id"], name="llmrequest_session_request_id", condition=~Q(request_id="")
             )
         ]
-        indexes = [models.Index(fields=["session", "created_at"], name="llmrequest_session_created")]
+        indexes = [
+            models.Index(fields=["session", "created_at"], name="llmrequest_session_created"),
+            models.Index(fields=["-created_at"], name="llmrequest_created"),
+            models.Index(fields=["request_id"], name="llmrequest_request_id", condition=~Q(request_id="")),
+        ]
 
     def __str__(self):
         return self.request_id or str(self.id)
@@ -274,6 +279,9 @@ class Message(models.Model):
             models.Index(fields=["tenant", "-created_at"], name="message_tenant_created"),
             models.Index(fields=["-created_at"], name="message_created"),
             GinIndex(fields=["search_vector"], name="message_search"),
+            # Auditors look a message up by the client's or the LLM provider's id.
+            models.Index(fields=["external_id"], name="message_external_id", condition=Q(external_id__isnull=False)),
+            models.Index(fields=["request_id"], name="message_request_id", condition=~Q(request_id="")),
         ]
 
     def __str__(self):

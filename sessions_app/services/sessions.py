@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
-from rest_framework.exceptions import ValidationError
 
 from sessions_app.models import Session, Tenant
 from sessions_app.signals import session_ended
