@@ -42,7 +42,7 @@ from sessions_app.models import (
     Tenant,
     UsageHourly,
 )
-from sessions_app.search import keyword_query
+from sessions_app.search import keyword_filter
 from sessions_app.services.apikeys import KEY_PREFIX, apikey_create, apikeys_revoke
 from sessions_app.services.sessions import session_end, session_update
 
@@ -754,13 +754,16 @@ class MessageAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
         term = search_term.strip()
         if not term:
             return queryset, False
-        condition = Q(search_vector=keyword_query(term))
+        found = keyword_filter(queryset, term)
+        condition = Q()
         if IDENTIFIER.fullmatch(term):
             condition |= Q(external_id=term) | Q(request_id=term)
         pk = parse_uuid(term)
         if pk is not None:
             condition |= Q(pk=pk)
-        return queryset.filter(condition), False
+        if condition:
+            found = found | queryset.filter(condition)
+        return found, False
 
     @admin.display(description="session")
     def session_link(self, obj):

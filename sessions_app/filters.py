@@ -2,7 +2,7 @@ import django_filters
 from django_filters import rest_framework as filters
 
 from sessions_app.models import Conversation, Message, Role, Session
-from sessions_app.search import keyword_query
+from sessions_app.search import keyword_filter
 
 
 class SessionFilter(filters.FilterSet):
@@ -41,7 +41,7 @@ class BaseMessageFilter(filters.FilterSet):
         value = value.strip()
         if not value:
             return queryset
-        return queryset.filter(search_vector=keyword_query(value))
+        return keyword_filter(queryset, value)
 
 
 class SessionMessageFilter(BaseMessageFilter):

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from sessions_app.api.errors import PreconditionFailed
-from sessions_app.api.pagination import CursorPage, SeqCursorPage, StartedCursorPage
+from sessions_app.api.pagination import CursorPage, NewestMessagesCursorPage, SeqCursorPage, StartedCursorPage
 from sessions_app.filters import ConversationFilter, MessageFilter, SessionFilter, SessionMessageFilter
 from sessions_app.models import Conversation, Message, Session, StateVersion
 from sessions_app.selectors import session_stats, usage_grouped
@@ -248,7 +248,7 @@ class VersionCursorPage(CursorPage):
 class MessageViewSet(TenantScopedMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = MessageSerializer
     filterset_class = MessageFilter
-    pagination_class = CursorPage
+    pagination_class = NewestMessagesCursorPage
     model = Message
 
     def tenant_queryset(self):

@@ -56,5 +56,10 @@ class SeqCursorPage(CursorPage):
     ordering = "seq"
 
 
+class NewestMessagesCursorPage(CursorPage):
+    # Messages of one batch share created_at: seq keeps them in their order.
+    ordering = ("-created_at", "-seq")
+
+
 class StartedCursorPage(CursorPage):
     ordering = "-started_at"

@@ -186,3 +186,23 @@ def test_conversation_detail(api, session):
     assert detail["feishu_conversation_id"] == "oc_9"
     assert detail["input_tokens"] == 3
     assert detail["last_message_at"] is not None
+
+
+def test_search_gives_the_same_answer_for_rare_and_common_words(api, session, monkeypatch):
+    """Rare words are looked up through the GIN index first, common ones by walking newest first."""
+    from sessions_app import search
+
+    api.post(
+        url(session),
+        [{"role": "user", "content": f"deploy log {i}" + (" rollback" if i % 4 == 0 else "")} for i in range(12)],
+        format="json",
+    )
+
+    def found(q):
+        return [m["content"] for m in api.get("/api/v1/messages/", {"q": q, "page_size": 5}).json()["results"]]
+
+    rare_path = (found("deploy"), found("rollback"))
+    monkeypatch.setattr(search, "RARE_HITS", 2)  # now "deploy" (12 hits) and "rollback" (3) are common
+    assert (found("deploy"), found("rollback")) == rare_path
+    assert rare_path[1] == ["deploy log 8 rollback", "deploy log 4 rollback", "deploy log 0 rollback"]
+    assert len(rare_path[0]) == 5
