@@ -695,6 +695,14 @@ class MessageAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
         "An exact external_id, request_id or message id also matches."
     )
     ordering = ("-created_at", "-seq")  # the message_created index; seq orders one batch (same created_at)
+
+    def get_ordering(self, request):
+        if SessionFilter.parameter_name in request.GET:
+            # One session: newest first by seq (its own index). Walking created_at would first skip every
+            # newer message of every other session, which for an old, large session is most of the table.
+            return ("-seq",)
+        return super().get_ordering(request)
+
     sortable_by = ("created_at",)
     list_select_related = ("session",)
     list_defer = (

@@ -285,7 +285,6 @@ class Message(models.Model):
         indexes = [
             models.Index(fields=["conversation", "seq"], name="message_conversation_seq"),
             models.Index(fields=["tenant", "-created_at"], name="message_tenant_created"),
-            models.Index(fields=["session", "-created_at"], name="message_session_created"),
             models.Index(fields=["-created_at"], name="message_created"),
             GinIndex(fields=["search_vector"], name="message_search"),
             # Auditors look a message up by the client's or the LLM provider's id.

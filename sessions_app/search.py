@@ -5,6 +5,7 @@ character as its own token; a query keeps English words as they are (websearch s
 and turns each CJK run into a quoted phrase, so "查看天气" matches exactly those four characters in order.
 """
 
+import json
 import re
 
 from django.contrib.postgres.search import SearchQuery
@@ -25,20 +26,34 @@ def keyword_query(query: str) -> SearchQuery:
     return SearchQuery(websearch_text(query), search_type="websearch", config=SEARCH_CONFIG)
 
 
-# A search with at most this many hits is resolved through the GIN index first; see keyword_filter.
+# Searches PostgreSQL expects to match fewer rows than this go through the GIN index first; so do those
+# that then really have at most RARE_HITS hits. See keyword_filter.
+RARE_ESTIMATE = 20_000
 RARE_HITS = 2000
+
+
+def _estimated_rows(queryset) -> int:
+    sql, params = queryset.order_by().values("pk").query.sql_with_params()
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+        plan = cursor.fetchone()[0]
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return int(plan[0]["Plan"]["Plan Rows"])
 
 
 def keyword_filter(queryset, query: str):
     """`queryset` narrowed to messages matching `query`, fast whether the words are rare or common.
 
-    Lists are ordered newest first, and PostgreSQL tends to answer "newest 100 matching" by walking the
-    created_at index and testing every row's vector: quick for a common word, a scan of most of the table
-    for a rare one (it cannot tell the two apart well). So the hits are first looked up through the GIN
-    index alone, up to RARE_HITS of them: when that is all there are, the list is those rows, sorted;
-    when there are more, the words are common and the index walk finds a page of them at once.
+    Lists are newest first, and PostgreSQL answers "the newest 100 matching" by walking the created_at
+    index and testing each row's vector when it expects many hits: quick for a common word, but for a
+    word it wrongly thinks common, a scan of most of the table. So when the planner expects few hits, they
+    are first read through the GIN index alone (at most RARE_HITS of them) and the page is those rows,
+    sorted; when there are more, or the planner expects many, the index walk finds a page of them at once.
     """
     matching = queryset.filter(search_vector=keyword_query(query))
+    if _estimated_rows(matching) > RARE_ESTIMATE:
+        return matching
     probe = matching.order_by().values_list("pk", flat=True)[: RARE_HITS + 1]
     with transaction.atomic(using=queryset.db):
         with connections[queryset.db].cursor() as cursor:

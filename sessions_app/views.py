@@ -14,7 +14,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from sessions_app.api.errors import PreconditionFailed
-from sessions_app.api.pagination import CursorPage, NewestMessagesCursorPage, SeqCursorPage, StartedCursorPage
+from sessions_app.api.pagination import (
+    CursorPage,
+    NewestInSessionCursorPage,
+    NewestMessagesCursorPage,
+    SeqCursorPage,
+    StartedCursorPage,
+)
 from sessions_app.filters import ConversationFilter, MessageFilter, SessionFilter, SessionMessageFilter
 from sessions_app.models import Conversation, Message, Session, StateVersion
 from sessions_app.selectors import session_stats, usage_grouped
@@ -253,6 +259,13 @@ class MessageViewSet(TenantScopedMixin, viewsets.ReadOnlyModelViewSet):
 
     def tenant_queryset(self):
         return Message.objects.filter(tenant=self.tenant, session__deleted_at__isnull=True)
+
+    @property
+    def paginator(self):
+        if not hasattr(self, "_paginator"):
+            one_session = "session" in self.request.query_params
+            self._paginator = NewestInSessionCursorPage() if one_session else NewestMessagesCursorPage()
+        return self._paginator
 
 
 @extend_schema_view(

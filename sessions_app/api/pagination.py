@@ -61,5 +61,11 @@ class NewestMessagesCursorPage(CursorPage):
     ordering = ("-created_at", "-seq")
 
 
+class NewestInSessionCursorPage(CursorPage):
+    # Within one session seq is the order of arrival, and its index reads a page of even a session
+    # that is old and huge at once (walking created_at would first skip every newer message).
+    ordering = "-seq"
+
+
 class StartedCursorPage(CursorPage):
     ordering = "-started_at"

@@ -204,5 +204,7 @@ def test_search_gives_the_same_answer_for_rare_and_common_words(api, session, mo
     rare_path = (found("deploy"), found("rollback"))
     monkeypatch.setattr(search, "RARE_HITS", 2)  # now "deploy" (12 hits) and "rollback" (3) are common
     assert (found("deploy"), found("rollback")) == rare_path
+    monkeypatch.setattr(search, "RARE_ESTIMATE", 0)  # and the planner is taken to expect many hits
+    assert (found("deploy"), found("rollback")) == rare_path
     assert rare_path[1] == ["deploy log 8 rollback", "deploy log 4 rollback", "deploy log 0 rollback"]
     assert len(rare_path[0]) == 5
