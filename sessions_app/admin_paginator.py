@@ -17,17 +17,23 @@ from django.core.paginator import Paginator
 from django.db import connections
 from django.utils.functional import cached_property
 
+from sessions_app.db import within_time
+
 
 class EstimatedCountPaginator(Paginator):
     exact_limit = 1000
+    probe_ms = 40
 
     is_estimate = False
 
     @cached_property
     def count(self) -> int:
         queryset = self.object_list
-        probe = list(queryset.order_by().values_list("pk", flat=True)[: self.exact_limit + 1])
-        if len(probe) <= self.exact_limit:
+        ids = queryset.order_by().values_list("pk", flat=True)[: self.exact_limit + 1]
+        # Gathering the ids of a broad full-text search can take longer than the page itself: past
+        # PROBE_MS the estimate is used instead.
+        probe = within_time(lambda: list(ids), milliseconds=self.probe_ms, using=queryset.db)
+        if probe is not None and len(probe) <= self.exact_limit:
             return len(probe)
         self.is_estimate = True
         return max(self.exact_limit + 1, self._estimate(queryset))

@@ -9,7 +9,9 @@ import json
 import re
 
 from django.contrib.postgres.search import SearchQuery
-from django.db import connections, transaction
+from django.db import connections
+
+from sessions_app.db import within_time
 
 CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 SEARCH_CONFIG = "english"
@@ -30,6 +32,7 @@ def keyword_query(query: str) -> SearchQuery:
 # that then really have at most RARE_HITS hits. See keyword_filter.
 RARE_ESTIMATE = 20_000
 RARE_HITS = 2000
+PROBE_MS = 40
 
 
 def _estimated_rows(queryset) -> int:
@@ -55,11 +58,13 @@ def keyword_filter(queryset, query: str):
     if _estimated_rows(matching) > RARE_ESTIMATE:
         return matching
     probe = matching.order_by().values_list("pk", flat=True)[: RARE_HITS + 1]
-    with transaction.atomic(using=queryset.db):
-        with connections[queryset.db].cursor() as cursor:
-            # Only for this probe: read hits from the GIN index, never by scanning the table.
-            cursor.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off")
-        hits = list(probe)
-    if len(hits) <= RARE_HITS:
+    hits = within_time(
+        lambda: list(probe),
+        milliseconds=PROBE_MS,
+        using=queryset.db,
+        # Read hits from the GIN index only, never by scanning the table.
+        planner={"enable_seqscan": "off", "enable_indexscan": "off"},
+    )
+    if hits is not None and len(hits) <= RARE_HITS:
         return queryset.filter(pk__in=hits)
-    return matching
+    return matching  # many hits after all (or too many to gather quickly): the index walk finds a page fast

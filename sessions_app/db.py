@@ -1,0 +1,48 @@
+"""Small helpers for queries whose cost PostgreSQL cannot predict well."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import psycopg
+from django.db import OperationalError, connections, transaction
+
+T = TypeVar("T")
+
+
+def within_time(
+    fn: Callable[[], T], *, milliseconds: int, using: str = "default", planner: dict[str, str] | None = None
+) -> T | None:
+    """Run `fn` (some queries) in a savepoint with a statement timeout; None if it took longer.
+
+    For optional shortcuts: a probe that is quick when it helps is abandoned, cleanly, when it does not.
+    `planner` settings (e.g. {"enable_seqscan": "off"}) apply to the probe only. Every setting is put back
+    afterwards: a SET LOCAL would otherwise outlast the savepoint and hold for the rest of the caller's
+    transaction.
+    """
+    settings = {"statement_timeout": str(int(milliseconds)), **(planner or {})}
+    connection = connections[using]
+    try:
+        with transaction.atomic(using=using):
+            with connection.cursor() as cursor:
+                names = list(settings)
+                cursor.execute(
+                    "SELECT "
+                    + ", ".join(["current_setting(%s)"] * len(names))
+                    + ", "
+                    + ", ".join(["set_config(%s, %s, true)"] * len(names)),
+                    [*names, *[part for name in names for part in (name, settings[name])]],
+                )
+                previous = cursor.fetchone()[: len(names)]
+            result = fn()
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(names)),
+                    [part for name, value in zip(names, previous, strict=True) for part in (name, value)],
+                )
+            return result
+    except OperationalError as error:
+        if isinstance(error.__cause__, psycopg.errors.QueryCanceled):
+            return None  # the savepoint's rollback has put the settings back
+        raise
