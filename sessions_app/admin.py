@@ -330,49 +330,43 @@ class SessionFilter(admin.SimpleListFilter):
         return queryset.filter(session_id=pk)
 
 
-class ActiveFilter(admin.SimpleListFilter):
+class IsNullFilter(admin.SimpleListFilter):
+    """Two choices on whether `field` is set: a timestamp that marks a state (ended, deleted, revoked)."""
+
+    field: str
+    unset_choice: tuple[str, str]  # (parameter value, label) for "field is null"
+    set_choice: tuple[str, str]
+
+    def lookups(self, request, model_admin):
+        return [self.unset_choice, self.set_choice]
+
+    def queryset(self, request, queryset):
+        if self.value() == self.unset_choice[0]:
+            return queryset.filter(**{f"{self.field}__isnull": True})
+        if self.value() == self.set_choice[0]:
+            return queryset.filter(**{f"{self.field}__isnull": False})
+        return queryset
+
+
+class ActiveFilter(IsNullFilter):
     title = "status"
     parameter_name = "active"
-
-    def lookups(self, request, model_admin):
-        return [("yes", "active"), ("no", "ended")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "yes":
-            return queryset.filter(ended_at__isnull=True)
-        if self.value() == "no":
-            return queryset.filter(ended_at__isnull=False)
-        return queryset
+    field = "ended_at"
+    unset_choice, set_choice = ("yes", "active"), ("no", "ended")
 
 
-class DeletedFilter(admin.SimpleListFilter):
+class DeletedFilter(IsNullFilter):
     title = "deleted through the API"
     parameter_name = "deleted"
-
-    def lookups(self, request, model_admin):
-        return [("no", "not deleted"), ("yes", "deleted")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "yes":
-            return queryset.filter(deleted_at__isnull=False)
-        if self.value() == "no":
-            return queryset.filter(deleted_at__isnull=True)
-        return queryset
+    field = "deleted_at"
+    unset_choice, set_choice = ("no", "not deleted"), ("yes", "deleted")
 
 
-class ApiKeyStatusFilter(admin.SimpleListFilter):
+class ApiKeyStatusFilter(IsNullFilter):
     title = "status"
     parameter_name = "status"
-
-    def lookups(self, request, model_admin):
-        return [("active", "active"), ("revoked", "revoked")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "active":
-            return queryset.filter(revoked_at__isnull=True)
-        if self.value() == "revoked":
-            return queryset.filter(revoked_at__isnull=False)
-        return queryset
+    field = "revoked_at"
+    unset_choice, set_choice = ("active", "active"), ("revoked", "revoked")
 
 
 # --------------------------------------------------------------------------------------------------------
