@@ -20,7 +20,6 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from sessions_app.models import (
-    COUNTER_FIELDS,
     ROLE_COUNTER,
     TOKEN_FIELDS,
     Conversation,
@@ -29,8 +28,8 @@ from sessions_app.models import (
     Role,
     Session,
     Tenant,
-    UsageHourly,
 )
+from sessions_app.services.counters import hour_of, rollup_add
 from sessions_app.signals import messages_appended
 
 # Message fields a client may set (see serializers.MessageInSerializer).
@@ -50,7 +49,6 @@ MESSAGE_INPUT_FIELDS = (
     "feishu_conversation_id",
     "metadata",
 )
-ROLLUP_FIELDS = (*COUNTER_FIELDS, "conversations")
 
 
 @dataclass(frozen=True)
@@ -65,10 +63,6 @@ def _is_uuid(value: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _hour(moment: datetime) -> datetime:
-    return moment.replace(minute=0, second=0, microsecond=0)
 
 
 def _message_tokens(item: dict) -> dict[str, int | None]:
@@ -139,7 +133,7 @@ class _Append:
         )
         self.new_conversations.append(conversation)
         self.session_delta["conversations"] += 1
-        self.rollup[(_hour(created_at), item.get("model") or "")]["conversations"] += 1
+        self.rollup[(hour_of(created_at), item.get("model") or "")]["conversations"] += 1
         return conversation
 
     def conversation_for(self, item: dict, created_at: datetime) -> Conversation | None:
@@ -210,7 +204,7 @@ class _Append:
         delta[ROLE_COUNTER[item["role"]]] = 1
 
         self.session_delta.update(delta)
-        self.rollup[(_hour(created_at), item.get("model") or (request.model if request else ""))].update(delta)
+        self.rollup[(hour_of(created_at), item.get("model") or (request.model if request else ""))].update(delta)
         if conversation is not None:
             self.conversation_delta[conversation.pk].update(delta)
             previous = self.conversation_last.get(conversation.pk)
@@ -261,25 +255,7 @@ class _Append:
             current_conversation=self.current,
             last_message_at=Greatest(F("last_message_at"), self.last_message_at),
         )
-        self._upsert_rollup()
-
-    def _upsert_rollup(self) -> None:
-        if not self.rollup:
-            return
-        table = UsageHourly._meta.db_table
-        columns = ["tenant_id", "hour", "tool", "user_id", "model", *ROLLUP_FIELDS]
-        rows, params = [], []
-        for (hour, model), delta in sorted(self.rollup.items()):  # fixed order: no deadlocks
-            rows.append("(" + ", ".join(["%s"] * len(columns)) + ")")
-            params += [self.session.tenant_id, hour, self.session.tool, self.session.user_id, model]
-            params += [delta.get(field, 0) for field in ROLLUP_FIELDS]
-        updates = ", ".join(f"{field} = {table}.{field} + EXCLUDED.{field}" for field in ROLLUP_FIELDS)
-        sql = (
-            f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join(rows)} "
-            f"ON CONFLICT (tenant_id, hour, tool, user_id, model) DO UPDATE SET {updates}"
-        )
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
+        rollup_add(session=self.session, deltas=self.rollup)
 
 
 def _copy_insert(model, objects: list) -> None:
