@@ -122,6 +122,9 @@ ACE_ADMIN_USERNAME = env.str("ACE_ADMIN_USERNAME", default="admin")
 ACE_ADMIN_PASSWORD = env.str("ACE_ADMIN_PASSWORD", default="")
 ACE_PUBLIC_HOST = f"{env.str('ACE_HOST', default='127.0.0.1')}:{env.str('ACE_PORT', default='8000')}"
 
+# A chat turn with no checkpoint or completion for this long is closed as abandoned (finish_reason error).
+ACE_TURN_TIMEOUT_SECONDS = env.int("ACE_TURN_TIMEOUT_SECONDS", default=600)
+
 # Requests larger than this are refused with 413 before anything is parsed.
 ACE_MAX_REQUEST_BYTES = env("ACE_MAX_REQUEST_BYTES")
 DATA_UPLOAD_MAX_MEMORY_SIZE = ACE_MAX_REQUEST_BYTES

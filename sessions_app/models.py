@@ -264,6 +264,17 @@ class Message(models.Model):
     external_id = models.CharField(max_length=255, null=True, blank=True)
     feishu_conversation_id = models.CharField(max_length=255, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+    # Chat turns (../shared/seeds/003). On a user message `thinking` is the system prompt snapshot and
+    # `tool_names` the tools offered; on an assistant message, its reasoning and the tools it called.
+    attachments = models.JSONField(null=True, blank=True)
+    thinking_mode = models.CharField(max_length=32, blank=True)
+    skill_names = models.JSONField(null=True, blank=True)
+    tool_names = models.JSONField(null=True, blank=True)
+    max_tokens = models.IntegerField(null=True, blank=True)
+    temperature = models.FloatField(null=True, blank=True)
+    api_calls = models.IntegerField(
+        null=True, blank=True, help_text="LLM API calls this message accounts for, when the client reports them"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     received_at = models.DateTimeField(default=timezone.now, editable=False)
     search_vector = models.GeneratedField(
@@ -335,3 +346,46 @@ class UsageHourly(UsageCounters):
 
     def __str__(self):
         return f"{self.hour:%Y-%m-%d %H}:00 {self.tool or '-'} {self.user_id or '-'} {self.model or '-'}"
+
+
+class TurnStatus(models.TextChoices):
+    STREAMING = "streaming", "streaming"
+    COMPLETED = "completed", "completed"
+    FAILED = "failed", "failed (finish_reason error)"
+    ABANDONED = "abandoned", "abandoned (never completed)"
+
+
+class Turn(models.Model):
+    """One streamed chat turn: a user message and the assistant's answer, written field by field."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns", db_index=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
+    user_message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="turn_as_user")
+    assistant_message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="turn_as_assistant")
+    status = models.CharField(max_length=16, choices=TurnStatus.choices, default=TurnStatus.STREAMING)
+    external_id = models.CharField(max_length=255, null=True, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    system_ready_at = models.DateTimeField(null=True, blank=True)
+    last_activity_at = models.DateTimeField(default=timezone.now)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    completion_digest = models.CharField(max_length=64, blank=True, help_text="SHA-256 of the completion body")
+
+    class Meta:
+        ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "external_id"],
+                name="turn_session_external_id",
+                condition=Q(external_id__isnull=False),
+            )
+        ]
+        indexes = [
+            models.Index(fields=["session", "-started_at"], name="turn_session_started"),
+            models.Index(fields=["last_activity_at"], name="turn_streaming", condition=Q(status=TurnStatus.STREAMING)),
+            models.Index(fields=["-started_at"], name="turn_started"),
+        ]
+
+    def __str__(self):
+        return f"turn {str(self.id)[:8]} ({self.status})"

@@ -129,19 +129,24 @@ _RECOUNT_SQL = """
 WITH m AS (
     SELECT * FROM sessions_app_message WHERE session_id = %(session)s
 ), per_request AS (
-    SELECT MAX(COALESCE(input_tokens, 0)) AS input_tokens, MAX(COALESCE(output_tokens, 0)) AS output_tokens,
-           MAX(COALESCE(cache_read_tokens, 0)) AS cache_read_tokens,
+    -- lines of one response share a request_id: the request counts once, with its most complete usage
+    SELECT 1 AS requests, MAX(COALESCE(input_tokens, 0)) AS input_tokens,
+           MAX(COALESCE(output_tokens, 0)) AS output_tokens, MAX(COALESCE(cache_read_tokens, 0)) AS cache_read_tokens,
            MAX(COALESCE(cache_creation_tokens, 0)) AS cache_creation_tokens,
            MAX(COALESCE(total_tokens, 0)) AS total_tokens
-    FROM m WHERE request_id <> '' GROUP BY request_id
-), loose AS (
-    SELECT auth_type, COALESCE(input_tokens, 0) AS input_tokens, COALESCE(output_tokens, 0) AS output_tokens,
+    FROM m WHERE request_id <> '' AND api_calls IS NULL GROUP BY request_id
+), single AS (
+    -- a message with auth_type is one request; a completed turn says how many calls it made
+    SELECT CASE WHEN api_calls IS NOT NULL THEN api_calls WHEN auth_type <> '' THEN 1 ELSE 0 END AS requests,
+           COALESCE(input_tokens, 0) AS input_tokens, COALESCE(output_tokens, 0) AS output_tokens,
            COALESCE(cache_read_tokens, 0) AS cache_read_tokens,
            COALESCE(cache_creation_tokens, 0) AS cache_creation_tokens, COALESCE(total_tokens, 0) AS total_tokens
-    FROM m WHERE request_id = ''
+    FROM m WHERE request_id = '' OR api_calls IS NOT NULL
+), usage AS (
+    SELECT * FROM per_request UNION ALL SELECT * FROM single
 )
 SELECT
-    (SELECT COUNT(*) FROM per_request) + (SELECT COUNT(*) FROM loose WHERE auth_type <> '') AS requests,
+    (SELECT COALESCE(SUM(requests), 0) FROM usage) AS requests,
     (SELECT COUNT(*) FROM sessions_app_conversation WHERE session_id = %(session)s) AS conversations,
     (SELECT COUNT(*) FROM m) AS messages,
     (SELECT COUNT(*) FROM m WHERE role = 'user') AS message_user,
@@ -149,13 +154,11 @@ SELECT
     (SELECT COUNT(*) FROM m WHERE role = 'toolResult') AS message_toolresult,
     (SELECT COUNT(*) FROM m WHERE role = 'error') AS message_error,
     (SELECT COUNT(*) FROM m WHERE role = 'system') AS message_system,
-    (SELECT COALESCE(SUM(input_tokens), 0) FROM per_request) + (SELECT COALESCE(SUM(input_tokens), 0) FROM loose),
-    (SELECT COALESCE(SUM(output_tokens), 0) FROM per_request) + (SELECT COALESCE(SUM(output_tokens), 0) FROM loose),
-    (SELECT COALESCE(SUM(cache_read_tokens), 0) FROM per_request)
-        + (SELECT COALESCE(SUM(cache_read_tokens), 0) FROM loose),
-    (SELECT COALESCE(SUM(cache_creation_tokens), 0) FROM per_request)
-        + (SELECT COALESCE(SUM(cache_creation_tokens), 0) FROM loose),
-    (SELECT COALESCE(SUM(total_tokens), 0) FROM per_request) + (SELECT COALESCE(SUM(total_tokens), 0) FROM loose)
+    (SELECT COALESCE(SUM(input_tokens), 0) FROM usage),
+    (SELECT COALESCE(SUM(output_tokens), 0) FROM usage),
+    (SELECT COALESCE(SUM(cache_read_tokens), 0) FROM usage),
+    (SELECT COALESCE(SUM(cache_creation_tokens), 0) FROM usage),
+    (SELECT COALESCE(SUM(total_tokens), 0) FROM usage)
 """
 
 

@@ -4,7 +4,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from sessions_app.models import Conversation, Message, Role, Session, StateVersion
+from sessions_app.models import Conversation, Message, Role, Session, StateVersion, Turn
 from sessions_app.selectors import STATS_FIELDS
 
 
@@ -172,6 +172,13 @@ class MessageSerializer(serializers.ModelSerializer):
             "external_id",
             "feishu_conversation_id",
             "metadata",
+            "attachments",
+            "thinking_mode",
+            "skill_names",
+            "tool_names",
+            "max_tokens",
+            "temperature",
+            "api_calls",
             "created_at",
             "received_at",
         ]
@@ -271,3 +278,97 @@ class StateVersionSerializer(serializers.ModelSerializer):
     class Meta:
         model = StateVersion
         fields = ["version", "data", "change", "updated_at"]
+
+
+# -- chat turns -------------------------------------------------------------------------------------
+class StrictNumberField(serializers.FloatField):
+    default_error_messages = {"invalid": "Must be a number (a JSON number, not a string)."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class NameListField(serializers.ListField):
+    child = StrictCharField(max_length=255)
+
+
+class ToolCallSerializer(serializers.Serializer):
+    id = StrictCharField(required=False, max_length=255, allow_blank=True)
+    name = StrictCharField(max_length=255)
+    arguments = serializers.JSONField(required=False, allow_null=True)
+    result = serializers.JSONField(required=False, allow_null=True)
+
+
+class TurnStartSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    content = StrictCharField(allow_blank=True, trim_whitespace=False)
+    attachments = serializers.ListField(child=serializers.JSONField(), required=False, help_text="Attachment ids")
+    thinking_mode = StrictCharField(required=False, max_length=32, allow_blank=True, default="")
+    conversation = StrictCharField(required=False, max_length=255, allow_null=True)
+    external_id = StrictCharField(required=False, max_length=255, allow_null=True)
+
+
+class SystemReadySerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    system_prompt = StrictCharField(allow_blank=True, trim_whitespace=False)
+
+
+class CheckpointSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    content = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+    thinking = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError("Send `content` and/or `thinking`.")
+        return attrs
+
+
+class TurnCompleteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    content = StrictCharField(allow_blank=True, trim_whitespace=False)
+    thinking = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+    tool_calls = ToolCallSerializer(many=True, required=False)
+    tool_names = NameListField(required=False, help_text="Tools actually called")
+    model = StrictCharField(max_length=255)
+    max_tokens = StrictIntegerField(required=False, allow_null=True, min_value=1)
+    temperature = StrictNumberField(required=False, allow_null=True, min_value=0, max_value=10)
+    finish_reason = serializers.ChoiceField(
+        choices=["stop", "length", "tool_calls", "error"],
+        error_messages={"invalid_choice": '"{input}" is not a finish reason. Use stop, length, tool_calls or error.'},
+    )
+    input_tokens = StrictIntegerField(min_value=0)
+    output_tokens = StrictIntegerField(min_value=0)
+    total_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
+    cache_read_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
+    cache_creation_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
+    elapsed_ms = StrictIntegerField(min_value=0, max_value=2**31 - 1)
+    skill_names = NameListField(required=False)
+    available_tool_names = NameListField(required=False, help_text="Tools offered to the model this turn")
+    requests = StrictIntegerField(required=False, min_value=0, help_text="LLM API calls made (default 1)")
+    error = StrictCharField(required=False, allow_blank=True, help_text="What went wrong, with finish_reason error")
+    tool_schema = serializers.JSONField(
+        required=False, help_text="The tools' function schema: traced as the ai:ToolSchema span, never stored"
+    )
+
+
+class TurnSerializer(serializers.ModelSerializer):
+    turn = serializers.UUIDField(source="id", read_only=True)
+    conversation = serializers.UUIDField(source="conversation_id", read_only=True)
+    session = serializers.UUIDField(source="session_id", read_only=True)
+    user_message = MessageSerializer(read_only=True)
+    assistant_message = MessageSerializer(read_only=True)
+
+    class Meta:
+        model = Turn
+        fields = [
+            "turn",
+            "session",
+            "conversation",
+            "status",
+            "external_id",
+            "started_at",
+            "system_ready_at",
+            "completed_at",
+            "user_message",
+            "assistant_message",
+        ]
+        read_only_fields = fields

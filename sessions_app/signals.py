@@ -11,3 +11,5 @@ messages_appended = Signal()
 state_changed = Signal()
 # sender=Session class; kwargs: session_id, tenant_id
 session_ended = Signal()
+# sender=Turn class; kwargs: turn_id, session_id, tenant_id, status, tool_names (called), message_ids
+turn_completed = Signal()

@@ -8,6 +8,7 @@ router.include_root_view = False
 router.register("sessions", views.SessionViewSet, basename="session")
 router.register("messages", views.MessageViewSet, basename="message")
 router.register("conversations", views.ConversationViewSet, basename="conversation")
+router.register("turns", views.TurnViewSet, basename="turn")
 
 urlpatterns = [
     path("stats/", views.StatsView.as_view(), name="stats"),

@@ -13,7 +13,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app.api.errors import PreconditionFailed
+from sessions_app.api.errors import Conflict, PreconditionFailed
 from sessions_app.api.pagination import (
     CursorPage,
     NewestInSessionCursorPage,
@@ -22,9 +22,10 @@ from sessions_app.api.pagination import (
     StartedCursorPage,
 )
 from sessions_app.filters import ConversationFilter, MessageFilter, SessionFilter, SessionMessageFilter
-from sessions_app.models import Conversation, Message, Session, StateVersion
+from sessions_app.models import Conversation, Message, Session, StateVersion, Turn
 from sessions_app.selectors import session_stats, usage_grouped
 from sessions_app.serializers import (
+    CheckpointSerializer,
     ConversationSerializer,
     GroupedStatsQuerySerializer,
     GroupedStatsSerializer,
@@ -36,10 +37,21 @@ from sessions_app.serializers import (
     StateSerializer,
     StateVersionSerializer,
     StatsSerializer,
+    SystemReadySerializer,
+    TurnCompleteSerializer,
+    TurnSerializer,
+    TurnStartSerializer,
 )
 from sessions_app.services.messages import messages_append
 from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
 from sessions_app.services.state import StaleVersion, state_get, state_merge, state_replace
+from sessions_app.services.turns import (
+    TurnClosed,
+    turn_checkpoint,
+    turn_complete,
+    turn_start,
+    turn_system_ready,
+)
 
 IF_MATCH = re.compile(r'^\s*(?:W/)?"?(\d+)"?\s*$')
 
@@ -165,6 +177,24 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
         body = MessageSerializer(result.messages, many=True).data
         code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
         return Response(body[0] if single else body, status=code)
+
+    # -- chat turns ------------------------------------------------------------------------------------
+    @extend_schema(
+        request=TurnStartSerializer,
+        responses={201: TurnSerializer, 200: TurnSerializer},
+        summary="Start a chat turn: the user message and an assistant placeholder, at once",
+    )
+    @action(detail=True, methods=["post"])
+    def turns(self, request, pk=None):
+        session = self.get_object()
+        body = TurnStartSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            started = turn_start(tenant=self.tenant, session_id=session.pk, **body.validated_data)
+        except Session.DoesNotExist:
+            raise Http404 from None
+        code = status.HTTP_201_CREATED if started.created else status.HTTP_200_OK
+        return Response(TurnSerializer(_turn_with_messages(started.turn.pk)).data, status=code)
 
     # -- conversations ---------------------------------------------------------------------------------
     @extend_schema(responses=ConversationSerializer(many=True), summary="The session's conversations")
@@ -293,3 +323,65 @@ class StatsView(TenantScopedMixin, APIView):
         query.is_valid(raise_exception=True)
         body = usage_grouped(tenant=self.tenant, **query.validated_data)
         return Response(GroupedStatsSerializer(body).data)
+
+
+def _turn_with_messages(turn_id) -> Turn:
+    return Turn.objects.select_related("user_message", "assistant_message").get(pk=turn_id)
+
+
+@extend_schema_view(retrieve=extend_schema(summary="A chat turn with its two messages"))
+class TurnViewSet(TenantScopedMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """The streaming persistence flow: system-ready, checkpoints (PATCH), complete."""
+
+    serializer_class = TurnSerializer
+    model = Turn
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    def tenant_queryset(self):
+        return Turn.objects.filter(tenant=self.tenant, session__deleted_at__isnull=True).select_related(
+            "user_message", "assistant_message"
+        )
+
+    def _run(self, service, serializer_class, **extra):
+        turn = self.get_object()  # 404 for an unknown or another tenant's turn
+        body = serializer_class(data=self.request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            result = service(tenant=self.tenant, turn_id=turn.pk, **extra, **body.validated_data)
+        except TurnClosed as closed:
+            raise Conflict(str(closed)) from None
+        return result
+
+    @extend_schema(request=CheckpointSerializer, responses=TurnSerializer, summary="Checkpoint a stream in progress")
+    def partial_update(self, request, pk=None):
+        turn = self._run(turn_checkpoint, CheckpointSerializer)
+        return Response(TurnSerializer(_turn_with_messages(turn.pk)).data)
+
+    @extend_schema(
+        request=SystemReadySerializer,
+        responses=TurnSerializer,
+        summary="Keep the full system prompt on the user message (before the first chunk)",
+    )
+    @action(detail=True, methods=["post"], url_path="system-ready")
+    def system_ready(self, request, pk=None):
+        turn = self._run(turn_system_ready, SystemReadySerializer)
+        return Response(TurnSerializer(_turn_with_messages(turn.pk)).data)
+
+    @extend_schema(
+        request=TurnCompleteSerializer,
+        responses={200: TurnSerializer, 409: None},
+        summary="Complete the turn: both messages and the conversation's aggregates, in one transaction",
+    )
+    @action(detail=True, methods=["post"])
+    def complete(self, request, pk=None):
+        turn = self.get_object()
+        body = TurnCompleteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        if "tool_calls" in data:
+            data["tool_calls"] = [dict(call) for call in data["tool_calls"]]
+        try:
+            turn, _changed = turn_complete(tenant=self.tenant, turn_id=turn.pk, data=data)
+        except TurnClosed as closed:
+            raise Conflict(f"{closed} It was completed with different data.") from None
+        return Response(TurnSerializer(_turn_with_messages(turn.pk)).data)

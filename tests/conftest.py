@@ -1,4 +1,8 @@
 import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from rest_framework.test import APIClient
 
 from sessions_app.models import Tenant
@@ -33,3 +37,71 @@ def other_api(db) -> TenantClient:
 @pytest.fixture
 def session(api):
     return SessionFactory(tenant=api.tenant, name="杭州三日游计划", tool="chat", user_id="xiaoming")
+
+
+@pytest.fixture
+def celery_worker(transactional_db):
+    """A real Celery worker (in a thread of this process, so it uses the test database) on a real broker:
+    Redis at CELERY_TEST_BROKER_URL (default redis://127.0.0.1:6379/15). Tests wait for a task's effect."""
+    import os
+
+    from celery.contrib.testing.worker import start_worker
+
+    from aceproject.celery import app
+
+    names = ("broker_url", "broker_write_url", "broker_read_url", "broker_transport_options")
+    saved = {name: app.conf[name] for name in names}
+
+    def reset_connections():
+        from kombu import pools
+
+        pools.reset()  # closes every pooled connection and forgets the pools
+        app._pool = None  # a new pool for the new broker
+
+    from celery.signals import task_postrun
+    from django.db import connection
+
+    def close_connection(**kwargs):
+        connection.close()  # the worker thread's own connection: left open, it would block test DB teardown
+
+    task_postrun.connect(close_connection, weak=False)
+    url = os.environ.get("CELERY_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+    app.conf.update(
+        broker_url=url, broker_write_url=url, broker_read_url=url, broker_transport_options={}, result_backend=url
+    )
+    reset_connections()
+    try:
+        with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10) as worker:
+            yield worker
+    finally:
+        task_postrun.disconnect(close_connection)
+        app.conf.update(saved)
+        reset_connections()
+
+
+# The global provider can be set only once per process: keep the exporter we attached to it here.
+_holder: dict[str, InMemorySpanExporter] = {}
+
+
+@pytest.fixture(scope="session")
+def _exporter() -> InMemorySpanExporter:
+    if "exporter" not in _holder:
+        provider = trace.get_tracer_provider()
+        if not isinstance(provider, TracerProvider):
+            provider = TracerProvider()
+            trace.set_tracer_provider(provider)
+        exporter = InMemorySpanExporter()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        _holder["exporter"] = exporter
+    return _holder["exporter"]
+
+
+@pytest.fixture
+def spans(_exporter: InMemorySpanExporter):
+    """Returns a callable giving the spans finished since the test started, by name."""
+    _exporter.clear()
+
+    def finished() -> dict[str, ReadableSpan]:
+        return {span.name: span for span in _exporter.get_finished_spans()}
+
+    return finished

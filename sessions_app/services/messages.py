@@ -48,6 +48,8 @@ MESSAGE_INPUT_FIELDS = (
     "external_id",
     "feishu_conversation_id",
     "metadata",
+    "attachments",
+    "thinking_mode",
 )
 
 

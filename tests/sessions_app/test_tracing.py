@@ -10,11 +10,6 @@ import textwrap
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
 from sessions_app.tracing import record_turn_spans
@@ -23,37 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 START = datetime(2026, 4, 13, 9, 30, 0, 123456, tzinfo=UTC)
 END = START + timedelta(seconds=7, microseconds=654321)
 
-# The global provider can be set only once per process: keep the exporter we attached to it here.
-_holder: dict[str, InMemorySpanExporter] = {}
-
 
 def _ns(value: datetime) -> int:
     delta = value - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
-
-
-@pytest.fixture(scope="module")
-def _exporter() -> InMemorySpanExporter:
-    if "exporter" not in _holder:
-        provider = trace.get_tracer_provider()
-        if not isinstance(provider, TracerProvider):
-            provider = TracerProvider()
-            trace.set_tracer_provider(provider)
-        exporter = InMemorySpanExporter()
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
-        _holder["exporter"] = exporter
-    return _holder["exporter"]
-
-
-@pytest.fixture
-def spans(_exporter: InMemorySpanExporter):
-    """Returns a callable giving the spans finished since the test started, by name."""
-    _exporter.clear()
-
-    def finished() -> dict[str, ReadableSpan]:
-        return {span.name: span for span in _exporter.get_finished_spans()}
-
-    return finished
 
 
 def record(**overrides) -> None:
