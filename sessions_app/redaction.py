@@ -36,7 +36,8 @@ _SECRET_SUFFIXES = ("_token", "_secret", "_password", "_api_key", "_apikey")
 
 
 def is_secret_key(key: str) -> bool:
-    name = re.sub(r"[^a-z0-9]+", "_", str(key).lower()).strip("_")
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", str(key))  # refreshToken -> refresh_Token
+    name = re.sub(r"[^a-z0-9]+", "_", words.lower()).strip("_")
     return name in _SECRET_KEYS or name.endswith(_SECRET_SUFFIXES)
 
 
