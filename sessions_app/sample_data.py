@@ -8,6 +8,7 @@ from sessions_app.models import Tenant
 from sessions_app.services.messages import messages_append
 from sessions_app.services.sessions import session_create, session_end
 from sessions_app.services.state import state_merge
+from sessions_app.services.turns import turn_checkpoint, turn_complete, turn_start, turn_system_ready
 
 
 def _at(base, minutes):
@@ -274,4 +275,64 @@ def sample_data_create(*, tenant: Tenant) -> int:
             },
         ],
     )
-    return 4
+
+    # 5. A chat product streaming its answers: turns written field by field (../shared/seeds/003).
+    t = now - timedelta(minutes=20)
+    chat = session_create(
+        tenant=tenant, name="南京文化之旅", tool="chat", user_id="xiaoming", app="travel-assistant", started_at=t
+    )
+    turn = turn_start(
+        tenant=tenant, session_id=chat.pk, content="帮我安排南京两天的文化行程", thinking_mode="auto"
+    ).turn
+    turn_system_ready(
+        tenant=tenant,
+        turn_id=turn.pk,
+        system_prompt=(
+            "你是旅行助手。\n[skills] itinerary\n"
+            "[memory] 偏好博物馆（来自「杭州三日游计划」）；不喜欢拥挤的景点（来自「周末安排」）"
+        ),
+    )
+    turn_checkpoint(tenant=tenant, turn_id=turn.pk, content="第一天：南京博物院，", thinking="用户偏好博物馆")
+    turn_complete(
+        tenant=tenant,
+        turn_id=turn.pk,
+        data={
+            "content": "第一天：南京博物院、六朝博物馆；第二天：明孝陵（工作日上午人少）、先锋书店。",
+            "thinking": "用户偏好博物馆、避开拥挤：选工作日上午，查询开放时间。",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "name": "opening_hours",
+                    "arguments": {"places": ["南京博物院", "明孝陵"], "api_key": "sk-demo-not-stored"},
+                    "result": {"南京博物院": "9:00-17:00，周一闭馆", "明孝陵": "6:30-18:00"},
+                }
+            ],
+            "model": "qwen-max",
+            "max_tokens": 2048,
+            "temperature": 0.7,
+            "finish_reason": "stop",
+            "input_tokens": 2310,
+            "output_tokens": 164,
+            "elapsed_ms": 5200,
+            "requests": 2,
+            "skill_names": ["itinerary"],
+            "available_tool_names": ["opening_hours", "weather"],
+        },
+    )
+    failed = turn_start(tenant=tenant, session_id=chat.pk, content="再推荐几家餐厅").turn
+    turn_checkpoint(tenant=tenant, turn_id=failed.pk, content="可以试试")
+    turn_complete(
+        tenant=tenant,
+        turn_id=failed.pk,
+        data={
+            "content": "可以试试",
+            "model": "qwen-max",
+            "finish_reason": "error",
+            "error": "upstream timeout after 30 s",
+            "input_tokens": 2400,
+            "output_tokens": 3,
+            "elapsed_ms": 30000,
+        },
+    )
+    turn_start(tenant=tenant, session_id=chat.pk, content="明天天气怎么样？")  # still streaming
+    return 5
