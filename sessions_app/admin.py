@@ -40,6 +40,8 @@ from sessions_app.models import (
     Session,
     StateVersion,
     Tenant,
+    Turn,
+    TurnStatus,
     UsageHourly,
 )
 from sessions_app.search import keyword_filter
@@ -108,6 +110,13 @@ def timeline_url(session_id, *, at_seq: int | None = None) -> str:
     return url
 
 
+def chat_url(conversation_id, *, at_seq: int | None = None) -> str:
+    url = reverse("admin:sessions_app_conversation_chat", args=[conversation_id])
+    if at_seq is not None:
+        url += f"?{urlencode({'after_seq': max(at_seq - 1, 0)})}#seq-{at_seq}"
+    return url
+
+
 def counter_display(field: str, description: str):
     """A list/readonly column showing an integer counter column with thousands separators."""
 
@@ -138,6 +147,228 @@ def parse_uuid(value: str) -> uuid.UUID | None:
         return uuid.UUID(str(value).strip())
     except ValueError:
         return None
+
+
+def seq_param(request, name) -> int | None:
+    value = request.GET.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        return max(int(value), 0)
+    except ValueError:
+        return None
+
+
+def seq_page(rows, request, size: int) -> dict:
+    """One page of `rows` (messages of one session or conversation) by seq: `?after_seq=` or `?before_seq=`.
+
+    Keyset paging on an indexed (…, seq): never an OFFSET, never a count of the messages.
+    """
+    before_seq = seq_param(request, "before_seq")
+    after_seq = seq_param(request, "after_seq") or 0
+    if before_seq is not None:
+        page = list(rows.filter(seq__lt=before_seq).order_by("-seq")[:size])[::-1]
+    else:
+        page = list(rows.filter(seq__gt=after_seq).order_by("seq")[:size])
+    first_seq = page[0].seq if page else None
+    last_seq = page[-1].seq if page else None
+    has_previous = first_seq is not None and rows.filter(seq__lt=first_seq).exists()
+    has_next = last_seq is not None and rows.filter(seq__gt=last_seq).exists()
+    return {
+        "page": page,
+        "page_size": size,
+        "first_seq": first_seq,
+        "last_seq": last_seq,
+        "previous_url": f"?before_seq={first_seq}" if has_previous else None,
+        "next_url": f"?after_seq={last_seq}" if has_next else None,
+        "first_url": "?" if has_previous or (not page and request.GET) else None,
+        "has_next": has_next,
+    }
+
+
+# --------------------------------------------------------------------------------------------------------
+# Chat rendering: messages as a readable transcript (../shared/seeds/003 for the turn fields)
+# --------------------------------------------------------------------------------------------------------
+
+TURN_STATUS_COLOURS = {
+    TurnStatus.STREAMING: "#d97706",
+    TurnStatus.COMPLETED: "#15803d",
+    TurnStatus.FAILED: "#dc2626",
+    TurnStatus.ABANDONED: "#6b7280",
+}
+TURN_STATUS_LABELS = {
+    TurnStatus.STREAMING: "streaming…",
+    TurnStatus.COMPLETED: "completed",
+    TurnStatus.FAILED: "failed",
+    TurnStatus.ABANDONED: "abandoned",
+}
+# A turn's messages: its question, and its answer (an error once the turn failed or was abandoned).
+TURN_ROLES = (Role.USER, Role.ASSISTANT, Role.ERROR)
+TURN_FIELDS = ("id", "status", "user_message_id", "assistant_message_id", "started_at", "completed_at")
+
+
+def turn_status_badge(status: str):
+    return badge(TURN_STATUS_LABELS.get(status, status), TURN_STATUS_COLOURS.get(status, "#4b5563"))
+
+
+def finish_reason_badge(reason: str):
+    if not reason:
+        return EMPTY
+    return badge(reason, ROLE_COLOURS[Role.ERROR] if reason == "error" else "#4b5563")
+
+
+def latency(ms) -> str:
+    return EMPTY if ms is None else f"{number(ms)} ms"
+
+
+def turns_by_message(messages) -> dict:
+    """The turns of a page of messages, in one query, by the id of their question and of their answer."""
+    ids = [m.pk for m in messages if m.role in TURN_ROLES]
+    if not ids:
+        return {}
+    turns = Turn.objects.filter(Q(user_message_id__in=ids) | Q(assistant_message_id__in=ids)).only(*TURN_FIELDS)
+    found = {}
+    for turn in turns:
+        found[turn.user_message_id] = found[turn.assistant_message_id] = turn
+    return found
+
+
+def from_json_text(value):
+    """Tool arguments and results arrive as objects or as JSON strings: a string that parses is its value."""
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def pretty_text(value) -> str:
+    value = from_json_text(value)
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def tool_call_blocks(tool_calls) -> list[dict]:
+    """[{id, name, arguments, result}] (seed 003's ToolCallDto) as display blocks; OpenAI's nested `function`
+    and Anthropic's `input` are read too. Anything else is left to the raw JSON."""
+    if not isinstance(tool_calls, list):
+        return []
+    blocks = []
+    for call in tool_calls:
+        if not isinstance(call, dict):
+            return []
+        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        if "arguments" in call:
+            arguments = call["arguments"]
+        else:
+            arguments = function.get("arguments", call.get("input"))
+        has_result = "result" in call or "output" in call
+        blocks.append(
+            {
+                "id": call.get("id") or "",
+                "name": call.get("name") or function.get("name") or "",
+                "arguments": pretty_text(arguments),
+                "result": pretty_text(call.get("result", call.get("output"))) if has_result else "",
+                "has_result": has_result,
+            }
+        )
+    return blocks
+
+
+def names(value) -> list[str]:
+    """Skill and tool names: a JSON list, or (as some clients send them) one comma-separated string."""
+    if isinstance(value, str):
+        return [name.strip() for name in value.split(",") if name.strip()]
+    if isinstance(value, list):
+        return [str(name) if not isinstance(name, dict) else str(name.get("name", name)) for name in value]
+    return []
+
+
+def code_list(values):
+    return format_html_join(" ", "<code>{}</code>", ((value,) for value in values)) if values else EMPTY
+
+
+def chat_message(message: Message, turn: Turn | None = None) -> Message:
+    """Decorate a message for chat_message.html. On a user message `thinking` is the system prompt snapshot
+    and `tool_names` the tools offered; on an answer they are its reasoning and the tools it called."""
+    m = message
+    m.is_question = m.role == Role.USER
+    m.thinking_label = "system prompt snapshot" if m.is_question else "thinking"
+    m.turn = turn
+    m.turn_state = turn.status if turn is not None else ""
+    if turn is not None:
+        m.turn_url = reverse("admin:sessions_app_turn_change", args=[turn.pk])
+        m.turn_badge = turn_status_badge(turn.status)
+        m.turn_side = "question" if turn.user_message_id == m.pk else "answer"
+    facts = []
+    if m.is_question:
+        if m.thinking_mode:
+            facts.append(("thinking mode", m.thinking_mode))
+        if m.skill_names:
+            facts.append(("skills", code_list(names(m.skill_names))))
+        if m.tool_names:
+            facts.append(("tools offered", code_list(names(m.tool_names))))
+        if m.attachments not in (None, [], {}):
+            plain = isinstance(m.attachments, list) and all(isinstance(a, str | int) for a in m.attachments)
+            facts.append(("attachments", code_list(m.attachments) if plain else pretty_json(m.attachments)))
+    else:
+        if m.model:
+            facts.append(("model", m.model))
+        if m.max_tokens is not None:
+            facts.append(("max_tokens", number(m.max_tokens)))
+        if m.temperature is not None:
+            facts.append(("temperature", f"{m.temperature:g}"))
+        if m.total_tokens or m.input_tokens or m.output_tokens:
+            facts.append(("tokens", token_summary(m)))
+        if m.elapsed_ms is not None:
+            facts.append(("latency", latency(m.elapsed_ms)))
+        if m.finish_reason:
+            facts.append(("finish", finish_reason_badge(m.finish_reason)))
+        if m.api_calls is not None:
+            facts.append(("API calls", number(m.api_calls)))
+        if m.tool_names:
+            facts.append(("tools called", code_list(names(m.tool_names))))
+        if isinstance(m.metadata, dict) and m.metadata.get("error"):
+            facts.append(("error", str(m.metadata["error"])))
+    m.facts = facts
+    m.tool_call_blocks = tool_call_blocks(m.tool_calls)
+    m.tool_calls_json = json.dumps(m.tool_calls, indent=2, ensure_ascii=False) if m.tool_calls is not None else ""
+    m.metadata_json = json.dumps(m.metadata, indent=2, ensure_ascii=False) if m.metadata else ""
+    m.tokens = token_summary(m) if m.total_tokens or m.input_tokens else ""
+    return m
+
+
+def chat_messages(messages, turns: dict | None = None) -> list[Message]:
+    """A page of messages for the chat templates; their turns are read in one query unless given."""
+    turns = turns_by_message(messages) if turns is None else turns
+    return [chat_message(m, turns.get(m.pk)) for m in messages]
+
+
+def group_by_conversation(messages) -> list[dict]:
+    conversations = Conversation.objects.in_bulk({m.conversation_id for m in messages if m.conversation_id})
+    groups = []
+    for message in messages:
+        if not groups or groups[-1]["conversation_pk"] != message.conversation_id:
+            groups.append(
+                {
+                    "conversation_pk": message.conversation_id,
+                    "conversation": conversations.get(message.conversation_id),
+                    "messages": [],
+                }
+            )
+        groups[-1]["messages"].append(message)
+    for group in groups:
+        conversation = group["conversation"]
+        if conversation is not None:
+            group["url"] = reverse("admin:sessions_app_conversation_change", args=[conversation.pk])
+            group["chat_url"] = chat_url(conversation.pk)
+            group["tokens"] = number(conversation.total_tokens)
+            group["message_count"] = number(conversation.messages)
+    return groups
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -328,6 +559,51 @@ class SessionFilter(admin.SimpleListFilter):
         if pk is None:
             raise IncorrectLookupParameters(f"Not a session id: {self.value()!r}")
         return queryset.filter(session_id=pk)
+
+
+class ConversationFilter(admin.SimpleListFilter):
+    """`?conversation=<id>`: what the links from a conversation's page use. Shown only while it is applied."""
+
+    title = "conversation"
+    parameter_name = "conversation"
+
+    def lookups(self, request, model_admin):
+        if self.value() is None:
+            return []
+        pk = parse_uuid(self.value())
+        conversation = Conversation.objects.filter(pk=pk).only("id", "ordinal").first() if pk else None
+        return [(self.value(), str(conversation) if conversation else self.value())]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        pk = parse_uuid(self.value())
+        if pk is None:
+            raise IncorrectLookupParameters(f"Not a conversation id: {self.value()!r}")
+        return queryset.filter(conversation_id=pk)
+
+
+class TurnStatusFilter(admin.SimpleListFilter):
+    """A turn's state in an auditor's words: "unfinished" is a stream still open (or never closed yet)."""
+
+    title = "status"
+    parameter_name = "status"
+    choices_by_value = {
+        "unfinished": (TurnStatus.STREAMING, "unfinished (streaming)"),
+        "failed": (TurnStatus.FAILED, "failed"),
+        "abandoned": (TurnStatus.ABANDONED, "abandoned"),
+        "completed": (TurnStatus.COMPLETED, "completed"),
+    }
+
+    def lookups(self, request, model_admin):
+        return [(value, label) for value, (_, label) in self.choices_by_value.items()]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        if self.value() not in self.choices_by_value:
+            raise IncorrectLookupParameters(f"Not a turn status: {self.value()!r}")
+        return queryset.filter(status=self.choices_by_value[self.value()][0])
 
 
 class IsNullFilter(admin.SimpleListFilter):
@@ -584,16 +860,6 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
         )
         return [timeline, *super().get_urls()]
 
-    @staticmethod
-    def _seq_param(request, name) -> int | None:
-        value = request.GET.get(name)
-        if value in (None, ""):
-            return None
-        try:
-            return max(int(value), 0)
-        except ValueError:
-            return None
-
     def timeline_view(self, request, object_id):
         """The session's messages as a transcript, in seq order, one page of `timeline_page_size` at a time."""
         session = self.get_object(request, unquote(object_id))
@@ -602,45 +868,9 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
         if not self.has_view_permission(request, session):
             raise PermissionDenied
 
-        size = self.timeline_page_size
-        before_seq = self._seq_param(request, "before_seq")
-        after_seq = self._seq_param(request, "after_seq") or 0
-        rows = Message.objects.filter(session=session).defer("search_vector")
-        if before_seq is not None:
-            page = list(rows.filter(seq__lt=before_seq).order_by("-seq")[:size])[::-1]
-        else:
-            page = list(rows.filter(seq__gt=after_seq).order_by("seq")[:size])
-        first_seq = page[0].seq if page else None
-        last_seq = page[-1].seq if page else None
-        has_previous = first_seq is not None and rows.filter(seq__lt=first_seq).exists()
-        has_next = last_seq is not None and rows.filter(seq__gt=last_seq).exists()
-
-        conversations = Conversation.objects.in_bulk({m.conversation_id for m in page if m.conversation_id})
-        groups = []
-        for message in page:
-            message.tool_calls_json = (
-                json.dumps(message.tool_calls, indent=2, ensure_ascii=False) if message.tool_calls is not None else ""
-            )
-            message.metadata_json = (
-                json.dumps(message.metadata, indent=2, ensure_ascii=False) if message.metadata else ""
-            )
-            message.tokens = token_summary(message) if message.total_tokens or message.input_tokens else ""
-            if not groups or groups[-1]["conversation_pk"] != message.conversation_id:
-                groups.append(
-                    {
-                        "conversation_pk": message.conversation_id,
-                        "conversation": conversations.get(message.conversation_id),
-                        "messages": [],
-                    }
-                )
-            groups[-1]["messages"].append(message)
-        for group in groups:
-            conversation = group["conversation"]
-            if conversation is not None:
-                group["url"] = reverse("admin:sessions_app_conversation_change", args=[conversation.pk])
-                group["tokens"] = number(conversation.total_tokens)
-                group["message_count"] = number(conversation.messages)
-
+        paged = seq_page(Message.objects.filter(session=session), request, self.timeline_page_size)
+        page = chat_messages(paged.pop("page"))
+        has_next = paged.pop("has_next")
         context = {
             **self.admin_site.each_context(request),
             "title": f"Timeline: {session}",
@@ -648,14 +878,9 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
             "opts": self.opts,
             "app_label": self.opts.app_label,
             "session": session,
-            "groups": groups,
-            "page_size": size,
-            "first_seq": first_seq,
-            "last_seq": last_seq,
+            "groups": group_by_conversation(page),
+            **paged,
             "message_total": number(session.messages),
-            "previous_url": f"?before_seq={first_seq}" if has_previous else None,
-            "next_url": f"?after_seq={last_seq}" if has_next else None,
-            "first_url": "?" if has_previous or (not page and request.GET) else None,
             "last_url": f"?before_seq={session.last_seq + 1}" if has_next else None,
         }
         request.current_app = self.admin_site.name
@@ -839,6 +1064,7 @@ class ConversationAdmin(CounterColumns, ReadOnlyAdminMixin, BigTableAdminMixin, 
         "total_tokens_display",
         "started_at",
         "last_message_at",
+        "chat_column",
     )
     list_filter = (("started_at", DateRangeFilter), "tenant", SessionFilter)
     search_fields = ("=conversation_id", "=feishu_conversation_id")
@@ -854,7 +1080,9 @@ class ConversationAdmin(CounterColumns, ReadOnlyAdminMixin, BigTableAdminMixin, 
         "feishu_conversation_id",
         "started_at",
         "last_message_at",
+        "chat_link",
         "timeline_link",
+        "turns_link",
         "messages_display",
         "requests_display",
         "message_user_display",
@@ -881,7 +1109,194 @@ class ConversationAdmin(CounterColumns, ReadOnlyAdminMixin, BigTableAdminMixin, 
         first_seq = Message.objects.filter(conversation=obj).order_by("seq").values_list("seq", flat=True).first()
         if first_seq is None:
             return EMPTY
-        return format_html('<a href="{}">Read this conversation</a>', timeline_url(obj.session_id, at_seq=first_seq))
+        return format_html(
+            '<a href="{}">Read it in the session\'s timeline</a>', timeline_url(obj.session_id, at_seq=first_seq)
+        )
+
+    @admin.display(description="chat")
+    def chat_column(self, obj):
+        return format_html('<a href="{}">read</a>', chat_url(obj.pk))
+
+    @admin.display(description="chat")
+    def chat_link(self, obj):
+        return format_html(
+            '<a href="{}">Read this conversation as a chat</a> ({} messages)', chat_url(obj.pk), number(obj.messages)
+        )
+
+    @admin.display(description="turns")
+    def turns_link(self, obj):
+        return format_html('<a href="{}">Streamed chat turns</a>', changelist_url(Turn, conversation=obj.pk))
+
+    # -- the conversation as a chat ------------------------------------------------------------------------
+    chat_page_size = 100
+
+    def get_urls(self):
+        chat = path(
+            "<path:object_id>/chat/", self.admin_site.admin_view(self.chat_view), name="sessions_app_conversation_chat"
+        )
+        return [chat, *super().get_urls()]
+
+    def chat_view(self, request, object_id):
+        """The conversation's messages as a chat, one page of `chat_page_size` (by seq) at a time, each answer
+        with its turn's status, model, tokens, latency, finish reason, reasoning and tool calls."""
+        pk = parse_uuid(unquote(object_id))
+        queryset = self.get_queryset(request).select_related("session").defer("session__metadata")
+        conversation = queryset.filter(pk=pk).first() if pk else None
+        if conversation is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_view_permission(request, conversation):
+            raise PermissionDenied
+
+        paged = seq_page(Message.objects.filter(conversation=conversation), request, self.chat_page_size)
+        page = chat_messages(paged.pop("page"))
+        has_next = paged.pop("has_next")
+        session = conversation.session
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Conversation #{conversation.ordinal}: {session}",
+            "subtitle": None,
+            "opts": self.opts,
+            "app_label": self.opts.app_label,
+            "conversation": conversation,
+            "session": session,
+            "chat": page,
+            **paged,
+            "message_total": number(conversation.messages),
+            "tokens": number(conversation.total_tokens),
+            "last_url": f"?before_seq={session.last_seq + 1}" if has_next else None,
+            "timeline_url": timeline_url(session.pk, at_seq=paged["first_seq"]) if page else timeline_url(session.pk),
+            "turns_url": changelist_url(Turn, conversation=conversation.pk),
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, "admin/sessions_app/conversation/chat.html", context)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Streamed chat turns
+# --------------------------------------------------------------------------------------------------------
+
+# The long columns of a turn's two messages: never read for the list.
+MESSAGE_HEAVY_FIELDS = ("content", "thinking", "tool_calls", "metadata", "attachments", "search_vector")
+
+
+@admin.register(Turn)
+class TurnAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, admin.ModelAdmin):
+    list_display = (
+        "started_at",
+        "session_link",
+        "conversation_link",
+        "status_display",
+        "model_display",
+        "tokens",
+        "latency_display",
+        "finish_display",
+        "question_preview",
+    )
+    list_display_links = ("started_at",)
+    list_filter = (TurnStatusFilter, ("started_at", DateRangeFilter), "tenant", SessionFilter, ConversationFilter)
+    search_fields = ("=external_id",)
+    search_help_text = "An exact turn id or external_id."
+    ordering = ("-started_at",)  # the turn_started index
+    sortable_by = ("started_at",)
+    list_select_related = ("session", "conversation", "user_message", "assistant_message")
+    list_defer = (
+        "session__metadata",
+        *(f"user_message__{field}" for field in MESSAGE_HEAVY_FIELDS),
+        *(f"assistant_message__{field}" for field in MESSAGE_HEAVY_FIELDS),
+    )
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    "status_display",
+                    "session_link",
+                    "conversation_link",
+                    "messages_links",
+                    ("model_display", "tokens", "finish_display"),
+                    "external_id",
+                )
+            },
+        ),
+        (
+            "Timing",
+            {
+                "fields": (
+                    ("started_at", "system_ready_at"),
+                    ("last_activity_at", "completed_at"),
+                    "latency_display",
+                    "completion_digest",
+                )
+            },
+        ),
+    )
+    readonly_fields = flatten_fieldsets(fieldsets)
+
+    def list_annotations(self):
+        return {"question_head": Substr("user_message__content", 1, PREVIEW_CHARS + 1)}
+
+    def get_queryset(self, request):
+        # The change page reads the turn and both its messages in one query.
+        return (
+            super()
+            .get_queryset(request)
+            .select_related(*self.list_select_related)
+            .defer("session__metadata", "user_message__search_vector", "assistant_message__search_vector")
+        )
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None:
+            pair = sorted((obj.user_message, obj.assistant_message), key=lambda m: m.seq)
+            context["turn_messages"] = chat_messages(pair, turns={m.pk: obj for m in pair})
+            context["turn_chat_url"] = chat_url(obj.conversation_id, at_seq=pair[0].seq)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    @admin.display(description="session")
+    def session_link(self, obj):
+        return change_link(obj.session, Truncator(str(obj.session)).chars(40))
+
+    @admin.display(description="conversation")
+    def conversation_link(self, obj):
+        return format_html(
+            '{} · <a href="{}">chat</a>',
+            change_link(obj.conversation),
+            chat_url(obj.conversation_id, at_seq=obj.user_message.seq),
+        )
+
+    @admin.display(description="messages")
+    def messages_links(self, obj):
+        return format_html(
+            "question {} · answer {}",
+            change_link(obj.user_message, f"#{obj.user_message.seq}"),
+            change_link(obj.assistant_message, f"#{obj.assistant_message.seq}"),
+        )
+
+    @admin.display(description="status", ordering="status")
+    def status_display(self, obj):
+        return turn_status_badge(obj.status)
+
+    @admin.display(description="model")
+    def model_display(self, obj):
+        return obj.assistant_message.model or EMPTY
+
+    @admin.display(description="tokens")
+    def tokens(self, obj):
+        return number(obj.assistant_message.total_tokens)
+
+    @admin.display(description="latency")
+    def latency_display(self, obj):
+        return latency(obj.assistant_message.elapsed_ms)
+
+    @admin.display(description="finish")
+    def finish_display(self, obj):
+        return finish_reason_badge(obj.assistant_message.finish_reason)
+
+    @admin.display(description="question")
+    def question_preview(self, obj):
+        text = " ".join((obj.question_head or "").split())
+        if len(text) > PREVIEW_CHARS:
+            text = text[:PREVIEW_CHARS] + "…"
+        return text or EMPTY
 
 
 @admin.register(LlmRequest)
