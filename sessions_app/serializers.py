@@ -294,11 +294,20 @@ class NameListField(serializers.ListField):
     child = StrictCharField(max_length=255)
 
 
-class ToolCallSerializer(serializers.Serializer):
+class ToolCallSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    """{id, name, arguments, result}; OpenAI's {id, type, function: {name, arguments}} is accepted too."""
+
     id = StrictCharField(required=False, max_length=255, allow_blank=True)
+    type = StrictCharField(required=False, max_length=32)
     name = StrictCharField(max_length=255)
     arguments = serializers.JSONField(required=False, allow_null=True)
     result = serializers.JSONField(required=False, allow_null=True)
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and isinstance(data.get("function"), dict) and "name" not in data:
+            function = data["function"]
+            data = {**{k: v for k, v in data.items() if k != "function"}, **function}
+        return super().to_internal_value(data)
 
 
 class TurnStartSerializer(RejectUnknownFieldsMixin, serializers.Serializer):

@@ -22,7 +22,7 @@ from sessions_app.api.pagination import (
     StartedCursorPage,
 )
 from sessions_app.filters import ConversationFilter, MessageFilter, SessionFilter, SessionMessageFilter
-from sessions_app.models import Conversation, Message, Session, StateVersion, Turn
+from sessions_app.models import Conversation, Message, Session, StateVersion, Turn, TurnStatus
 from sessions_app.selectors import session_stats, usage_grouped
 from sessions_app.serializers import (
     CheckpointSerializer,
@@ -180,13 +180,30 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
 
     # -- chat turns ------------------------------------------------------------------------------------
     @extend_schema(
+        methods=["POST"],
         request=TurnStartSerializer,
         responses={201: TurnSerializer, 200: TurnSerializer},
         summary="Start a chat turn: the user message and an assistant placeholder, at once",
     )
-    @action(detail=True, methods=["post"])
+    @extend_schema(
+        methods=["GET"],
+        responses=TurnSerializer(many=True),
+        summary="The session's chat turns, newest first",
+        parameters=[OpenApiParameter("status", str, description="streaming, completed, failed or abandoned")],
+    )
+    @action(detail=True, methods=["get", "post"])
     def turns(self, request, pk=None):
         session = self.get_object()
+        if request.method == "GET":
+            turns = Turn.objects.filter(session=session).select_related("user_message", "assistant_message")
+            status_filter = request.query_params.get("status")
+            if status_filter is not None:
+                if status_filter not in TurnStatus.values:
+                    raise serializers.ValidationError({"status": [f"Use one of: {', '.join(TurnStatus.values)}."]})
+                turns = turns.filter(status=status_filter)
+            paginator = TurnCursorPage()
+            page = paginator.paginate_queryset(turns, request, view=self)
+            return paginator.get_paginated_response(TurnSerializer(page, many=True).data)
         body = TurnStartSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
@@ -267,6 +284,10 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
         paginator = VersionCursorPage()
         page = paginator.paginate_queryset(StateVersion.objects.filter(session=session), request, view=self)
         return paginator.get_paginated_response(StateVersionSerializer(page, many=True).data)
+
+
+class TurnCursorPage(CursorPage):
+    ordering = "-started_at"
 
 
 class OrdinalCursorPage(CursorPage):

@@ -47,10 +47,15 @@ CLOSED = (TurnStatus.COMPLETED, TurnStatus.FAILED)
 
 
 class TurnClosed(Exception):
-    """The turn was completed already: it takes no more checkpoints, and only the same completion."""
+    """The turn is closed: it takes no more checkpoints, and (once completed) only the same completion."""
 
     def __init__(self, turn: Turn):
-        super().__init__(f"The turn was completed at {turn.completed_at:%Y-%m-%dT%H:%M:%SZ} ({turn.status}).")
+        when = f"{turn.completed_at:%Y-%m-%dT%H:%M:%SZ}"
+        if turn.status == TurnStatus.ABANDONED:
+            message = f"The turn was closed as abandoned at {when}; complete it to store the answer."
+        else:
+            message = f"The turn was completed at {when} ({turn.status})."
+        super().__init__(message)
         self.turn = turn
 
 
@@ -108,7 +113,7 @@ def turn_start(
 
 def _open_turn(*, tenant: Tenant, turn_id) -> Turn:
     turn = _turns(tenant).select_for_update(of=("self",)).get(pk=turn_id)
-    if turn.status in CLOSED:
+    if turn.status != TurnStatus.STREAMING:
         raise TurnClosed(turn)
     return turn
 
@@ -193,8 +198,10 @@ def _finish(*, session: Session, turn: Turn, data: dict, status: str, digest: st
     elif assistant.tool_calls:
         assistant.tool_names = sorted({call.get("name") for call in assistant.tool_calls if call.get("name")})
     assistant.api_calls = data.get("requests", 1 if status != TurnStatus.ABANDONED else 0)
+    # The error of this completion, or none: a late completion replaces the abandoned close's error.
+    assistant.metadata = {k: v for k, v in assistant.metadata.items() if k != "error"}
     if data.get("error"):
-        assistant.metadata = {**assistant.metadata, "error": data["error"]}
+        assistant.metadata["error"] = data["error"]
     assistant.save()
 
     user_fields = {}
@@ -230,12 +237,16 @@ def _finish(*, session: Session, turn: Turn, data: dict, status: str, digest: st
 def _after_commit(turn: Turn, assistant: Message, tool_schema, error: str | None) -> None:
     from sessions_app.tracing import record_turn_spans
 
+    # The stream as the client timed it, when it says; otherwise as the server saw it.
+    started_at = turn.started_at
+    if assistant.elapsed_ms is not None:
+        started_at = max(turn.started_at, turn.completed_at - timedelta(milliseconds=assistant.elapsed_ms))
     record_turn_spans(
         turn_id=turn.pk,
         session_id=turn.session_id,
         conversation_id=turn.conversation_id,
         model=assistant.model,
-        started_at=turn.started_at,
+        started_at=started_at,
         ended_at=turn.completed_at,
         finish_reason=assistant.finish_reason,
         input_tokens=assistant.input_tokens,

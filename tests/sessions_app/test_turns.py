@@ -290,3 +290,29 @@ def test_completing_a_turn_emits_the_seeds_spans(api, session, spans, django_cap
     assert '"杭州"' in call.attributes["ai.tool.arguments"] or "杭州" in call.attributes["ai.tool.arguments"]
     assert "t0p" not in call.attributes["ai.tool.arguments"]  # redacted before tracing too
     assert "get_weather" in schema.attributes["ai.tool_schema"]
+
+
+def test_openai_shaped_tool_calls_are_accepted_and_unknown_keys_refused(api, session):
+    turn = start(api, session).json()["turn"]
+    openai_call = {"id": "call_1", "type": "function", "function": {"name": "search", "arguments": '{"q": "南京"}'}}
+    bad = api.post(
+        f"/api/v1/turns/{turn}/complete/", {**COMPLETION, "tool_calls": [{**openai_call, "extra": 1}]}, format="json"
+    )
+    assert bad.status_code == 400
+    assert "tool_calls.0.extra" in bad.json()["errors"]
+    done = api.post(f"/api/v1/turns/{turn}/complete/", {**COMPLETION, "tool_calls": [openai_call]}, format="json")
+    assert done.status_code == 200
+    call = done.json()["assistant_message"]["tool_calls"][0]
+    assert (call["name"], call["arguments"], call["type"]) == ("search", '{"q": "南京"}', "function")
+
+
+def test_listing_a_sessions_turns(api, session):
+    first = start(api, session).json()["turn"]
+    second = start(api, session).json()["turn"]
+    api.post(f"/api/v1/turns/{first}/complete/", COMPLETION, format="json")
+    listed = api.get(f"/api/v1/sessions/{session.pk}/turns/").json()["results"]
+    assert [t["turn"] for t in listed] == [second, first]
+    assert [t["turn"] for t in api.get(f"/api/v1/sessions/{session.pk}/turns/?status=streaming").json()["results"]] == [
+        second
+    ]
+    assert api.get(f"/api/v1/sessions/{session.pk}/turns/?status=nope").status_code == 400

@@ -51,7 +51,10 @@ def test_the_worker_closes_abandoned_turns_and_keeps_their_partial_content(celer
     # Running it again closes nothing more.
     assert close_abandoned_turns.apply().get() == 0
 
-    # The client's completion, arriving late, is still accepted: it is the truth, the timeout was a guess.
+    # A closed turn takes no more checkpoints…
+    assert api.patch(f"/api/v1/turns/{stale}/", {"content": "late"}, format="json").status_code == 409
+
+    # …but the client's completion, arriving late, is still accepted: it is the truth, the timeout was a guess.
     late = {
         "content": "从前有座山，山里有座庙。",
         "model": "qwen-max",
@@ -63,6 +66,7 @@ def test_the_worker_closes_abandoned_turns_and_keeps_their_partial_content(celer
     response = api.post(f"/api/v1/turns/{stale}/complete/", late, format="json")
     assert response.status_code == 200
     assert response.json()["status"] == "completed"
+    assert "error" not in response.json()["assistant_message"]["metadata"]
     counts = api.get(f"/api/v1/sessions/{session.pk}/stats/").json()
     assert (counts["message_error"], counts["message_assistant"], counts["output_tokens"]) == (0, 2, 12)
     session.refresh_from_db()
