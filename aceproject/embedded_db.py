@@ -8,6 +8,7 @@ next start reuses it), and is stopped explicitly with `manage.py ace_db stop`.
 from __future__ import annotations
 
 import logging
+import threading
 import warnings
 from pathlib import Path
 
@@ -40,8 +41,23 @@ def embedded_database_settings(data_dir: Path) -> dict:
     }
 
 
+_start_lock = threading.Lock()
+_socket_dirs: dict[Path, str] = {}
+
+
 def ensure_embedded_server(data_dir: Path) -> str:
-    """Start (or reuse) the embedded server under `data_dir`; returns its socket directory."""
+    """Start (or reuse) the embedded server under `data_dir`; returns its socket directory.
+
+    Threads of one process (a threaded web server's first requests) share one start: pgserver's own
+    bookkeeping is not safe to enter from several threads at once.
+    """
+    with _start_lock:
+        if data_dir not in _socket_dirs or not (Path(_socket_dirs[data_dir]) / ".s.PGSQL.5432").exists():
+            _socket_dirs[data_dir] = _start(data_dir)
+        return _socket_dirs[data_dir]
+
+
+def _start(data_dir: Path) -> str:
     data_dir.mkdir(parents=True, exist_ok=True)
     pgserver = _quiet_import()
     with warnings.catch_warnings():

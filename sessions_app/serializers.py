@@ -381,3 +381,14 @@ class TurnSerializer(serializers.ModelSerializer):
             "assistant_message",
         ]
         read_only_fields = fields
+
+
+class TurnProgressSerializer(serializers.ModelSerializer):
+    """What system-ready and checkpoints answer: the turn's state, not the text just sent."""
+
+    turn = serializers.UUIDField(source="id", read_only=True)
+
+    class Meta:
+        model = Turn
+        fields = ["turn", "status", "system_ready_at", "last_activity_at"]
+        read_only_fields = fields

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
@@ -39,6 +40,7 @@ from sessions_app.serializers import (
     StatsSerializer,
     SystemReadySerializer,
     TurnCompleteSerializer,
+    TurnProgressSerializer,
     TurnSerializer,
     TurnStartSerializer,
 )
@@ -363,30 +365,44 @@ class TurnViewSet(TenantScopedMixin, mixins.RetrieveModelMixin, viewsets.Generic
             "user_message", "assistant_message"
         )
 
-    def _run(self, service, serializer_class, **extra):
-        turn = self.get_object()  # 404 for an unknown or another tenant's turn
+    def _turn_id(self) -> uuid.UUID:
+        try:
+            return uuid.UUID(str(self.kwargs["pk"]))
+        except ValueError:
+            raise Http404 from None
+
+    def _run(self, serializer_class, call):
+        """Validate, then `call(turn_id, data)`: the service finds the tenant's turn itself (no extra lookup)."""
         body = serializer_class(data=self.request.data)
         body.is_valid(raise_exception=True)
         try:
-            result = service(tenant=self.tenant, turn_id=turn.pk, **extra, **body.validated_data)
+            return call(self._turn_id(), dict(body.validated_data))
+        except Turn.DoesNotExist:
+            raise Http404 from None
         except TurnClosed as closed:
             raise Conflict(str(closed)) from None
-        return result
 
-    @extend_schema(request=CheckpointSerializer, responses=TurnSerializer, summary="Checkpoint a stream in progress")
+    @extend_schema(
+        request=CheckpointSerializer, responses=TurnProgressSerializer, summary="Checkpoint a stream in progress"
+    )
     def partial_update(self, request, pk=None):
-        turn = self._run(turn_checkpoint, CheckpointSerializer)
-        return Response(TurnSerializer(_turn_with_messages(turn.pk)).data)
+        # A small answer: checkpoints come many times a second, and the client has the text it just sent.
+        turn = self._run(
+            CheckpointSerializer, lambda turn_id, data: turn_checkpoint(tenant=self.tenant, turn_id=turn_id, **data)
+        )
+        return Response(TurnProgressSerializer(turn).data)
 
     @extend_schema(
         request=SystemReadySerializer,
-        responses=TurnSerializer,
+        responses=TurnProgressSerializer,
         summary="Keep the full system prompt on the user message (before the first chunk)",
     )
     @action(detail=True, methods=["post"], url_path="system-ready")
     def system_ready(self, request, pk=None):
-        turn = self._run(turn_system_ready, SystemReadySerializer)
-        return Response(TurnSerializer(_turn_with_messages(turn.pk)).data)
+        turn = self._run(
+            SystemReadySerializer, lambda turn_id, data: turn_system_ready(tenant=self.tenant, turn_id=turn_id, **data)
+        )
+        return Response(TurnProgressSerializer(turn).data)
 
     @extend_schema(
         request=TurnCompleteSerializer,
@@ -395,14 +411,10 @@ class TurnViewSet(TenantScopedMixin, mixins.RetrieveModelMixin, viewsets.Generic
     )
     @action(detail=True, methods=["post"])
     def complete(self, request, pk=None):
-        turn = self.get_object()
-        body = TurnCompleteSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = dict(body.validated_data)
-        if "tool_calls" in data:
-            data["tool_calls"] = [dict(call) for call in data["tool_calls"]]
-        try:
-            turn, _changed = turn_complete(tenant=self.tenant, turn_id=turn.pk, data=data)
-        except TurnClosed as closed:
-            raise Conflict(f"{closed} It was completed with different data.") from None
+        def complete(turn_id, data):
+            if "tool_calls" in data:
+                data["tool_calls"] = [dict(call) for call in data["tool_calls"]]
+            return turn_complete(tenant=self.tenant, turn_id=turn_id, data=data)[0]
+
+        turn = self._run(TurnCompleteSerializer, complete)
         return Response(TurnSerializer(_turn_with_messages(turn.pk)).data)

@@ -59,6 +59,12 @@ class TurnClosed(Exception):
         self.turn = turn
 
 
+class TurnCompletedDifferently(TurnClosed):
+    def __init__(self, turn: Turn):
+        super().__init__(turn)
+        self.args = (f"{self.args[0]} It was completed with different data.",)
+
+
 @dataclass(frozen=True)
 class TurnStarted:
     turn: Turn
@@ -160,7 +166,7 @@ def turn_complete(*, tenant: Tenant, turn_id, data: dict) -> tuple[Turn, bool]:
         if turn.status in CLOSED:
             if turn.completion_digest == digest:
                 return turn, False
-            raise TurnClosed(turn)
+            raise TurnCompletedDifferently(turn)
         status = TurnStatus.FAILED if data["finish_reason"] == "error" else TurnStatus.COMPLETED
         _finish(session=session, turn=turn, data=data, status=status, digest=digest)
     return turn, True

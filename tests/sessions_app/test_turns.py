@@ -78,7 +78,9 @@ def test_the_full_flow_keeps_every_field_where_the_seed_says(api, session):
         f"/api/v1/turns/{turn}/system-ready/", {"system_prompt": "You are helpful.\n[memory] 偏好博物馆"}, format="json"
     )
     assert ready.status_code == 200
-    assert ready.json()["user_message"]["thinking"] == "You are helpful.\n[memory] 偏好博物馆"
+    assert ready.json()["status"] == "streaming" and ready.json()["system_ready_at"]
+    snapshot = api.get(f"/api/v1/turns/{turn}/").json()["user_message"]["thinking"]
+    assert snapshot == "You are helpful.\n[memory] 偏好博物馆"
 
     for partial in ("明天", "明天多云", "明天多云转小雨"):
         assert (
