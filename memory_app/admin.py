@@ -1,0 +1,128 @@
+"""Records in the admin: what each user's memory holds, where each memory came from, how it changed."""
+
+from django.contrib import admin
+from django.utils.html import format_html, format_html_join
+from django.utils.text import Truncator
+
+from memory_app.models import Record, RecordRevision
+from memory_app.services import RecordClosed, record_invalidate
+from sessions_app.admin import (
+    EMPTY,
+    BigTableAdminMixin,
+    ReadOnlyAdminMixin,
+    badge,
+    parse_uuid,
+    pretty_json,
+    timeline_url,
+)
+from sessions_app.search import keyword_filter
+
+
+class RecordRevisionInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = RecordRevision
+    fields = ("revision", "change", "actor", "reason", "content", "confidence", "valid", "created_at")
+    readonly_fields = fields
+    ordering = ("-revision",)
+    extra = 0
+    can_delete = False
+
+
+@admin.register(Record)
+class RecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
+    list_display = ("content_preview", "user_id", "type", "validity", "confidence", "strategy_display", "updated_at")
+    list_filter = ("type", "valid", "strategy", "tenant")
+    search_fields = ("content",)  # shows the search box; get_search_results does the real work
+    search_help_text = "Full-text search in the content (English words, Chinese text), or an exact user_id or id."
+    ordering = ("-updated_at",)
+    list_select_related = ("tenant",)
+    list_defer = ("search_vector",)
+    readonly_fields = (
+        "id",
+        "tenant",
+        "user_id",
+        "namespace",
+        "type",
+        "content",
+        "fields_display",
+        "confidence",
+        "validity",
+        "valid_from",
+        "valid_until",
+        "strategy",
+        "strategy_version",
+        "provenance",
+        "revision",
+        "created_at",
+        "updated_at",
+        "invalidated_at",
+        "invalidated_reason",
+    )
+    fields = readonly_fields
+    inlines = (RecordRevisionInline,)
+    actions = ("invalidate_records",)
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        found = keyword_filter(queryset, term) | queryset.filter(user_id=term)
+        pk = parse_uuid(term)
+        if pk is not None:
+            found = found | queryset.filter(pk=pk)
+        return found, False
+
+    @admin.display(description="content")
+    def content_preview(self, record):
+        return Truncator(record.content).chars(100)
+
+    @admin.display(description="valid", ordering="valid")
+    def validity(self, record):
+        if record.valid:
+            return badge("valid", "#15803d")
+        return badge(record.invalidated_reason or "invalid", "#6b7280")
+
+    @admin.display(description="strategy", ordering="strategy")
+    def strategy_display(self, record):
+        if not record.strategy:
+            return EMPTY
+        return f"{record.strategy} v{record.strategy_version}" if record.strategy_version else record.strategy
+
+    @admin.display(description="fields")
+    def fields_display(self, record):
+        return pretty_json(record.fields)
+
+    @admin.display(description="provenance: source messages")
+    def provenance(self, record):
+        messages = record.source_messages.select_related("session").order_by("session_id", "seq")
+        if not messages:
+            return EMPTY
+        return format_html(
+            "<ul style='margin:0;padding-left:1.2em'>{}</ul>",
+            format_html_join(
+                "",
+                "<li><a href='{}'>{} · #{} {}</a>: {}</li>",
+                (
+                    (
+                        timeline_url(m.session_id, at_seq=m.seq),
+                        Truncator(str(m.session)).chars(40),
+                        m.seq,
+                        m.role,
+                        Truncator(m.content).chars(120),
+                    )
+                    for m in messages
+                ),
+            ),
+        )
+
+    @admin.action(description="Invalidate selected records (kept for audit)", permissions=["view"])
+    def invalidate_records(self, request, queryset):
+        done = 0
+        for record in queryset.filter(valid=True).select_related("tenant"):
+            try:
+                record_invalidate(
+                    tenant=record.tenant, record_id=record.pk, actor=f"admin:{request.user}", reason="invalidated"
+                )
+                done += 1
+            except RecordClosed:
+                continue
+        self.message_user(request, f"Invalidated {done} record(s); they are no longer recalled.")

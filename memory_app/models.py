@@ -1,0 +1,104 @@
+"""Records: long-term memories distilled from messages, with provenance and every revision kept."""
+
+import uuid
+
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from django.db.models import F, Q
+from django.utils import timezone
+
+from sessions_app.models import CjkSearchVector, Message, Session, Tenant
+
+
+class RecordType(models.TextChoices):
+    PROFILE = "profile", "user profile"
+    TASK = "task", "task information"
+    FACT = "fact", "facts and experience"
+    CUSTOM = "custom", "custom"
+
+
+class RecordManager(models.Manager):
+    def get_queryset(self):
+        return super().get_queryset().defer("search_vector")  # only ever used in WHERE clauses
+
+
+class Record(models.Model):
+    """One long-term memory of one user (optionally within an agent/namespace scope).
+
+    `valid` is False once the record is deleted (through the API) or invalidated (a contradicting
+    memory replaced it): it is never recalled again, but stays, with its revisions, for audit.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+    user_id = models.CharField(max_length=255)
+    namespace = models.CharField(max_length=255, blank=True, help_text="An agent or app scope; blank: the user's")
+    type = models.CharField(max_length=16, choices=RecordType.choices)
+    content = models.TextField()
+    fields = models.JSONField(default=dict, blank=True)
+    confidence = models.FloatField(default=1.0)
+    valid = models.BooleanField(default=True)
+    valid_from = models.DateTimeField(null=True, blank=True, help_text="When the fact starts to hold, if known")
+    valid_until = models.DateTimeField(null=True, blank=True, help_text="When it stops holding, if known")
+    strategy = models.CharField(max_length=255, blank=True, help_text="The strategy that produced it, if any")
+    strategy_version = models.IntegerField(null=True, blank=True)
+    source_sessions = models.ManyToManyField(Session, blank=True, related_name="records")
+    source_messages = models.ManyToManyField(Message, blank=True, related_name="records")
+    revision = models.IntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+    invalidated_at = models.DateTimeField(null=True, blank=True)
+    invalidated_reason = models.CharField(max_length=255, blank=True)
+    search_vector = models.GeneratedField(
+        expression=CjkSearchVector(F("content")), output_field=SearchVectorField(), db_persist=True
+    )
+
+    objects = RecordManager()
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [
+            models.Index(fields=["tenant", "user_id", "type"], name="record_user_type", condition=Q(valid=True)),
+            models.Index(fields=["tenant", "-updated_at"], name="record_tenant_updated"),
+            models.Index(fields=["tenant", "strategy"], name="record_strategy", condition=~Q(strategy="")),
+            GinIndex(fields=["search_vector"], name="record_search"),
+        ]
+
+    def __str__(self):
+        return f"{self.type}: {self.content[:60]}"
+
+
+class RecordRevision(models.Model):
+    """A record as it was after one change. Revision 1 is the record as created."""
+
+    class Change(models.TextChoices):
+        CREATE = "create", "created"
+        UPDATE = "update", "updated"
+        MERGE = "merge", "merged a restatement"
+        INVALIDATE = "invalidate", "invalidated"
+        DELETE = "delete", "deleted"
+
+    id = models.BigAutoField(primary_key=True)
+    record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="revisions", db_index=False)
+    revision = models.IntegerField()
+    change = models.CharField(max_length=16, choices=Change.choices)
+    actor = models.CharField(max_length=255, help_text="api, admin, or strategy:<name>")
+    reason = models.CharField(max_length=255, blank=True)
+    type = models.CharField(max_length=16, choices=RecordType.choices)
+    content = models.TextField()
+    fields = models.JSONField(default=dict)
+    confidence = models.FloatField()
+    valid = models.BooleanField()
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_until = models.DateTimeField(null=True, blank=True)
+    source_session_ids = models.JSONField(default=list)
+    source_message_ids = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["record", "-revision"]
+        constraints = [models.UniqueConstraint(fields=["record", "revision"], name="record_revision_unique")]
+
+    def __str__(self):
+        return f"r{self.revision} {self.change}"

@@ -1,0 +1,104 @@
+from rest_framework import serializers
+
+from memory_app.models import Record, RecordRevision, RecordType
+from sessions_app.serializers import JSONObjectField, RejectUnknownFieldsMixin, StrictCharField, StrictNumberField
+
+TYPE_ERROR = f'"{{input}}" is not a record type. Use one of: {", ".join(RecordType.values)}.'
+
+
+class RecordSerializer(serializers.ModelSerializer):
+    source_session_ids = serializers.SerializerMethodField()
+    source_message_ids = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Record
+        fields = [
+            "id",
+            "user_id",
+            "namespace",
+            "type",
+            "content",
+            "fields",
+            "confidence",
+            "strategy",
+            "strategy_version",
+            "source_session_ids",
+            "source_message_ids",
+            "valid",
+            "valid_from",
+            "valid_until",
+            "revision",
+            "created_at",
+            "updated_at",
+            "invalidated_at",
+            "invalidated_reason",
+        ]
+        read_only_fields = fields
+
+    # Read from prefetched provenance (views prefetch it): no query per record.
+    def get_source_session_ids(self, record) -> list[str]:
+        return sorted(str(s.pk) for s in record.source_sessions.all())
+
+    def get_source_message_ids(self, record) -> list[str]:
+        return sorted(str(m.pk) for m in record.source_messages.all())
+
+
+class RecordWriteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    user_id = StrictCharField(max_length=255)
+    namespace = StrictCharField(max_length=255, required=False, allow_blank=True, default="")
+    type = serializers.ChoiceField(
+        choices=RecordType.choices,
+        error_messages={
+            "invalid_choice": f'"{{input}}" is not a record type. Use one of: {", ".join(RecordType.values)}.'
+        },
+    )
+    content = StrictCharField(max_length=20_000, trim_whitespace=True)
+    fields = JSONObjectField(required=False)
+    confidence = StrictNumberField(required=False, min_value=0, max_value=1, default=1.0)
+    valid_from = serializers.DateTimeField(required=False, allow_null=True)
+    valid_until = serializers.DateTimeField(required=False, allow_null=True)
+    strategy = StrictCharField(max_length=255, required=False, allow_blank=True, default="")
+    strategy_version = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    source_session_ids = serializers.ListField(child=serializers.UUIDField(), required=False, max_length=1000)
+    source_message_ids = serializers.ListField(child=serializers.UUIDField(), required=False, max_length=1000)
+
+    def validate(self, attrs):
+        if attrs.get("valid_from") and attrs.get("valid_until") and attrs["valid_from"] >= attrs["valid_until"]:
+            raise serializers.ValidationError({"valid_until": ["Must be after valid_from."]})
+        return attrs
+
+
+class RecordUpdateSerializer(RecordWriteSerializer):
+    """PATCH: the content and its qualifiers change; the user, scope and producing strategy do not."""
+
+    user_id = None
+    namespace = None
+    strategy = None
+    strategy_version = None
+    type = serializers.ChoiceField(
+        choices=RecordType.choices, required=False, error_messages={"invalid_choice": TYPE_ERROR}
+    )
+    content = StrictCharField(max_length=20_000, required=False)
+    confidence = StrictNumberField(required=False, min_value=0, max_value=1)
+
+
+class RecordRevisionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = RecordRevision
+        fields = [
+            "revision",
+            "change",
+            "actor",
+            "reason",
+            "type",
+            "content",
+            "fields",
+            "confidence",
+            "valid",
+            "valid_from",
+            "valid_until",
+            "source_session_ids",
+            "source_message_ids",
+            "created_at",
+        ]
+        read_only_fields = fields

@@ -1,0 +1,101 @@
+"""The Memory endpoints of ../shared/CONTRACT.md: records with provenance and history."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from memory_app.filters import RecordFilter
+from memory_app.models import Record, RecordRevision
+from memory_app.serializers import (
+    RecordRevisionSerializer,
+    RecordSerializer,
+    RecordUpdateSerializer,
+    RecordWriteSerializer,
+)
+from memory_app.services import RecordClosed, record_create, record_invalidate, record_update
+from sessions_app.api.errors import Conflict
+from sessions_app.api.pagination import CursorPage
+from sessions_app.views import TenantScopedMixin
+
+
+class NewestRevisionPage(CursorPage):
+    ordering = "-revision"
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List and search records (valid ones unless ?valid=false)"),
+    retrieve=extend_schema(summary="One record with its provenance"),
+    create=extend_schema(
+        request=RecordWriteSerializer,
+        responses={201: RecordSerializer, 200: RecordSerializer},
+        summary="Store a record (a restatement of a valid record merges into it: 200)",
+    ),
+    partial_update=extend_schema(request=RecordUpdateSerializer, summary="Change a record (a new revision)"),
+    destroy=extend_schema(summary="Delete: the record stops being recalled at once and stays for audit"),
+)
+class RecordViewSet(
+    TenantScopedMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    serializer_class = RecordSerializer
+    filterset_class = RecordFilter
+    pagination_class = CursorPage
+    model = Record
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def tenant_queryset(self):
+        return Record.objects.filter(tenant=self.tenant).prefetch_related("source_sessions", "source_messages")
+
+    def _record(self, record_id) -> Response:
+        return Response(RecordSerializer(self.tenant_queryset().get(pk=record_id)).data)
+
+    def create(self, request, *args, **kwargs):
+        body = RecordWriteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        written = record_create(tenant=self.tenant, **body.validated_data)
+        response = self._record(written.record.pk)
+        response.status_code = status.HTTP_201_CREATED if written.created else status.HTTP_200_OK
+        return response
+
+    def partial_update(self, request, *args, **kwargs):
+        record = self.get_object()
+        body = RecordUpdateSerializer(data=request.data, partial=True)
+        body.is_valid(raise_exception=True)
+        try:
+            record_update(tenant=self.tenant, record_id=record.pk, **body.validated_data)
+        except RecordClosed as closed:
+            raise Conflict(str(closed)) from None
+        return self._record(record.pk)
+
+    def destroy(self, request, *args, **kwargs):
+        record = self.get_object()
+        try:
+            record_invalidate(tenant=self.tenant, record_id=record.pk, reason="deleted")
+        except RecordClosed as closed:
+            raise Conflict(str(closed)) from None
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(responses=RecordRevisionSerializer(many=True), summary="Every revision, newest first")
+    @action(detail=True, methods=["get"])
+    def history(self, request, pk=None):
+        record = self.get_object()
+        paginator = NewestRevisionPage()
+        page = paginator.paginate_queryset(RecordRevision.objects.filter(record=record), request, view=self)
+        return paginator.get_paginated_response(RecordRevisionSerializer(page, many=True).data)
+
+    def filter_queryset(self, queryset):
+        return super().filter_queryset(queryset) if self.action == "list" else queryset
+
+    def get_object(self):
+        try:
+            return super().get_object()
+        except (Record.DoesNotExist, DjangoValidationError):
+            raise Http404 from None
