@@ -122,6 +122,9 @@ ACE_ADMIN_USERNAME = env.str("ACE_ADMIN_USERNAME", default="admin")
 ACE_ADMIN_PASSWORD = env.str("ACE_ADMIN_PASSWORD", default="")
 ACE_PUBLIC_HOST = f"{env.str('ACE_HOST', default='127.0.0.1')}:{env.str('ACE_PORT', default='8000')}"
 
+# Embed messages too (not only records), so recall can search raw conversation.
+ACE_EMBED_MESSAGES = env.bool("ACE_EMBED_MESSAGES", default=True)
+
 # A chat turn with no checkpoint or completion for this long is closed as abandoned (finish_reason error).
 ACE_TURN_TIMEOUT_SECONDS = env.int("ACE_TURN_TIMEOUT_SECONDS", default=600)
 

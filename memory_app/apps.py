@@ -5,3 +5,10 @@ class MemoryAppConfig(AppConfig):
     name = "memory_app"
     verbose_name = "Long-term memory"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from memory_app import tasks
+        from sessions_app.signals import messages_appended, turn_completed
+
+        messages_appended.connect(tasks.messages_appended_handler, dispatch_uid="memory_app.embed_messages")
+        turn_completed.connect(tasks.turn_completed_handler, dispatch_uid="memory_app.embed_turn_messages")

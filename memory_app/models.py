@@ -7,6 +7,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+from pgvector.django import VectorField
 
 from sessions_app.models import CjkSearchVector, Message, Session, Tenant
 
@@ -53,6 +54,11 @@ class Record(models.Model):
     search_vector = models.GeneratedField(
         expression=CjkSearchVector(F("content")), output_field=SearchVectorField(), db_persist=True
     )
+    # The vector of `content` in the space of `embedding_key` (an embedder and its dimensions). Each key has
+    # its own partial HNSW index (memory_app.embeddings.ensure_vector_index); recall only compares vectors
+    # of the configured key, so two models never mix.
+    embedding = VectorField(null=True, blank=True)
+    embedding_key = models.CharField(max_length=160, blank=True)
 
     objects = RecordManager()
 
@@ -67,6 +73,25 @@ class Record(models.Model):
 
     def __str__(self):
         return f"{self.type}: {self.content[:60]}"
+
+
+class MessageEmbedding(models.Model):
+    """The vector of one message, so recall can search raw conversation too. Filter columns are copied from
+    the message and its session, so a filtered vector search never joins."""
+
+    message = models.OneToOneField(Message, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+", db_index=False)
+    user_id = models.CharField(max_length=255)
+    created_at = models.DateTimeField()
+    embedding = VectorField()
+    embedding_key = models.CharField(max_length=160)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "user_id", "embedding_key"], name="message_embedding_user")]
+
+    def __str__(self):
+        return f"embedding of {self.message_id}"
 
 
 class RecordRevision(models.Model):

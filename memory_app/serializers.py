@@ -102,3 +102,50 @@ class RecordRevisionSerializer(serializers.ModelSerializer):
             "created_at",
         ]
         read_only_fields = fields
+
+
+class RecallQuerySerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    query = StrictCharField(max_length=4000, help_text="What to remember: a question, or the latest message")
+    user_id = StrictCharField(max_length=255)
+    top_k = serializers.IntegerField(required=False, min_value=1, max_value=100, default=10)
+    types = serializers.ListField(
+        child=serializers.ChoiceField(choices=RecordType.choices, error_messages={"invalid_choice": TYPE_ERROR}),
+        required=False,
+    )
+    session = serializers.UUIDField(required=False, help_text="Only what comes from this session")
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+    include_messages = serializers.BooleanField(required=False, default=True)
+
+
+class RecallHitSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["record", "message"])
+    id = serializers.UUIDField()
+    text = serializers.CharField()
+    score = serializers.FloatField()
+    matched_by = serializers.ListField(child=serializers.CharField(), help_text="vector, keyword")
+    session = serializers.UUIDField(allow_null=True)
+    source_message_ids = serializers.ListField(child=serializers.UUIDField())
+    source_external_ids = serializers.ListField(child=serializers.CharField())
+    created_at = serializers.DateTimeField()
+
+
+class RecallResultSerializer(serializers.Serializer):
+    results = RecallHitSerializer(many=True)
+    degraded = serializers.BooleanField(help_text="True: the embedder was unavailable; keyword results only")
+    embedder = serializers.CharField()
+    detail = serializers.CharField(required=False, allow_blank=True)
+
+
+class ContextQuerySerializer(serializers.Serializer):
+    query = serializers.CharField(required=False, max_length=4000)
+    top_k = serializers.IntegerField(required=False, min_value=1, max_value=50, default=8)
+
+
+class ContextSerializer(serializers.Serializer):
+    state = serializers.DictField()
+    state_version = serializers.IntegerField()
+    query = serializers.CharField(allow_blank=True)
+    records = RecallHitSerializer(many=True)
+    prompt = serializers.CharField()
+    degraded = serializers.BooleanField()

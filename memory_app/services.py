@@ -133,7 +133,14 @@ def record_create(
         record.source_sessions.add(*sessions)
         record.source_messages.add(*messages)
         _snapshot(record, change=RecordRevision.Change.CREATE, actor=actor)
+        _embed_after_commit(record)
     return RecordWrite(record=record, created=True)
+
+
+def _embed_after_commit(record: Record) -> None:
+    from memory_app.tasks import embed_records, enqueue
+
+    transaction.on_commit(lambda: enqueue(embed_records, [record.pk]))
 
 
 def _open_record(*, tenant: Tenant, record_id: uuid.UUID) -> Record:
@@ -153,9 +160,13 @@ def record_update(
     with transaction.atomic():
         record = _open_record(tenant=tenant, record_id=record_id)
         sessions, messages = _sources(tenant=tenant, session_ids=source_session_ids, message_ids=source_message_ids)
+        content_changed = "content" in changes and changes["content"] != record.content
         for field, value in changes.items():
             if field in EDITABLE:
                 setattr(record, field, value)
+        if content_changed:  # the old vector no longer describes it
+            record.embedding, record.embedding_key = None, ""
+            _embed_after_commit(record)
         record.revision += 1
         record.updated_at = timezone.now()
         record.save()

@@ -1,3 +1,4 @@
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from memory_app import views
@@ -6,4 +7,8 @@ router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
 router.register("records", views.RecordViewSet, basename="record")
 
-urlpatterns = router.urls
+urlpatterns = [
+    path("recall/", views.RecallView.as_view(), name="recall"),
+    path("sessions/<uuid:pk>/context/", views.SessionContextView.as_view(), name="session-context"),
+    *router.urls,
+]

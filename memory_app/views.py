@@ -6,10 +6,17 @@ from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
+from memory_app.context import session_context
 from memory_app.filters import RecordFilter
 from memory_app.models import Record, RecordRevision
+from memory_app.recall import recall_search
 from memory_app.serializers import (
+    ContextQuerySerializer,
+    ContextSerializer,
+    RecallQuerySerializer,
+    RecallResultSerializer,
     RecordRevisionSerializer,
     RecordSerializer,
     RecordUpdateSerializer,
@@ -18,6 +25,7 @@ from memory_app.serializers import (
 from memory_app.services import RecordClosed, record_create, record_invalidate, record_update
 from sessions_app.api.errors import Conflict
 from sessions_app.api.pagination import CursorPage
+from sessions_app.models import Session
 from sessions_app.views import TenantScopedMixin
 
 
@@ -99,3 +107,33 @@ class RecordViewSet(
             return super().get_object()
         except (Record.DoesNotExist, DjangoValidationError):
             raise Http404 from None
+
+
+class RecallView(TenantScopedMixin, APIView):
+    @extend_schema(
+        request=RecallQuerySerializer,
+        responses=RecallResultSerializer,
+        summary="Hybrid recall (vectors + keywords, fused by rank) over a user's records and messages",
+    )
+    def post(self, request):
+        body = RecallQuerySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = recall_search(tenant=self.tenant, **body.validated_data)
+        return Response(RecallResultSerializer(result).data)
+
+
+class SessionContextView(TenantScopedMixin, APIView):
+    @extend_schema(
+        parameters=[ContextQuerySerializer],
+        responses=ContextSerializer,
+        summary="The block to inject into a new or resumed session: its state and the user's relevant memories",
+    )
+    def get(self, request, pk):
+        query = ContextQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        try:
+            session = Session.objects.select_related("tenant").get(pk=pk, tenant=self.tenant, deleted_at__isnull=True)
+        except Session.DoesNotExist:
+            raise Http404 from None
+        context = session_context(session=session, **query.validated_data)
+        return Response(ContextSerializer(context).data)

@@ -57,6 +57,7 @@ def celery_worker(transactional_db):
 
         pools.reset()  # closes every pooled connection and forgets the pools
         app._pool = None  # a new pool for the new broker
+        app.amqp._producer_pool = None  # whose producers held the old pool's connections
 
     from celery.signals import task_postrun
     from django.db import connection

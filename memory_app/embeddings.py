@@ -1,0 +1,136 @@
+"""Computing and storing vectors of records and messages, in the space of the configured embedder."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from datetime import timedelta
+
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from memory_app.embedders import Embedder, EmbedderMisconfigured, get_embedder
+from memory_app.models import MessageEmbedding, Record
+from sessions_app.models import Message
+
+_KEY = re.compile(r"^[A-Za-z0-9:._/@+-]{1,160}$")
+_indexed: set[tuple[str, int]] = set()
+
+
+def _check_key(embedder: Embedder) -> None:
+    if not _KEY.match(embedder.key):
+        raise EmbedderMisconfigured(f"Embedder key {embedder.key!r} has characters other than letters, digits, :._/@+-")
+
+
+def ensure_vector_index(embedder: Embedder) -> None:
+    """One HNSW (cosine) index per embedder key on records and on messages, over that key's rows only.
+
+    Vectors of different models have different dimensions (or meanings), so the column has no fixed
+    dimension; each partial index casts to the key's dimension.
+    """
+    if (embedder.key, embedder.dimensions) in _indexed:
+        return
+    _check_key(embedder)
+    slug = hashlib.sha1(embedder.key.encode()).hexdigest()[:12]
+    dims = int(embedder.dimensions)
+    literal = embedder.key.replace("'", "''")  # _check_key allows no quote; doubled anyway
+    with connection.cursor() as cursor:
+        # Django's foreign keys are deferred; PostgreSQL refuses CREATE INDEX on a table with pending
+        # deferred checks in the same transaction, so run them now (they would run at commit anyway).
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        for table, name in ((Record._meta.db_table, "record"), (MessageEmbedding._meta.db_table, "message")):
+            cursor.execute(
+                f"CREATE INDEX IF NOT EXISTS {name}_hnsw_{slug} ON {table} "
+                f"USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE embedding_key = '{literal}'"
+            )
+        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+    _indexed.add((embedder.key, embedder.dimensions))
+
+
+def _vectors(embedder: Embedder, texts: list[str]) -> list[list[float]]:
+    vectors = embedder.embed(texts)
+    if len(vectors) != len(texts) or any(len(v) != embedder.dimensions for v in vectors):
+        raise EmbedderMisconfigured(
+            f"{embedder.label} returned vectors of {sorted({len(v) for v in vectors})} dimensions for "
+            f"{len(texts)} texts; expected {embedder.dimensions} each. Check ACE_EMBEDDER_DIMENSIONS."
+        )
+    return vectors
+
+
+def records_embed(*, record_ids: Iterable, embedder: Embedder | None = None) -> int:
+    """Embed the given valid records (those already in the embedder's space are skipped). Returns how many."""
+    embedder = embedder or get_embedder()
+    records = list(
+        Record.objects.filter(pk__in=list(record_ids), valid=True)
+        .exclude(embedding_key=embedder.key)
+        .only("id", "content")
+    )
+    if not records:
+        return 0
+    vectors = _vectors(embedder, [r.content for r in records])
+    ensure_vector_index(embedder)
+    with transaction.atomic():
+        for record, vector in zip(records, vectors, strict=True):
+            # Only if the content is still what was embedded: an edit meanwhile queues its own embedding.
+            Record.objects.filter(pk=record.pk, content=record.content).update(
+                embedding=vector, embedding_key=embedder.key
+            )
+    return len(records)
+
+
+def record_embedding_reset(*, record_id) -> None:
+    """The content changed: its old vector no longer describes it."""
+    Record.objects.filter(pk=record_id).update(embedding=None, embedding_key="")
+
+
+def messages_embed(*, message_ids: Iterable, embedder: Embedder | None = None) -> int:
+    """Embed messages with text, so recall can search raw conversation. Returns how many were embedded."""
+    embedder = embedder or get_embedder()
+    messages = [
+        m
+        for m in Message.objects.filter(pk__in=list(message_ids))
+        .select_related("session")
+        .only("id", "tenant_id", "session_id", "session__user_id", "content", "created_at")
+        if m.content.strip()
+    ]
+    if not messages:
+        return 0
+    vectors = _vectors(embedder, [m.content for m in messages])
+    ensure_vector_index(embedder)
+    MessageEmbedding.objects.bulk_create(
+        [
+            MessageEmbedding(
+                message_id=m.pk,
+                tenant_id=m.tenant_id,
+                session_id=m.session_id,
+                user_id=m.session.user_id,
+                created_at=m.created_at,
+                embedding=vector,
+                embedding_key=embedder.key,
+            )
+            for m, vector in zip(messages, vectors, strict=True)
+        ],
+        update_conflicts=True,
+        unique_fields=["message"],
+        update_fields=["embedding", "embedding_key", "user_id"],
+    )
+    return len(messages)
+
+
+def pending_records(*, embedder: Embedder, limit: int) -> list:
+    return list(
+        Record.objects.filter(valid=True).exclude(embedding_key=embedder.key).values_list("pk", flat=True)[:limit]
+    )
+
+
+def pending_messages(*, embedder: Embedder, limit: int, within=timedelta(days=1)) -> list:
+    """Recent messages with text and no vector in the embedder's space (older ones: `ace_embeddings`)."""
+    embedded = MessageEmbedding.objects.filter(message_id=OuterRef("pk"), embedding_key=embedder.key)
+    return list(
+        Message.objects.filter(received_at__gte=timezone.now() - within)
+        .exclude(content="")
+        .filter(~Exists(embedded))
+        .values_list("pk", flat=True)[:limit]
+    )

@@ -1,0 +1,66 @@
+"""Embedding work, after commit and in batches. Safe to run twice: already-embedded rows are skipped."""
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+
+from memory_app.embedders import EmbedderUnavailable, get_embedder
+from memory_app.embeddings import messages_embed, pending_messages, pending_records, records_embed
+
+logger = logging.getLogger(__name__)
+
+RETRY = {
+    "autoretry_for": (EmbedderUnavailable,),
+    "retry_backoff": 5,
+    "retry_backoff_max": 600,
+    "retry_jitter": True,
+    "max_retries": 12,  # about an hour of retries; the periodic sweep picks up anything left after that
+    "acks_late": True,
+    "time_limit": 300,
+    "soft_time_limit": 240,
+}
+
+
+@shared_task(**RETRY)
+def embed_records(record_ids: list[str]) -> int:
+    return records_embed(record_ids=record_ids)
+
+
+@shared_task(**RETRY)
+def embed_messages(message_ids: list[str]) -> int:
+    return messages_embed(message_ids=message_ids)
+
+
+@shared_task(acks_late=True, time_limit=600, soft_time_limit=540)
+def embed_pending(batch: int = 256, limit: int = 20_000) -> int:
+    """The periodic sweep (and the re-embedding after the embedder changed): queue every valid record whose
+    vector is missing or from another embedder, and the last day's messages that have none."""
+    embedder = get_embedder()
+    record_ids = pending_records(embedder=embedder, limit=limit)
+    message_ids = pending_messages(embedder=embedder, limit=limit) if settings.ACE_EMBED_MESSAGES else []
+    for start in range(0, len(record_ids), batch):
+        embed_records.delay([str(pk) for pk in record_ids[start : start + batch]])
+    for start in range(0, len(message_ids), batch):
+        embed_messages.delay([str(pk) for pk in message_ids[start : start + batch]])
+    return len(record_ids) + len(message_ids)
+
+
+def enqueue(task, ids) -> None:
+    """Queue embedding work without ever failing the write that asked for it: the data is committed, and
+    the periodic sweep (embed_pending) catches up with anything a broker outage kept from the queue."""
+    try:
+        task.delay([str(pk) for pk in ids])
+    except Exception:  # noqa: BLE001 - any broker failure
+        logger.warning("could not queue %s for %d rows; the periodic sweep will", task.name, len(ids), exc_info=True)
+
+
+def messages_appended_handler(sender, message_ids, **kwargs):
+    if settings.ACE_EMBED_MESSAGES and message_ids:
+        enqueue(embed_messages, message_ids)
+
+
+def turn_completed_handler(sender, message_ids, **kwargs):
+    # The turn's two messages have their final text now (the placeholder was empty when it was appended).
+    if settings.ACE_EMBED_MESSAGES:
+        enqueue(embed_messages, message_ids)

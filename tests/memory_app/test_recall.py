@@ -1,0 +1,187 @@
+"""Recall and context injection: hybrid, filtered, tenant-scoped, degrading to keywords."""
+
+import time
+
+import pytest
+from django.db import connection
+
+from memory_app.embeddings import messages_embed, records_embed
+from memory_app.models import Record
+from memory_app.services import record_create, record_invalidate
+from sessions_app.services.messages import messages_append
+from sessions_app.services.state import state_merge
+from tests.conftest import make_client
+from tests.factories import SessionFactory
+
+
+def remember(tenant, content, *, user_id="xiaoming", type="profile", **kwargs):
+    record = record_create(tenant=tenant, user_id=user_id, type=type, content=content, **kwargs).record
+    records_embed(record_ids=[record.pk])
+    return record
+
+
+def recall(api, query, **body):
+    response = api.post("/api/v1/recall/", {"query": query, "user_id": "xiaoming", **body}, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_recall_finds_records_by_meaning_and_by_keyword_with_provenance(api):
+    session = SessionFactory(tenant=api.tenant, user_id="xiaoming", name="杭州行")
+    message = messages_append(
+        tenant=api.tenant,
+        session_id=session.pk,
+        items=[{"role": "user", "content": "我喜欢博物馆", "external_id": "evt-7"}],
+    ).messages[0]
+    museum = remember(api.tenant, "偏好博物馆", source_message_ids=[message.pk])
+    remember(api.tenant, "不喜欢拥挤的景点")
+    remember(api.tenant, "Budget for the trip is 5000 CNY", type="task")
+
+    body = recall(api, "喜欢逛博物馆吗", include_messages=False)
+    assert body["degraded"] is False
+    top = body["results"][0]
+    assert (top["kind"], top["id"], top["text"]) == ("record", str(museum.pk), "偏好博物馆")
+    assert top["source_message_ids"] == [str(message.pk)]
+    assert top["source_external_ids"] == ["evt-7"]
+    assert top["session"] == str(session.pk)
+    assert set(top["matched_by"]) == {"keyword", "vector"}
+    assert top["score"] > 0
+
+    exact = recall(api, "5000", include_messages=False)["results"]
+    assert exact[0]["text"] == "Budget for the trip is 5000 CNY"  # a plain keyword match is never missed
+
+
+def test_recall_searches_raw_messages_too(api):
+    session = SessionFactory(tenant=api.tenant, user_id="xiaoming")
+    stored = messages_append(
+        tenant=api.tenant,
+        session_id=session.pk,
+        items=[{"role": "user", "content": "下周去南京，想看明孝陵"}, {"role": "assistant", "content": "好的"}],
+    ).messages
+    messages_embed(message_ids=[m.pk for m in stored])
+    results = recall(api, "南京 明孝陵")["results"]
+    assert results[0]["kind"] == "message"
+    assert results[0]["id"] == str(stored[0].pk)
+    assert results[0]["session"] == str(session.pk)
+    assert recall(api, "南京 明孝陵", include_messages=False)["results"] == []
+
+
+def test_filters_types_and_sessions(api):
+    trip = SessionFactory(tenant=api.tenant, user_id="xiaoming")
+    message = messages_append(tenant=api.tenant, session_id=trip.pk, items=[{"role": "user", "content": "x"}]).messages[
+        0
+    ]
+    remember(api.tenant, "偏好博物馆", source_message_ids=[message.pk])
+    remember(api.tenant, "博物馆 task draft", type="task")
+    kinds = {r["text"] for r in recall(api, "博物馆", types=["task"], include_messages=False)["results"]}
+    assert kinds == {"博物馆 task draft"}
+    from_trip = recall(api, "博物馆", session=str(trip.pk), include_messages=False)["results"]
+    assert [r["text"] for r in from_trip] == ["偏好博物馆"]
+
+
+def test_deleted_records_stop_being_recalled_at_once_and_tenants_stay_apart(api, other_api):
+    record = remember(api.tenant, "偏好博物馆")
+    remember(other_api.tenant, "偏好博物馆 (globex)")
+    assert [r["text"] for r in recall(api, "博物馆", include_messages=False)["results"]] == ["偏好博物馆"]
+    record_invalidate(tenant=api.tenant, record_id=record.pk)
+    assert recall(api, "博物馆", include_messages=False)["results"] == []
+    other = other_api.post("/api/v1/recall/", {"query": "博物馆", "user_id": "xiaoming"}, format="json").json()
+    assert [r["text"] for r in other["results"]] == ["偏好博物馆 (globex)"]
+
+
+def test_a_selective_filter_still_fills_top_k_through_the_index(api):
+    """Most vectors belong to other users: the HNSW scan must keep going until top_k pass the filter."""
+    tenant = api.tenant
+    for n in range(300):
+        Record.objects.create(tenant=tenant, user_id=f"other-{n % 7}", type="fact", content=f"museum visit note {n}")
+    for n in range(12):
+        Record.objects.create(tenant=tenant, user_id="xiaoming", type="fact", content=f"museum ticket {n}")
+    records_embed(record_ids=list(Record.objects.values_list("pk", flat=True)))
+    with connection.cursor() as cursor:  # make the planner use the HNSW index even on this small table
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL hnsw.ef_search = 10")
+    results = recall(api, "museum visit", top_k=10, include_messages=False)["results"]
+    assert len(results) == 10
+    assert all(r["text"].startswith("museum ticket") for r in results)
+
+
+def test_an_embedder_that_is_down_degrades_to_keywords(api, settings):
+    remember(api.tenant, "偏好博物馆")
+    settings.ACE_EMBEDDER = "openai"
+    settings.ACE_EMBEDDER_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.ACE_EMBEDDER_MODEL = "text-embedding-3-small"
+    settings.ACE_EMBEDDER_TIMEOUT = 2
+    body = recall(api, "博物馆", include_messages=False)
+    assert body["degraded"] is True
+    assert "keyword" in body["detail"]
+    assert [r["text"] for r in body["results"]] == ["偏好博物馆"]
+
+
+@pytest.mark.parametrize(
+    "body,field",
+    [
+        ({"query": ""}, "query"),
+        ({"query": "   "}, "query"),
+        ({"query": "x" * 4001}, "query"),
+        ({"top_k": 0}, "top_k"),
+        ({"top_k": 101}, "top_k"),
+        ({"types": ["opinion"]}, "types.0"),
+        ({"user_id": None}, "user_id"),
+        ({"session": "nope"}, "session"),
+    ],
+)
+def test_bad_recall_queries(api, body, field):
+    response = api.post("/api/v1/recall/", {"query": "博物馆", "user_id": "xiaoming", **body}, format="json")
+    assert response.status_code == 400
+    assert field in response.json()["errors"], response.json()
+
+
+def test_context_injection_names_every_record(api):
+    session = SessionFactory(tenant=api.tenant, user_id="xiaoming", name="南京文化之旅")
+    museum = remember(api.tenant, "偏好博物馆")
+    crowds = remember(api.tenant, "不喜欢拥挤的景点")
+    state_merge(tenant=api.tenant, session_id=session.pk, patch={"budget_cny": 3000})
+    messages_append(
+        tenant=api.tenant, session_id=session.pk, items=[{"role": "user", "content": "推荐南京的博物馆，别太拥挤"}]
+    )
+
+    body = api.get(f"/api/v1/sessions/{session.pk}/context/").json()
+    assert body["query"] == "推荐南京的博物馆，别太拥挤"  # the latest question, by default
+    assert body["state"] == {"budget_cny": 3000}
+    assert {r["id"] for r in body["records"]} == {str(museum.pk), str(crowds.pk)}
+    assert f"[record:{museum.pk}] (profile) 偏好博物馆" in body["prompt"]
+    assert f"[record:{crowds.pk}]" in body["prompt"]
+    assert "budget_cny: 3000" in body["prompt"]
+
+    focused = api.get(f"/api/v1/sessions/{session.pk}/context/", {"query": "博物馆", "top_k": 1}).json()
+    assert [r["id"] for r in focused["records"]] == [str(museum.pk)]
+
+
+def test_context_of_another_tenants_session_is_404(api, other_api):
+    session = SessionFactory(tenant=api.tenant)
+    assert other_api.get(f"/api/v1/sessions/{session.pk}/context/").status_code == 404
+
+
+def wait_for(condition, seconds=30):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the worker did not do it in time"
+        time.sleep(0.1)
+
+
+def test_a_worker_embeds_records_and_messages_after_commit(celery_worker):
+    api = make_client("embedding-worker")
+    session = SessionFactory(tenant=api.tenant, user_id="xiaoming")
+    record = api.post(
+        "/api/v1/records/", {"user_id": "xiaoming", "type": "profile", "content": "偏好博物馆"}, format="json"
+    ).json()
+    message = api.post(
+        f"/api/v1/sessions/{session.pk}/messages/", {"role": "user", "content": "我喜欢博物馆"}, format="json"
+    ).json()
+    wait_for(lambda: Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists())
+    from memory_app.models import MessageEmbedding
+
+    wait_for(lambda: MessageEmbedding.objects.filter(message_id=message["id"]).exists())
+    # An edit re-embeds the new content.
+    api.patch(f"/api/v1/records/{record['id']}/", {"content": "偏好历史博物馆"}, format="json")
+    wait_for(lambda: Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists())
