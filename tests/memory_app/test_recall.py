@@ -185,3 +185,24 @@ def test_a_worker_embeds_records_and_messages_after_commit(celery_worker):
     # An edit re-embeds the new content.
     api.patch(f"/api/v1/records/{record['id']}/", {"content": "偏好历史博物馆"}, format="json")
     wait_for(lambda: Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists())
+
+
+def test_the_embedding_sweep_is_scheduled(db):
+    from django_celery_beat.models import PeriodicTask
+
+    assert PeriodicTask.objects.get(task="memory_app.tasks.embed_pending").enabled
+
+
+def test_reembedding_after_an_embedder_change(api, settings, capsys):
+    from django.core.management import call_command
+
+    record = remember(api.tenant, "偏好博物馆")
+    assert Record.objects.get(pk=record.pk).embedding_key == "hash-v1:384"
+    settings.ACE_EMBEDDER_DIMENSIONS = 256  # another vector space
+    call_command("ace_embeddings", "status")
+    assert "0 of 1 valid records" in capsys.readouterr().out
+    # Until re-embedded, recall uses keywords for it and never compares vectors of two spaces.
+    assert recall(api, "博物馆", include_messages=False)["results"][0]["matched_by"] == ["keyword"]
+    call_command("ace_embeddings", "reembed", "--now")
+    assert Record.objects.get(pk=record.pk).embedding_key == "hash-v1:256"
+    assert set(recall(api, "博物馆", include_messages=False)["results"][0]["matched_by"]) == {"keyword", "vector"}
