@@ -212,10 +212,10 @@ LOGGING = {
 }
 
 # Embeddings (memory_app/embedders)
-# ACE_EMBEDDER picks the provider: "hash" (default: lexical, dependency-free, not semantic), "local"
-# (sentence-transformers with the offline all-MiniLM-L6-v2, or a local model path in ACE_EMBEDDER_MODEL) or
+# ACE_EMBEDDER picks the provider: "local" (default: sentence-transformers with the offline all-MiniLM-L6-v2,
+# or a local model path in ACE_EMBEDDER_MODEL), "hash" (lexical, dependency-free, not semantic: tests) or
 # "openai" (any OpenAI-compatible /v1/embeddings endpoint at ACE_EMBEDDER_BASE_URL).
-ACE_EMBEDDER = env.str("ACE_EMBEDDER", default="hash").strip().lower()
+ACE_EMBEDDER = env.str("ACE_EMBEDDER", default="local").strip().lower()
 ACE_EMBEDDER_MODEL = env.str("ACE_EMBEDDER_MODEL", default="")
 ACE_EMBEDDER_BASE_URL = env.str("ACE_EMBEDDER_BASE_URL", default="")
 ACE_EMBEDDER_API_KEY = env.str("ACE_EMBEDDER_API_KEY", default="")

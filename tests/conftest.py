@@ -24,6 +24,13 @@ def make_client(name: str) -> TenantClient:
     return TenantClient(Tenant.objects.get(name=name), key)
 
 
+@pytest.fixture(autouse=True)
+def _hash_embedder(settings):
+    """The fast lexical embedder for the suite (the local model has tests of its own in test_embedders.py)."""
+    settings.ACE_EMBEDDER = "hash"
+    settings.ACE_EMBEDDER_DIMENSIONS = None
+
+
 @pytest.fixture
 def api(db) -> TenantClient:
     return make_client("acme")
