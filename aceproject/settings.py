@@ -223,3 +223,6 @@ ACE_EMBEDDER_API_KEY = env.str("ACE_EMBEDDER_API_KEY", default="")
 ACE_EMBEDDER_DIMENSIONS = int(env.str("ACE_EMBEDDER_DIMENSIONS", default="").strip() or 0) or None
 ACE_EMBEDDER_TIMEOUT = env.float("ACE_EMBEDDER_TIMEOUT", default=30.0)
 ACE_EMBEDDER_BATCH = env.int("ACE_EMBEDDER_BATCH", default=128)
+# A new record at least this similar (cosine) to a valid record of the same user, scope and type restates
+# it: the two are merged (provenance extended) instead of stored twice. Same text once normalised always is.
+ACE_DEDUP_SIMILARITY = env.float("ACE_DEDUP_SIMILARITY", default=0.92)

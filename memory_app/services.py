@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 import uuid
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from memory_app.models import Record, RecordRevision
 from sessions_app.models import Message, Session, Tenant
+
+logger = logging.getLogger(__name__)
 
 EDITABLE = ("type", "content", "fields", "confidence", "valid_from", "valid_until")
 
@@ -99,23 +103,28 @@ def record_create(
     source_message_ids=(),
     actor: str = "api",
 ) -> RecordWrite:
-    """Store a record, or merge it into the valid record that already says the same thing."""
+    """Store a record, or merge it into the valid record that already says the same thing: the same text
+    once normalised, or a vector at least ACE_DEDUP_SIMILARITY (cosine) from the new one."""
+    embedder, vector = _embed_inline(content)
     with transaction.atomic():
         sessions, messages = _sources(tenant=tenant, session_ids=source_session_ids, message_ids=source_message_ids)
-        existing = _restated(tenant=tenant, user_id=user_id, namespace=namespace, type=type, content=content)
+        scope = {"tenant": tenant, "user_id": user_id, "namespace": namespace, "type": type}
+        existing, reason = _restated(content=content, **scope), "restated"
+        if existing is None and vector is not None:
+            existing, similarity = _nearest(vector=vector, embedder=embedder, **scope)
+            if existing is not None:
+                reason = f"near-identical (cosine similarity {similarity:.3f})"
         if existing is not None:
             existing.fields = {**existing.fields, **(fields or {})}
             existing.confidence = max(existing.confidence, confidence)
-            existing.strategy, existing.strategy_version = (
-                strategy or existing.strategy,
-                (strategy_version if strategy else existing.strategy_version),
-            )
+            if strategy:
+                existing.strategy, existing.strategy_version = strategy, strategy_version
             existing.revision += 1
             existing.updated_at = timezone.now()
             existing.save()
             existing.source_sessions.add(*sessions)
             existing.source_messages.add(*messages)
-            _snapshot(existing, change=RecordRevision.Change.MERGE, actor=actor, reason="restated")
+            _snapshot(existing, change=RecordRevision.Change.MERGE, actor=actor, reason=reason)
             return RecordWrite(record=existing, created=False)
         record = Record.objects.create(
             tenant=tenant,
@@ -129,12 +138,48 @@ def record_create(
             valid_until=valid_until,
             strategy=strategy,
             strategy_version=strategy_version,
+            embedding=vector,
+            embedding_key=embedder.key if vector is not None else "",
         )
         record.source_sessions.add(*sessions)
         record.source_messages.add(*messages)
         _snapshot(record, change=RecordRevision.Change.CREATE, actor=actor)
-        _embed_after_commit(record)
+        if vector is None:
+            _embed_after_commit(record)
     return RecordWrite(record=record, created=True)
+
+
+def _embed_inline(content: str):
+    """(embedder, vector) of the new content, or (None, None) if the embedder fails: the record is then
+    stored anyway, compared by text only, and embedded later by Celery."""
+    from memory_app.embedders import EmbedderError, get_embedder
+
+    try:
+        embedder = get_embedder()
+        return embedder, embedder.embed([content])[0]
+    except EmbedderError:
+        logger.warning("embedding a new record failed; it will be embedded later", exc_info=True)
+        return None, None
+
+
+def _nearest(*, tenant: Tenant, user_id: str, namespace: str, type: str, vector, embedder) -> tuple:
+    """The valid record of this scope nearest to `vector`, locked, if it is at least ACE_DEDUP_SIMILARITY."""
+    from memory_app.embeddings import ensure_vector_index
+
+    ensure_vector_index(embedder)
+    dims = int(embedder.dimensions)
+    literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, 1 - ((embedding::vector({dims})) <=> %s::vector({dims})) FROM {Record._meta.db_table} "
+            "WHERE tenant_id = %s AND user_id = %s AND namespace = %s AND type = %s AND valid AND embedding_key = %s "
+            f"ORDER BY (embedding::vector({dims})) <=> %s::vector({dims}) LIMIT 1",
+            [literal, tenant.pk, user_id, namespace, type, embedder.key, literal],
+        )
+        row = cursor.fetchone()
+    if row is None or row[1] < settings.ACE_DEDUP_SIMILARITY:
+        return None, None
+    return Record.objects.select_for_update().get(pk=row[0]), row[1]
 
 
 def _embed_after_commit(record: Record) -> None:

@@ -148,3 +148,20 @@ def test_bad_records_are_refused(api, body, field):
     assert response.status_code == 400, response.content
     assert field in response.json()["errors"], response.json()
     assert Record.objects.count() == 0
+
+
+def test_a_near_identical_restatement_merges_but_a_similar_different_fact_does_not(api, settings):
+    settings.ACE_DEDUP_SIMILARITY = 0.92
+    first = create(api, type="fact", content="Xiaoming prefers museums on quiet weekdays").json()
+    merged = create(api, type="fact", content="Xiaoming prefers museum on quiet weekday")
+    assert merged.status_code == 200  # the same fact (the hash embedder stems: cosine 1.0)
+    assert merged.json()["id"] == first["id"]
+    history = api.get(f"/api/v1/records/{first['id']}/history/").json()["results"]
+    assert history[0]["change"] == "merge" and "cosine similarity" in history[0]["reason"]
+
+    art = create(api, type="fact", content="Xiaoming prefers art museums").json()
+    science = create(api, type="fact", content="Xiaoming prefers science museums")
+    assert science.status_code == 201  # similar (cosine ~0.57) but a different fact
+    assert science.json()["id"] != art["id"]
+    settings.ACE_DEDUP_SIMILARITY = 0.5  # the threshold is a setting
+    assert create(api, type="fact", content="Xiaoming prefers history museums").status_code == 200
