@@ -1,9 +1,13 @@
 """Records in the admin: what each user's memory holds, where each memory came from, how it changed."""
 
 from django.contrib import admin
+from django.http import Http404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
+from memory_app.embeddings import nearest_records
 from memory_app.models import Record, RecordRevision
 from memory_app.services import RecordClosed, record_invalidate
 from sessions_app.admin import (
@@ -38,6 +42,7 @@ class RecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
     list_defer = ("search_vector",)
     readonly_fields = (
         "id",
+        "similar_link",
         "tenant",
         "user_id",
         "namespace",
@@ -59,7 +64,43 @@ class RecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
     )
     fields = readonly_fields
     inlines = (RecordRevisionInline,)
-    actions = ("invalidate_records",)
+    actions = ("invalidate_records", "reembed_records")
+
+    def get_urls(self):
+        similar = path(
+            "<uuid:object_id>/similar/", self.admin_site.admin_view(self.similar_view), name="memory_app_record_similar"
+        )
+        return [similar, *super().get_urls()]
+
+    def similar_view(self, request, object_id):
+        """The records nearest to this one in the embedder's space: duplicates to merge, contradictions to
+        invalidate."""
+        record = Record.objects.filter(pk=object_id).first()
+        if record is None or not self.has_view_permission(request, record):
+            raise Http404
+        all_users = request.GET.get("all_users") == "1"
+        rows, problem = [], ""
+        if record.embedding_key:
+            rows = nearest_records(record=record, limit=20, same_user=not all_users)
+        else:
+            problem = "This record has no vector yet (the embedder was unavailable, or it is queued)."
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Similar records",
+            "record": record,
+            "rows": rows,
+            "problem": problem,
+            "all_users": all_users,
+            "embedder_key": record.embedding_key,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/memory_app/similar.html", context)
+
+    @admin.display(description="similar")
+    def similar_link(self, record):
+        return format_html(
+            '<a href="{}">find similar</a>', reverse("admin:memory_app_record_similar", args=[record.pk])
+        )
 
     def get_search_results(self, request, queryset, search_term):
         term = search_term.strip()
@@ -126,3 +167,13 @@ class RecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
             except RecordClosed:
                 continue
         self.message_user(request, f"Invalidated {done} record(s); they are no longer recalled.")
+
+    @admin.action(description="Re-embed selected records with the configured embedder", permissions=["view"])
+    def reembed_records(self, request, queryset):
+        from memory_app.tasks import embed_records, enqueue
+
+        ids = list(queryset.filter(valid=True).values_list("pk", flat=True))
+        queryset.filter(pk__in=ids).update(embedding=None, embedding_key="")
+        for start in range(0, len(ids), 256):
+            enqueue(embed_records, ids[start : start + 256])
+        self.message_user(request, f"Queued {len(ids)} record(s) for embedding.")

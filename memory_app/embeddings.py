@@ -134,3 +134,29 @@ def pending_messages(*, embedder: Embedder, limit: int, within=timedelta(days=1)
         .filter(~Exists(embedded))
         .values_list("pk", flat=True)[:limit]
     )
+
+
+def nearest_records(*, record: Record, limit: int = 20, same_user: bool = True) -> list[dict]:
+    """Records of the tenant nearest to `record` in its own embedder space: [{record, similarity}]."""
+    if not record.embedding_key or record.embedding is None:
+        return []
+    dims = len(record.embedding)
+    literal = "[" + ",".join(repr(float(x)) for x in record.embedding) + "]"
+    where, params = (
+        ["tenant_id = %s", "embedding_key = %s", "id <> %s"],
+        [record.tenant_id, record.embedding_key, record.pk],
+    )
+    if same_user:
+        where.append("user_id = %s")
+        params.append(record.user_id)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(
+            f"SELECT id, 1 - ((embedding::vector({dims})) <=> %s::vector({dims})) AS similarity "
+            f"FROM {Record._meta.db_table} WHERE {' AND '.join(where)} "
+            f"ORDER BY (embedding::vector({dims})) <=> %s::vector({dims}) LIMIT {int(limit)}",
+            [literal, *params, literal],
+        )
+        rows = cursor.fetchall()
+    records = Record.objects.in_bulk([pk for pk, _ in rows])
+    return [{"record": records[pk], "similarity": similarity} for pk, similarity in rows if pk in records]

@@ -56,3 +56,22 @@ def test_the_invalidate_action_keeps_the_record_for_audit(staff, record):
 def test_records_cannot_be_edited_or_deleted_in_the_admin(staff, record):
     assert staff.post(f"/admin/memory_app/record/{record.pk}/delete/", {"post": "yes"}).status_code == 403
     assert staff.get("/admin/memory_app/record/add/").status_code == 403
+
+
+def test_find_similar_lists_the_nearest_records(staff, api, record):
+    near = record_create(tenant=api.tenant, user_id="xiaoming", type="profile", content="Prefers art museums").record
+    far = record_create(tenant=api.tenant, user_id="xiaoming", type="task", content="Book the train to Nanjing").record
+    page = staff.get(f"/admin/memory_app/record/{record.pk}/similar/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert html.index(near.content) < html.index(far.content)  # nearest first
+    assert "find similar" in staff.get(f"/admin/memory_app/record/{record.pk}/change/").content.decode()
+
+
+def test_the_reembed_action_queues_fresh_vectors(staff, record):
+    response = staff.post(
+        "/admin/memory_app/record/", {"action": "reembed_records", "_selected_action": [str(record.pk)]}
+    )
+    assert response.status_code == 302
+    record.refresh_from_db()
+    assert record.embedding_key == ""  # cleared now; the worker writes the new vector
