@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "sessions_app",
     "memory_app",
     "strategies_app",
+    "aceproject",  # wires the apps together: cross-app commands (ace_bootstrap)
 ]
 
 MIDDLEWARE = [

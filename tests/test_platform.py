@@ -65,6 +65,11 @@ def test_bootstrap_creates_admin_tenant_key_and_sample_data_once(db, capsys, set
     demo = Tenant.objects.get(name="demo")
     weather = Session.objects.get(tenant=demo, name__startswith="天气查询")
     assert (weather.requests, weather.messages, weather.conversations) == (4, 6, 2)
+    from memory_app.models import Record
+
+    memories = Record.objects.filter(tenant=demo, user_id="xiaoming")
+    assert memories.count() == 3
+    assert all(record.source_messages.exists() for record in memories)
     count = Session.objects.count()
 
     call_command("ace_bootstrap")

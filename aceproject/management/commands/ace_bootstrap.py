@@ -5,6 +5,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from memory_app.sample_data import memory_sample_create
 from sessions_app.models import Session
 from sessions_app.sample_data import sample_data_create
 from sessions_app.services.apikeys import apikey_create, tenant_get_or_create
@@ -41,7 +42,8 @@ class Command(BaseCommand):
             key_file.chmod(0o600)
         if not Session.objects.filter(tenant=demo).exists():
             count = sample_data_create(tenant=demo)
-            self.stdout.write(f"Sample data: {count} sessions in tenant '{tenant}'.")
+            memories = memory_sample_create(tenant=demo)
+            self.stdout.write(f"Sample data: {count} sessions and {memories} memories in tenant '{tenant}'.")
         self.stdout.write("")
         self.stdout.write(f"  Admin:    {url}/admin/")
         self.stdout.write(f"  API docs: {url}/api/docs/")

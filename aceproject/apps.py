@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AceProjectConfig(AppConfig):
+    name = "aceproject"
+    verbose_name = "Open ACE"
