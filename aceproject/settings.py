@@ -160,6 +160,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "RecordTypeEnum": "memory_app.models.RecordType",
+        "RoleEnum": "sessions_app.models.Role",
+        "TurnStatusEnum": "sessions_app.models.TurnStatus",
+    },
     "SECURITY": [{"ApiKey": []}],
     "APPEND_COMPONENTS": {
         "securitySchemes": {"ApiKey": {"type": "http", "scheme": "bearer", "description": "An Open ACE API key"}}
