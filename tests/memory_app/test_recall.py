@@ -206,3 +206,29 @@ def test_reembedding_after_an_embedder_change(api, settings, capsys):
     call_command("ace_embeddings", "reembed", "--now")
     assert Record.objects.get(pk=record.pk).embedding_key == "hash-v1:256"
     assert set(recall(api, "博物馆", include_messages=False)["results"][0]["matched_by"]) == {"keyword", "vector"}
+
+
+def test_writes_never_fail_when_the_embedder_is_down_and_are_embedded_later(api, settings):
+    settings.ACE_EMBEDDER = "openai"
+    settings.ACE_EMBEDDER_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.ACE_EMBEDDER_MODEL = "text-embedding-3-small"
+    settings.ACE_EMBEDDER_DIMENSIONS = 384
+    settings.ACE_EMBEDDER_TIMEOUT = 2
+    response = api.post(
+        "/api/v1/records/", {"user_id": "xiaoming", "type": "profile", "content": "偏好博物馆"}, format="json"
+    )
+    assert response.status_code == 201
+    record = Record.objects.get(pk=response.json()["id"])
+    assert record.embedding_key == ""  # stored, not yet embedded
+    # Recall still finds it, by keyword, and says it is degraded.
+    body = recall(api, "博物馆", include_messages=False)
+    assert body["degraded"] is True and body["results"][0]["id"] == str(record.pk)
+    # The embedder is back: the sweep's work embeds it.
+    settings.ACE_EMBEDDER = "hash"
+    settings.ACE_EMBEDDER_DIMENSIONS = None
+    from memory_app.embedders import get_embedder
+    from memory_app.embeddings import pending_records
+
+    assert pending_records(embedder=get_embedder(), limit=100) == [record.pk]
+    records_embed(record_ids=[record.pk])
+    assert Record.objects.get(pk=record.pk).embedding_key == "hash-v1:384"
