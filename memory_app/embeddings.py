@@ -125,15 +125,14 @@ def pending_records(*, embedder: Embedder, limit: int) -> list:
     )
 
 
-def pending_messages(*, embedder: Embedder, limit: int, within=timedelta(days=1)) -> list:
-    """Recent messages with text and no vector in the embedder's space (older ones: `ace_embeddings`)."""
+def pending_messages(*, embedder: Embedder, limit: int, within: timedelta | None = timedelta(days=1)) -> list:
+    """Messages with text and no vector in the embedder's space, received within `within` (None: all;
+    the periodic sweep looks at the last day, `ace_embeddings reembed` at everything)."""
     embedded = MessageEmbedding.objects.filter(message_id=OuterRef("pk"), embedding_key=embedder.key)
-    return list(
-        Message.objects.filter(received_at__gte=timezone.now() - within)
-        .exclude(content="")
-        .filter(~Exists(embedded))
-        .values_list("pk", flat=True)[:limit]
+    messages = (
+        Message.objects.all() if within is None else Message.objects.filter(received_at__gte=timezone.now() - within)
     )
+    return list(messages.exclude(content="").filter(~Exists(embedded)).values_list("pk", flat=True)[:limit])
 
 
 def nearest_records(*, record: Record, limit: int = 20, same_user: bool = True) -> list[dict]:

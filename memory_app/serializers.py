@@ -1,7 +1,13 @@
 from rest_framework import serializers
 
 from memory_app.models import Record, RecordRevision, RecordType
-from sessions_app.serializers import JSONObjectField, RejectUnknownFieldsMixin, StrictCharField, StrictNumberField
+from sessions_app.serializers import (
+    JSONObjectField,
+    RejectUnknownFieldsMixin,
+    StrictCharField,
+    StrictIntegerField,
+    StrictNumberField,
+)
 
 TYPE_ERROR = f'"{{input}}" is not a record type. Use one of: {", ".join(RecordType.values)}.'
 
@@ -107,7 +113,7 @@ class RecordRevisionSerializer(serializers.ModelSerializer):
 class RecallQuerySerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     query = StrictCharField(max_length=4000, help_text="What to remember: a question, or the latest message")
     user_id = StrictCharField(max_length=255)
-    top_k = serializers.IntegerField(required=False, min_value=1, max_value=100, default=10)
+    top_k = StrictIntegerField(required=False, min_value=1, max_value=100, default=10)
     types = serializers.ListField(
         child=serializers.ChoiceField(choices=RecordType.choices, error_messages={"invalid_choice": TYPE_ERROR}),
         required=False,

@@ -111,10 +111,15 @@ def record_create(
         scope = {"tenant": tenant, "user_id": user_id, "namespace": namespace, "type": type}
         existing, reason = _restated(content=content, **scope), "restated"
         if existing is None and vector is not None:
-            existing, similarity = _nearest(vector=vector, embedder=embedder, **scope)
+            existing, similarity = _nearest(content=content, vector=vector, embedder=embedder, **scope)
             if existing is not None:
                 reason = f"near-identical (cosine similarity {similarity:.3f})"
         if existing is not None:
+            # The newest wording is kept (the earlier ones are in the revisions), with its vector.
+            if existing.content != content:
+                existing.content = content
+                existing.embedding = vector
+                existing.embedding_key = embedder.key if vector is not None else ""
             existing.fields = {**existing.fields, **(fields or {})}
             existing.confidence = max(existing.confidence, confidence)
             if strategy:
@@ -162,7 +167,7 @@ def _embed_inline(content: str):
         return None, None
 
 
-def _nearest(*, tenant: Tenant, user_id: str, namespace: str, type: str, vector, embedder) -> tuple:
+def _nearest(*, tenant: Tenant, user_id: str, namespace: str, type: str, content: str, vector, embedder) -> tuple:
     """The valid record of this scope nearest to `vector`, locked, if it is at least ACE_DEDUP_SIMILARITY."""
     from memory_app.embeddings import ensure_vector_index
 
@@ -179,7 +184,14 @@ def _nearest(*, tenant: Tenant, user_id: str, namespace: str, type: str, vector,
         row = cursor.fetchone()
     if row is None or row[1] < settings.ACE_DEDUP_SIMILARITY:
         return None, None
-    return Record.objects.select_for_update().get(pk=row[0]), row[1]
+    nearest = Record.objects.select_for_update().get(pk=row[0])
+    if _numbers(nearest.content) != _numbers(content):
+        return None, None  # "budget 5000" and "budget 3000" are close in meaning, and different facts
+    return nearest, row[1]
+
+
+def _numbers(text: str) -> set[str]:
+    return set(re.findall(r"\d+(?:[.,]\d+)*", unicodedata.normalize("NFKC", text)))
 
 
 def _embed_after_commit(record: Record) -> None:

@@ -35,7 +35,8 @@ def embed_messages(message_ids: list[str]) -> int:
 @shared_task(acks_late=True, time_limit=600, soft_time_limit=540)
 def embed_pending(batch: int = 256, limit: int = 20_000) -> int:
     """The periodic sweep (and the re-embedding after the embedder changed): queue every valid record whose
-    vector is missing or from another embedder, and the last day's messages that have none."""
+    vector is missing or from another embedder, and the last day's messages that have none (after an
+    embedder change, `manage.py ace_embeddings reembed` queues the older messages)."""
     embedder = get_embedder()
     record_ids = pending_records(embedder=embedder, limit=limit)
     message_ids = pending_messages(embedder=embedder, limit=limit) if settings.ACE_EMBED_MESSAGES else []

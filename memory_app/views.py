@@ -5,6 +5,7 @@ from django.http import Http404
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -118,7 +119,10 @@ class RecallView(TenantScopedMixin, APIView):
     def post(self, request):
         body = RecallQuerySerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        result = recall_search(tenant=self.tenant, **body.validated_data)
+        params = body.validated_data
+        if "session" in params and not Session.objects.filter(pk=params["session"], tenant=self.tenant).exists():
+            raise ValidationError({"session": ["Not a session of yours."]})
+        result = recall_search(tenant=self.tenant, **params)
         return Response(RecallResultSerializer(result).data)
 
 

@@ -165,3 +165,15 @@ def test_a_near_identical_restatement_merges_but_a_similar_different_fact_does_n
     assert science.json()["id"] != art["id"]
     settings.ACE_DEDUP_SIMILARITY = 0.5  # the threshold is a setting
     assert create(api, type="fact", content="Xiaoming prefers history museums").status_code == 200
+
+
+def test_a_changed_number_is_a_new_fact_and_a_restatement_keeps_the_newest_wording(api, settings):
+    settings.ACE_DEDUP_SIMILARITY = 0.5
+    first = create(api, type="task", content="Trip budget is 5000 CNY").json()
+    other = create(api, type="task", content="Trip budget is 3000 CNY")
+    assert other.status_code == 201 and other.json()["id"] != first["id"]  # close in meaning, different numbers
+    again = create(api, type="task", content="The trip budget is 5000 CNY!")
+    assert again.status_code == 200 and again.json()["id"] == first["id"]
+    assert again.json()["content"] == "The trip budget is 5000 CNY!"
+    history = api.get(f"/api/v1/records/{first['id']}/history/").json()["results"]
+    assert history[-1]["content"] == "Trip budget is 5000 CNY"  # the earlier wording stays in the history

@@ -1,7 +1,8 @@
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from memory_app.embedders import get_embedder
-from memory_app.embeddings import ensure_vector_index, pending_records, records_embed
+from memory_app.embeddings import ensure_vector_index, messages_embed, pending_messages, pending_records, records_embed
 from memory_app.models import MessageEmbedding, Record
 
 
@@ -30,15 +31,26 @@ class Command(BaseCommand):
             self.stdout.write("HNSW indexes are in place.")
         else:
             ids = pending_records(embedder=embedder, limit=10_000_000)
+            message_ids = (
+                pending_messages(embedder=embedder, limit=100_000_000, within=None)
+                if settings.ACE_EMBED_MESSAGES
+                else []
+            )
             if now:
                 done = sum(
                     records_embed(record_ids=ids[start : start + batch], embedder=embedder)
                     for start in range(0, len(ids), batch)
                 )
-                self.stdout.write(f"Embedded {done} records.")
+                done_messages = sum(
+                    messages_embed(message_ids=message_ids[start : start + batch], embedder=embedder)
+                    for start in range(0, len(message_ids), batch)
+                )
+                self.stdout.write(f"Embedded {done} records and {done_messages} messages.")
             else:
-                from memory_app.tasks import embed_records
+                from memory_app.tasks import embed_messages, embed_records
 
                 for start in range(0, len(ids), batch):
                     embed_records.delay([str(pk) for pk in ids[start : start + batch]])
-                self.stdout.write(f"Queued {len(ids)} records in batches of {batch}.")
+                for start in range(0, len(message_ids), batch):
+                    embed_messages.delay([str(pk) for pk in message_ids[start : start + batch]])
+                self.stdout.write(f"Queued {len(ids)} records and {len(message_ids)} messages in batches of {batch}.")
