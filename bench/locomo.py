@@ -1,0 +1,517 @@
+#!/usr/bin/env python
+"""Evidence recall of /api/v1/recall/ on a conversational memory dataset in the LoCoMo JSON layout.
+
+    .venv/bin/python bench/locomo.py                                   # synthetic data, local model, in-process
+    .venv/bin/python bench/locomo.py --embedder hash
+    .venv/bin/python bench/locomo.py --dataset /path/to/locomo10.json --embedder local
+    .venv/bin/python bench/locomo.py --url http://127.0.0.1:8000 --key ace_...   # a live server
+
+Loading, through the public API only (a tenant API key): one Open ACE session per `session_N` of a sample
+(`user_id` = the sample id, `metadata.date_time` = the session's date), its turns appended with one
+`POST /api/v1/sessions/{id}/messages/`: speaker_a's turns as role `user`, speaker_b's as role `assistant`
+(LoCoMo's two speakers are both people; the roles only keep the two apart, and `metadata.speaker` names
+the speaker), `external_id` = the turn's dia_id, `created_at` = the session's date_time (when it parses)
+plus 30 s per turn, content = "<speaker>: <text>" (plus "[shares a photo: <caption>]" when the turn has one).
+
+Embedding: `--embed-inline` (default) embeds the loaded messages in this process with
+memory_app.embeddings.messages_embed (so no Celery worker is needed); `--no-embed-inline` waits until a worker
+has embedded them (polling the message_embedding rows of the loaded ids). Both read the database, so against a
+live server run this script with the server's settings (same ACE_DATA_DIR or DATABASE_URL, same embedder).
+
+Questions: each `qa` item with evidence is asked with `POST /api/v1/recall/` (`user_id` = the sample id,
+`top_k` = 20, `include_messages` true). Evidence recall@k = the fraction of the item's evidence dia_ids found
+among the `source_external_ids` of the top k hits (messages, and the source messages of records), averaged
+over items; reported overall and per category. Three modes:
+
+- `hybrid`: the API as it is (vectors + keywords fused by reciprocal rank);
+- `vector`: the same request with the keyword side switched off, and `keyword`: with the vector side
+  switched off. The API has no such switch, so these run in this process with memory_app.recall's
+  `recall_terms` (→ None: no keyword lists) or `_vector_ids` (→ []: no vector lists) patched for the
+  duration of the call; everything else (filters, fusion, top_k, hit loading) is the product's code. In-process
+  they still go through the API view; with `--url` they call memory_app.recall.recall_search directly.
+
+Evidence ids absent from the conversation (LoCoMo has a few) are left out of the denominator and counted;
+items left without evidence are skipped and counted.
+
+Results: a table, and bench/results/locomo-<name>.json (default name: <dataset stem>-<embedder>).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import defaultdict
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchlib  # noqa: E402
+
+DEFAULT_DATASET = benchlib.BENCH_DIR / "data" / "synthetic_locomo.json"
+KS = (5, 10, 20)
+TOP_K = 20
+MODES = ("hybrid", "vector", "keyword")
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+TENANT = "bench-locomo"
+_SESSION_KEY = re.compile(r"^session_(\d+)$")
+
+
+# -- the dataset -----------------------------------------------------------------------------------------
+def load_dataset(path) -> list[dict]:
+    data = json.loads(Path(path).read_text())
+    if isinstance(data, dict):  # one sample, or {"samples": [...]}
+        data = data.get("samples", [data])
+    return data
+
+
+def parse_date_time(text: str | None) -> datetime | None:
+    """LoCoMo's "1:56 pm on 8 May, 2023" (and a few close variants), as UTC; None when it does not parse."""
+    if not text:
+        return None
+    cleaned = re.sub(r"\s+", " ", text.strip())
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y", "%Y-%m-%d %H:%M"):
+        try:
+            return datetime.strptime(cleaned, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    try:
+        moment = datetime.fromisoformat(cleaned)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def sessions_of(conversation: dict) -> list[tuple[int, list[dict], str | None]]:
+    out = []
+    for key, turns in conversation.items():
+        match = _SESSION_KEY.match(key)
+        if match and isinstance(turns, list) and turns:
+            out.append((int(match.group(1)), turns, conversation.get(f"{key}_date_time")))
+    return sorted(out, key=lambda item: item[0])
+
+
+def evidence_ids(raw) -> list[str]:
+    """Evidence as a list of dia_ids ("D1:3"); LoCoMo sometimes packs several into one string."""
+    out: list[str] = []
+    for item in raw or []:
+        out += [part.strip() for part in re.split(r"[;,\s]+", str(item)) if part.strip()]
+    return list(dict.fromkeys(out))
+
+
+def turn_text(turn: dict) -> str:
+    text = str(turn.get("text") or "").strip()
+    caption = turn.get("blip_caption")
+    if caption:
+        text = f"{text} [shares a photo: {caption}]".strip()
+    return f"{turn.get('speaker', '?')}: {text}"
+
+
+# -- the API, in-process or over HTTP --------------------------------------------------------------------
+class DjangoApi:
+    """The public API through django.test.Client (the whole Django stack in this process)."""
+
+    in_process = True
+
+    def __init__(self, key: str, client=None):
+        from django.test import Client
+
+        self.client = client or Client()
+        self.headers = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+        self.key = key
+
+    def post(self, path: str, body) -> tuple[int, object]:
+        response = self.client.post(path, data=json.dumps(body), content_type="application/json", **self.headers)
+        return response.status_code, response.json() if response.content else None
+
+
+class HttpApi:
+    """The public API of a live server (standard library only)."""
+
+    in_process = False
+
+    def __init__(self, url: str, key: str, timeout: float = 120):
+        self.url = url.rstrip("/")
+        self.key = key
+        self.timeout = timeout
+
+    def post(self, path: str, body) -> tuple[int, object]:
+        request = urllib.request.Request(
+            self.url + path,
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                raw = response.read()
+                return response.status, json.loads(raw) if raw else None
+        except urllib.error.HTTPError as error:
+            raw = error.read()
+            try:
+                return error.code, json.loads(raw)
+            except ValueError:
+                return error.code, raw.decode(errors="replace")
+
+
+def _expect(status: int, body, what: str, ok=(200, 201)):
+    if status not in ok:
+        raise RuntimeError(f"{what}: HTTP {status}: {str(body)[:500]}")
+    return body
+
+
+# -- loading ---------------------------------------------------------------------------------------------
+def load_sample(api, sample: dict, *, user_id: str, dataset_name: str) -> dict:
+    """One session per session_N, its turns as messages. Returns {dia_id: message id} and counts."""
+    conversation = sample["conversation"]
+    speaker_a = conversation.get("speaker_a")
+    message_ids: dict[str, str] = {}
+    sessions = 0
+    for number, turns, date_text in sessions_of(conversation):
+        moment = parse_date_time(date_text)
+        body = {
+            "user_id": user_id,
+            "name": f"{sample['sample_id']} session {number}",
+            "tool": "locomo",
+            "metadata": {"dataset": dataset_name, "sample_id": str(sample["sample_id"]), "session": number},
+        }
+        if date_text:
+            body["metadata"]["date_time"] = date_text
+        if moment is not None:
+            body["started_at"] = benchlib.iso(moment)
+        session = _expect(*api.post("/api/v1/sessions/", body), f"create session {number} of {sample['sample_id']}")
+        sessions += 1
+        batch = []
+        for i, turn in enumerate(turns):
+            item = {
+                "role": "user" if turn.get("speaker") == speaker_a else "assistant",
+                "content": turn_text(turn),
+                "external_id": str(turn["dia_id"]),
+                "metadata": {"speaker": turn.get("speaker"), "dia_id": turn["dia_id"]},
+            }
+            if moment is not None:
+                item["created_at"] = benchlib.iso(moment + timedelta(seconds=30 * i))
+            batch.append(item)
+        stored = _expect(*api.post(f"/api/v1/sessions/{session['id']}/messages/", batch), f"append to session {number}")
+        stored = stored if isinstance(stored, list) else [stored]
+        for message in stored:
+            message_ids[message["external_id"]] = message["id"]
+    return {"sessions": sessions, "message_ids": message_ids}
+
+
+def embed_messages(message_ids: list[str], *, inline: bool, timeout: float = 600) -> float:
+    """Embed the messages here (inline) or wait until a worker has. Returns the seconds it took."""
+    from memory_app.embedders import get_embedder
+    from memory_app.embeddings import messages_embed
+    from memory_app.models import MessageEmbedding
+
+    embedder = get_embedder()
+    start = time.perf_counter()
+    if inline:
+        for i in range(0, len(message_ids), 256):
+            messages_embed(message_ids=message_ids[i : i + 256], embedder=embedder)
+        return time.perf_counter() - start
+    deadline = time.monotonic() + timeout
+    while True:
+        done = MessageEmbedding.objects.filter(message_id__in=message_ids, embedding_key=embedder.key).count()
+        if done >= len(message_ids):
+            return time.perf_counter() - start
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {done} of {len(message_ids)} messages embedded after {timeout:.0f} s")
+        time.sleep(1)
+
+
+# -- asking ----------------------------------------------------------------------------------------------
+@contextmanager
+def recall_mode(mode: str):
+    """Switch one side of memory_app.recall off for the duration (in this process only)."""
+    from unittest import mock
+
+    import memory_app.recall as recall
+
+    if mode == "hybrid":
+        yield
+    elif mode == "vector":
+        with mock.patch.object(recall, "recall_terms", lambda text: None):
+            yield
+    elif mode == "keyword":
+        with mock.patch.object(recall, "_vector_ids", lambda *args, **kwargs: []):
+            yield
+    else:
+        raise ValueError(f"unknown mode {mode!r}")
+
+
+class Asker:
+    """Asks one question in one mode; hybrid through the API, the others through the API in-process or
+    through recall_search directly when the API is remote."""
+
+    def __init__(self, api):
+        self.api = api
+        self._tenant = None
+
+    def _tenant_of_key(self):
+        if self._tenant is None:
+            from sessions_app.services.apikeys import apikey_authenticate
+
+            found = apikey_authenticate(plain_key=self.api.key)
+            if found is None:
+                raise RuntimeError("the API key is not valid in this process's database: use the server's settings")
+            self._tenant = found.tenant
+        return self._tenant
+
+    def ask(self, mode: str, question: str, user_id: str) -> tuple[list[list[str]], bool, float]:
+        """The source external ids of each hit, best first; whether the answer was degraded; seconds."""
+        body = {"query": question[:4000], "user_id": user_id, "top_k": TOP_K, "include_messages": True}
+        start = time.perf_counter()
+        if mode == "hybrid" or self.api.in_process:
+            with recall_mode(mode):
+                result = _expect(*self.api.post("/api/v1/recall/", body), f"recall {question!r}", ok=(200,))
+            elapsed = time.perf_counter() - start
+            return [hit["source_external_ids"] for hit in result["results"]], bool(result["degraded"]), elapsed
+        from memory_app.recall import recall_search
+
+        with recall_mode(mode):
+            result = recall_search(tenant=self._tenant_of_key(), **body)
+        elapsed = time.perf_counter() - start
+        return [hit.source_external_ids for hit in result.results], result.degraded, elapsed
+
+
+def recall_at(hits: list[list[str]], evidence: list[str], k: int) -> float:
+    found = {ext for hit in hits[:k] for ext in hit}
+    return sum(1 for e in evidence if e in found) / len(evidence)
+
+
+def _mean(values) -> float | None:
+    values = list(values)
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def summarise(rows: list[dict]) -> dict:
+    out = {"questions": len(rows)}
+    for k in KS:
+        out[f"recall@{k}"] = _mean(r[f"recall@{k}"] for r in rows)
+    return out
+
+
+# -- the whole run ---------------------------------------------------------------------------------------
+def run(
+    api,
+    *,
+    dataset=DEFAULT_DATASET,
+    modes=MODES,
+    embed_inline: bool = True,
+    user_prefix: str = "",
+    details: bool = False,
+    progress=print,
+) -> dict:
+    """Load the dataset through `api` (DjangoApi or HttpApi), embed, ask every question in every mode.
+    Django must be set up; the embedder is the one the settings choose. Returns the figures as a dict."""
+    from memory_app.embedders import get_embedder
+
+    samples = load_dataset(dataset)
+    dataset_name = Path(dataset).name
+    embedder = get_embedder()
+
+    start = time.perf_counter()
+    loaded: dict[str, dict] = {}
+    sessions = 0
+    for sample in samples:
+        user_id = f"{user_prefix}{sample['sample_id']}"
+        loaded[str(sample["sample_id"])] = load_sample(api, sample, user_id=user_id, dataset_name=dataset_name)
+        sessions += loaded[str(sample["sample_id"])]["sessions"]
+    load_seconds = time.perf_counter() - start
+    all_ids = [mid for info in loaded.values() for mid in info["message_ids"].values()]
+    progress(f"  loaded {len(samples)} samples: {sessions} sessions, {len(all_ids)} messages in {load_seconds:.1f} s")
+    embed_seconds = embed_messages(all_ids, inline=embed_inline)
+    progress(f"  embedded with {embedder.key} ({'inline' if embed_inline else 'by a worker'}) in {embed_seconds:.1f} s")
+
+    asker = Asker(api)
+    per_mode: dict[str, list[dict]] = {mode: [] for mode in modes}
+    latencies: dict[str, list[float]] = {mode: [] for mode in modes}
+    degraded: dict[str, int] = dict.fromkeys(modes, 0)
+    skipped, unknown_evidence, total = 0, 0, 0
+    for sample in samples:
+        sample_id = str(sample["sample_id"])
+        known = loaded[sample_id]["message_ids"]
+        for index, qa in enumerate(sample.get("qa", [])):
+            total += 1
+            raw = evidence_ids(qa.get("evidence"))
+            evidence = [e for e in raw if e in known]
+            unknown_evidence += len(raw) - len(evidence)
+            if not evidence or not str(qa.get("question") or "").strip():
+                skipped += 1
+                continue
+            for mode in modes:
+                hits, was_degraded, seconds = asker.ask(mode, str(qa["question"]), f"{user_prefix}{sample_id}")
+                latencies[mode].append(seconds)
+                degraded[mode] += was_degraded
+                row = {
+                    "sample_id": sample_id,
+                    "qa": index,
+                    "category": qa.get("category"),
+                    **{f"recall@{k}": recall_at(hits, evidence, k) for k in KS},
+                }
+                if details:
+                    row |= {"question": qa["question"], "evidence": evidence, "top": [h for h in hits[:10]]}
+                per_mode[mode].append(row)
+
+    results: dict = {}
+    for mode in modes:
+        rows = per_mode[mode]
+        by_category = defaultdict(list)
+        for row in rows:
+            by_category[str(row["category"])].append(row)
+        results[mode] = {
+            "overall": summarise(rows),
+            "by_category": {c: summarise(r) for c, r in sorted(by_category.items())},
+            "degraded_answers": degraded[mode],
+            "latency": benchlib.summary_ms(latencies[mode]),
+        }
+        if details:
+            results[mode]["questions"] = rows
+    return {
+        "dataset": str(dataset),
+        "embedder": embedder.key,
+        "embedder_label": embedder.label,
+        "api": "in-process django.test.Client" if api.in_process else f"HTTP {api.url}",
+        "embedding": "inline (messages_embed)" if embed_inline else "worker",
+        "roles": "speaker_a = user, speaker_b = assistant; metadata.speaker names the speaker",
+        "top_k": TOP_K,
+        "samples": len(samples),
+        "sessions": sessions,
+        "messages": len(all_ids),
+        "qa_total": total,
+        "qa_evaluated": total - skipped,
+        "qa_skipped_no_evidence": skipped,
+        "evidence_ids_not_in_conversation": unknown_evidence,
+        "load_seconds": round(load_seconds, 2),
+        "embed_seconds": round(embed_seconds, 2),
+        "modes": results,
+    }
+
+
+def print_report(report: dict) -> None:
+    modes = list(report["modes"])
+    rows = []
+    for mode in modes:
+        overall = report["modes"][mode]["overall"]
+        latency = report["modes"][mode]["latency"]
+        rows.append(
+            [
+                mode,
+                overall["questions"],
+                *(f"{overall[f'recall@{k}']:.3f}" for k in KS),
+                latency["p50_ms"],
+                latency["p95_ms"],
+            ]
+        )
+    benchlib.print_table(
+        ["mode", "questions", *(f"recall@{k}" for k in KS), "p50 ms", "p95 ms"],
+        rows,
+        title=f"Evidence recall, {report['dataset']} ({report['embedder']}, {report['api']})",
+    )
+    categories = sorted({c for mode in modes for c in report["modes"][mode]["by_category"]})
+    rows = []
+    for category in categories:
+        name = CATEGORY_NAMES.get(int(category), "") if category.isdigit() else ""
+        for mode in modes:
+            summary = report["modes"][mode]["by_category"].get(category)
+            if summary:
+                rows.append(
+                    [
+                        f"{category} {name}".strip(),
+                        mode,
+                        summary["questions"],
+                        *(f"{summary[f'recall@{k}']:.3f}" for k in KS),
+                    ]
+                )
+    benchlib.print_table(["category", "mode", "questions", *(f"recall@{k}" for k in KS)], rows, title="Per category")
+    hybrid = report["modes"].get("hybrid", {}).get("overall", {}).get("recall@10")
+    others = {m: report["modes"][m]["overall"]["recall@10"] for m in ("vector", "keyword") if m in report["modes"]}
+    if hybrid is not None and others:
+        verdict = "beats" if all(hybrid > v for v in others.values()) else "does NOT beat"
+        print(f"\nhybrid recall@10 {hybrid:.3f} {verdict} " + ", ".join(f"{m} {v:.3f}" for m, v in others.items()))
+
+
+def cleanup(tenant) -> None:
+    """Delete what earlier runs loaded for the in-process tenant."""
+    from django.db import connection, transaction
+
+    statements = [
+        "DELETE FROM memory_app_messageembedding WHERE tenant_id = %s",
+        "UPDATE sessions_app_session SET current_conversation_id = NULL WHERE tenant_id = %s",
+        "DELETE FROM sessions_app_message WHERE tenant_id = %s",
+        "DELETE FROM sessions_app_llmrequest WHERE tenant_id = %s",
+        "DELETE FROM sessions_app_conversation WHERE tenant_id = %s",
+        "DELETE FROM sessions_app_stateversion WHERE tenant_id = %s",
+        "DELETE FROM sessions_app_usagehourly WHERE tenant_id = %s",
+        "DELETE FROM sessions_app_session WHERE tenant_id = %s",
+    ]
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            for sql in statements:
+                cursor.execute(sql, [tenant.pk])
+    except Exception as error:  # noqa: BLE001 - e.g. records referencing these messages
+        print(f"  (could not delete earlier rows of {tenant.name}: {error}; using a fresh user prefix instead)")
+        raise
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default=str(DEFAULT_DATASET), help="LoCoMo-layout JSON (default: synthetic)")
+    parser.add_argument("--embedder", choices=["hash", "local", "openai"], default="local")
+    parser.add_argument("--url", default=None, help="a live server's base URL (default: in-process)")
+    parser.add_argument("--key", default=None, help="its tenant API key (with --url)")
+    parser.add_argument("--embed-inline", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: hybrid,vector,keyword")
+    parser.add_argument(
+        "--user-prefix", default=None, help="prefix of user ids (default: none in-process, a run id with --url)"
+    )
+    parser.add_argument("--details", action="store_true", help="per-question rows in the JSON")
+    parser.add_argument("--name", default=None, help="results name (default <dataset stem>-<embedder>)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.url and not args.key:
+        raise SystemExit("--url needs --key")
+    os.environ["ACE_EMBEDDER"] = args.embedder
+    benchlib.setup_django()
+    from django.conf import settings
+
+    settings.ACE_EMBEDDER = args.embedder
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if args.url:
+        api = HttpApi(args.url, args.key)
+        prefix = args.user_prefix if args.user_prefix is not None else f"run{datetime.now(UTC):%Y%m%d%H%M%S}-"
+    else:
+        from sessions_app.models import Tenant
+        from sessions_app.services.apikeys import apikey_create
+
+        created = apikey_create(tenant_name=TENANT, name="bench/locomo.py")
+        prefix = args.user_prefix or ""
+        try:
+            cleanup(Tenant.objects.get(name=TENANT))
+        except Exception:  # noqa: BLE001
+            prefix = prefix or f"run{datetime.now(UTC):%Y%m%d%H%M%S}-"
+        api = DjangoApi(created.plain_key)
+    print(f"LoCoMo-layout evidence recall: {args.dataset}, embedder {args.embedder}, {benchlib.database_description()}")
+    report = run(
+        api, dataset=args.dataset, modes=modes, embed_inline=args.embed_inline, user_prefix=prefix, details=args.details
+    )
+    print_report(report)
+    name = args.name or f"{Path(args.dataset).stem}-{args.embedder}"
+    path = benchlib.write_results(f"locomo-{name}", {**report, "machine": benchlib.machine()})
+    print(f"\nwrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
