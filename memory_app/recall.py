@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 
 RRF_K = 60
 CANDIDATES = 50  # per list (vector/keyword × records/messages) before fusion
+KEYWORD_POOL = 2000  # keyword matches ranked per list: the newest ones
 
 
 @dataclass
@@ -91,6 +92,22 @@ def recall_terms(text: str) -> SearchQuery | None:
     return functools.reduce(operator.or_, parts)
 
 
+def _keyword_ids(queryset, terms: SearchQuery, *, newest: str) -> list[str]:
+    """The best CANDIDATES keyword matches by ts_rank, ranked among the newest KEYWORD_POOL matches.
+
+    Ranking reads every match's stored vector; for a user with tens of thousands of matching rows that is
+    most of the query's time, so only the newest pool is ranked (exact for everyone with fewer matches).
+    """
+    pool = queryset.filter(search_vector=terms).order_by(f"-{newest}").values("pk")[:KEYWORD_POOL]
+    ranked = (
+        queryset.model.objects.filter(pk__in=pool)
+        .annotate(rank=SearchRank("search_vector", terms))
+        .order_by("-rank")
+        .values_list("pk", flat=True)[:CANDIDATES]
+    )
+    return [str(pk) for pk in ranked]
+
+
 def _fuse(*rankings: tuple[str, list[str]]) -> dict[str, tuple[float, list[str]]]:
     fused: dict[str, tuple[float, list[str]]] = {}
     for name, ids in rankings:
@@ -137,13 +154,7 @@ def recall_search(
         if until is not None:
             records = records.filter(updated_at__lt=until)
         if terms is not None:
-            keyword = records.filter(search_vector=terms).annotate(rank=SearchRank("search_vector", terms))
-            rankings.append(
-                (
-                    "keyword",
-                    ["r:" + str(i) for i in keyword.order_by("-rank").values_list("pk", flat=True)[:CANDIDATES]],
-                )
-            )
+            rankings.append(("keyword", ["r:" + i for i in _keyword_ids(records, terms, newest="updated_at")]))
         if vector is not None:
             where, params = ["tenant_id = %s", "user_id = %s", "valid"], [tenant.pk, user_id]
             if types:
@@ -171,13 +182,7 @@ def recall_search(
         if until is not None:
             messages = messages.filter(created_at__lt=until)
         if terms is not None:
-            keyword = messages.filter(search_vector=terms).annotate(rank=SearchRank("search_vector", terms))
-            rankings.append(
-                (
-                    "keyword",
-                    ["m:" + str(i) for i in keyword.order_by("-rank").values_list("pk", flat=True)[:CANDIDATES]],
-                )
-            )
+            rankings.append(("keyword", ["m:" + i for i in _keyword_ids(messages, terms, newest="created_at")]))
         if vector is not None:
             where, params = ["tenant_id = %s", "user_id = %s"], [tenant.pk, user_id]
             if session is not None:
