@@ -538,49 +538,39 @@ class ModelFilter(admin.SimpleListFilter):
         return queryset
 
 
-class SessionFilter(admin.SimpleListFilter):
-    """`?session=<id>`: what the links from a session's page use. Shown only while it is applied."""
+class ObjectIdFilter(admin.SimpleListFilter):
+    """`?<parameter>=<id>`: what the links from an object's page use. Shown only while it is applied."""
 
-    title = "session"
-    parameter_name = "session"
+    model = None  # the object filtered by
+    only_fields: tuple[str, ...] = ("id",)
 
     def lookups(self, request, model_admin):
         if self.value() is None:
             return []
         pk = parse_uuid(self.value())
         # A bad id still gets a choice, so that queryset() runs and rejects it instead of listing everything.
-        session = Session.objects.filter(pk=pk).only("id", "name", "tool").first() if pk else None
-        return [(self.value(), str(session) if session else self.value())]
+        obj = self.model.objects.filter(pk=pk).only(*self.only_fields).first() if pk else None
+        return [(self.value(), str(obj) if obj else self.value())]
 
     def queryset(self, request, queryset):
         if self.value() is None:
             return queryset
         pk = parse_uuid(self.value())
         if pk is None:
-            raise IncorrectLookupParameters(f"Not a session id: {self.value()!r}")
-        return queryset.filter(session_id=pk)
+            raise IncorrectLookupParameters(f"Not a {self.parameter_name} id: {self.value()!r}")
+        return queryset.filter(**{f"{self.parameter_name}_id": pk})
 
 
-class ConversationFilter(admin.SimpleListFilter):
-    """`?conversation=<id>`: what the links from a conversation's page use. Shown only while it is applied."""
+class SessionFilter(ObjectIdFilter):
+    title = parameter_name = "session"
+    model = Session
+    only_fields = ("id", "name", "tool")
 
-    title = "conversation"
-    parameter_name = "conversation"
 
-    def lookups(self, request, model_admin):
-        if self.value() is None:
-            return []
-        pk = parse_uuid(self.value())
-        conversation = Conversation.objects.filter(pk=pk).only("id", "ordinal").first() if pk else None
-        return [(self.value(), str(conversation) if conversation else self.value())]
-
-    def queryset(self, request, queryset):
-        if self.value() is None:
-            return queryset
-        pk = parse_uuid(self.value())
-        if pk is None:
-            raise IncorrectLookupParameters(f"Not a conversation id: {self.value()!r}")
-        return queryset.filter(conversation_id=pk)
+class ConversationFilter(ObjectIdFilter):
+    title = parameter_name = "conversation"
+    model = Conversation
+    only_fields = ("id", "ordinal")
 
 
 class TurnStatusFilter(admin.SimpleListFilter):
