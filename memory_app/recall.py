@@ -92,6 +92,18 @@ def recall_terms(text: str) -> SearchQuery | None:
     return functools.reduce(operator.or_, parts)
 
 
+def _window_lookups(column: str, since, until) -> dict:
+    lookups = {f"{column}__gte": since, f"{column}__lt": until}
+    return {lookup: value for lookup, value in lookups.items() if value is not None}
+
+
+def _window(where: list[str], params: list, column: str, since, until) -> None:
+    """The same time window as _window_lookups, for the raw vector query."""
+    for lookup, value in _window_lookups(column, since, until).items():
+        where.append(f"{column} {'>=' if lookup.endswith('gte') else '<'} %s")
+        params.append(value)
+
+
 def _keyword_ids(queryset, terms: SearchQuery, *, newest: str) -> list[str]:
     """The best CANDIDATES keyword matches by ts_rank, ranked among the newest KEYWORD_POOL matches.
 
@@ -149,10 +161,7 @@ def recall_search(
             records = records.filter(type__in=types)
         if session is not None:
             records = records.filter(source_sessions=session)
-        if since is not None:
-            records = records.filter(updated_at__gte=since)
-        if until is not None:
-            records = records.filter(updated_at__lt=until)
+        records = records.filter(**_window_lookups("updated_at", since, until))
         if terms is not None:
             rankings.append(("keyword", ["r:" + i for i in _keyword_ids(records, terms, newest="updated_at")]))
         if vector is not None:
@@ -163,12 +172,7 @@ def recall_search(
             if session is not None:
                 where.append("id IN (SELECT record_id FROM memory_app_record_source_sessions WHERE session_id = %s)")
                 params.append(session)
-            if since is not None:
-                where.append("updated_at >= %s")
-                params.append(since)
-            if until is not None:
-                where.append("updated_at < %s")
-                params.append(until)
+            _window(where, params, "updated_at", since, until)
             ids = _vector_ids(
                 Record._meta.db_table, " AND ".join(where), params, vector, embedder.dimensions, embedder.key
             )
@@ -177,10 +181,7 @@ def recall_search(
         messages = Message.objects.filter(tenant=tenant, session__user_id=user_id, session__deleted_at__isnull=True)
         if session is not None:
             messages = messages.filter(session=session)
-        if since is not None:
-            messages = messages.filter(created_at__gte=since)
-        if until is not None:
-            messages = messages.filter(created_at__lt=until)
+        messages = messages.filter(**_window_lookups("created_at", since, until))
         if terms is not None:
             rankings.append(("keyword", ["m:" + i for i in _keyword_ids(messages, terms, newest="created_at")]))
         if vector is not None:
@@ -188,12 +189,7 @@ def recall_search(
             if session is not None:
                 where.append("session_id = %s")
                 params.append(session)
-            if since is not None:
-                where.append("created_at >= %s")
-                params.append(since)
-            if until is not None:
-                where.append("created_at < %s")
-                params.append(until)
+            _window(where, params, "created_at", since, until)
             ids = _vector_ids(
                 MessageEmbedding._meta.db_table, " AND ".join(where), params, vector, embedder.dimensions, embedder.key
             )

@@ -501,16 +501,21 @@ class DateRangeFilter(admin.DateFieldListFilter):
         yield from super().choices(changelist)
 
 
-class ToolFilter(admin.SimpleListFilter):
-    """Tools read from the sessions table (a handful of values), never from the messages."""
+class SmallTableValueFilter(admin.SimpleListFilter):
+    """Choices are the distinct values of `source_field` in a small table, never read from the big one."""
 
-    title = "tool"
-    parameter_name = "tool"
-    field = "tool"
+    source_model = None
+    source_field = ""
+    field = ""  # what the filtered queryset is filtered on
 
     def lookups(self, request, model_admin):
-        tools = Session.objects.exclude(tool="").order_by("tool").values_list("tool", flat=True).distinct()
-        return [(tool, tool) for tool in tools]
+        values = (
+            self.source_model.objects.exclude(**{self.source_field: ""})
+            .order_by(self.source_field)
+            .values_list(self.source_field, flat=True)
+            .distinct()
+        )
+        return [(value, value) for value in values]
 
     def queryset(self, request, queryset):
         if self.value() is not None:
@@ -518,24 +523,22 @@ class ToolFilter(admin.SimpleListFilter):
         return queryset
 
 
+class ToolFilter(SmallTableValueFilter):
+    """Tools read from the sessions table (a handful of values), never from the messages."""
+
+    title = parameter_name = field = source_field = "tool"
+    source_model = Session
+
+
 class SessionToolFilter(ToolFilter):
     field = "session__tool"
 
 
-class ModelFilter(admin.SimpleListFilter):
+class ModelFilter(SmallTableValueFilter):
     """Models read from the hourly usage roll-up, which is small, never from the messages."""
 
-    title = "model"
-    parameter_name = "model"
-
-    def lookups(self, request, model_admin):
-        models = UsageHourly.objects.exclude(model="").order_by("model").values_list("model", flat=True).distinct()
-        return [(model, model) for model in models]
-
-    def queryset(self, request, queryset):
-        if self.value() is not None:
-            return queryset.filter(model=self.value())
-        return queryset
+    title = parameter_name = field = source_field = "model"
+    source_model = UsageHourly
 
 
 class ObjectIdFilter(admin.SimpleListFilter):
