@@ -1,5 +1,6 @@
-"""Health, the OpenAPI schema and its docs, the first-start bootstrap."""
+"""Health, the OpenAPI schema and its docs, the first-start bootstrap, the embedded database."""
 
+import pytest
 import yaml
 from django.core.management import call_command
 from drf_spectacular.validation import validate_schema
@@ -75,3 +76,37 @@ def test_bootstrap_creates_admin_tenant_key_and_sample_data_once(db, capsys, set
     call_command("ace_bootstrap")
     assert "exists already" in capsys.readouterr().out
     assert Session.objects.count() == count
+
+
+def test_embedded_database_memory_follows_the_machine():
+    from aceproject.embedded_db import memory_settings
+
+    gib = 1024**3
+    assert memory_settings(24 * gib) == {
+        "shared_buffers": "4096MB",  # a quarter of memory, at most 4 GB
+        "effective_cache_size": "12288MB",
+        "maintenance_work_mem": "1536MB",
+        "work_mem": "16MB",
+    }
+    assert memory_settings(2 * gib)["shared_buffers"] == "512MB"
+    assert memory_settings(256 * 1024**2)["shared_buffers"] == "128MB"  # never below PostgreSQL's default
+    assert memory_settings(24 * gib, shared_buffers_mb=1024)["shared_buffers"] == "1024MB"
+
+
+def test_the_embedded_server_runs_with_those_settings(db, settings):
+    import os
+
+    from django.db import connection
+
+    from aceproject.embedded_db import _memory_bytes, memory_settings
+
+    if "ACE_DATA_DIR" not in settings.DATABASES["default"]:
+        pytest.skip("DATABASE_URL points at an external PostgreSQL")
+    override = os.environ.get("ACE_DB_SHARED_BUFFERS_MB", "")
+    wanted = memory_settings(_memory_bytes(), int(override) if override.isdigit() else None)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_size_bytes(current_setting('shared_buffers')), pg_size_bytes(%s)", [wanted["shared_buffers"]]
+        )
+        current, expected = cursor.fetchone()
+    assert current == expected
