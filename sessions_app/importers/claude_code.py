@@ -1,0 +1,353 @@
+"""Claude Code transcripts: `~/.claude/projects/<project>/<session>.jsonl` and its sub-agent files.
+
+Each line is an entry (`user`, `assistant`, `system`, `summary`, bookkeeping types). Claude Code writes one
+streamed API response as several `assistant` lines, one per content block (thinking, text, tool_use), that
+share `message.id` and `requestId` and repeat `message.usage` with `output_tokens` growing. Those lines
+become ONE assistant message (one request): its content, thinking and tool calls are the blocks joined
+in order, its tokens are those of the most complete line (the largest `output_tokens`, the later line on
+a tie), never a sum. The message is emitted when a line that is not part of the response arrives; a
+response still open at the end of the bytes read waits in the carry unless its last line carries a
+`stop_reason` (or the caller flushes). See docs/accounting.md.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sessions_app.importers.core import (
+    JsonLine,
+    LogParser,
+    ParsedMessage,
+    as_int,
+    block_text,
+    join_texts,
+    parse_timestamp,
+)
+
+# User lines that Claude Code writes for local commands, shell mode and interrupts: not prompts.
+_COMMAND = re.compile(r"^\s*<(command-name|command-message|command-args)>")
+_COMMAND_OUTPUT = re.compile(r"^\s*<(local-command-stdout|local-command-stderr|local-command-caveat)>")
+_BASH = re.compile(r"^\s*<(bash-input|bash-stdout|bash-stderr)>")
+_INTERRUPT = re.compile(r"^\s*\[Request interrupted by user")
+_SYSTEM_MESSAGE_SUBTYPES = {"compact_boundary", "local_command"}
+_MAX_OPEN_TOOL_CALLS = 500
+
+
+class ClaudeCodeParser(LogParser):
+    tool = "claude-code"
+
+    def load(self, carry: dict) -> None:
+        self.pending: dict | None = carry.get("pending")
+        self.tool_names: dict[str, str] = dict(carry.get("tool_names") or {})
+        if not self.session.agent_session_id:
+            source = self.source
+            if source.is_subagent:
+                self.session.agent_session_id = f"agent-{source.agent_id}" if source.agent_id else source.file_key
+                self.session.parent_agent_session_id = source.parent_session_id
+                self.session.is_subagent = True
+                if source.agent_id:
+                    self.session.metadata["agent_id"] = source.agent_id
+                self._read_agent_meta()
+            if source.project_dir:
+                self.session.metadata["project_dir"] = source.project_dir
+                self.session.project = source.project_dir
+
+    def save(self) -> dict:
+        return {"pending": self.pending, "tool_names": self.tool_names}
+
+    def _read_agent_meta(self) -> None:
+        # Newer Claude Code writes `agent-<id>.meta.json` (agentType, description, toolUseId) next to it.
+        meta_path = self.source.path.with_name(self.source.path.name.removesuffix(".jsonl") + ".meta.json")
+        try:
+            import json
+
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if isinstance(meta, dict):
+            self.session.metadata["agent_meta"] = {k: v for k, v in meta.items() if isinstance(v, str | int | bool)}
+
+    # -- per line ----------------------------------------------------------------------------------
+    def feed(self, line: JsonLine) -> None:
+        data = line.data
+        kind = data.get("type")
+        self._note_session(data)
+        if kind == "assistant":
+            self._assistant(line, data)
+        elif kind == "user":
+            self._close_pending()
+            self._user(line, data)
+        elif kind == "system":
+            self._close_pending()
+            self._system(line, data)
+        elif kind == "summary":
+            if isinstance(data.get("summary"), str):
+                self.session.metadata["summary"] = data["summary"]
+        elif kind in ("ai-title", "custom-title"):
+            title = data.get("aiTitle") or data.get("customTitle") or data.get("title")
+            if isinstance(title, str):
+                self.session.metadata["title"] = title
+        # file-history-snapshot, queue-operation, progress, attachment, ...: bookkeeping, no message.
+
+    def finish(self, *, flush: bool) -> int:
+        if self.pending is not None and (flush or self.pending.get("stop_reason")):
+            self._close_pending()
+        if not self.session.agent_session_id:
+            self.session.agent_session_id = self.source.file_key  # Claude Code names the file after the session
+        return 1 if self.pending is not None else 0
+
+    def _note_session(self, data: dict) -> None:
+        session = self.session
+        session_id = data.get("sessionId")
+        if isinstance(session_id, str) and session_id:
+            if session.is_subagent:
+                if not session.parent_agent_session_id and session_id != session.agent_session_id:
+                    session.parent_agent_session_id = session_id
+            elif not session.agent_session_id:
+                session.agent_session_id = session_id
+        agent_id = data.get("agentId")
+        if session.is_subagent and isinstance(agent_id, str) and agent_id and "agent_id" not in session.metadata:
+            session.metadata["agent_id"] = agent_id
+            if not self.source.agent_id:
+                session.agent_session_id = f"agent-{agent_id}"
+        for key, attr in (("cwd", "cwd"), ("gitBranch", "git_branch"), ("version", "version")):
+            value = data.get(key)
+            if isinstance(value, str) and value:
+                setattr(session, attr, value)
+        if session.cwd:
+            session.project = session.cwd.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or session.project
+        session.seen_at(parse_timestamp(data.get("timestamp")))
+
+    def _flags(self, data: dict) -> dict:
+        return {
+            "is_sidechain": bool(data.get("isSidechain")),
+            "is_subagent": self.source.is_subagent,
+            "is_meta": bool(data.get("isMeta")),
+        }
+
+    def _metadata(self, data: dict, **extra) -> dict:
+        metadata = {"tool": self.tool}
+        for key, name in (("uuid", "uuid"), ("parentUuid", "parent_uuid"), ("agentId", "agent_id")):
+            if data.get(key):
+                metadata[name] = data[key]
+        if data.get("isSidechain"):
+            metadata["sidechain"] = True
+        if self.source.is_subagent:
+            metadata["subagent"] = True
+        metadata.update({key: value for key, value in extra.items() if value is not None})
+        return metadata
+
+    def _emit(self, line: int, data: dict, role: str, content: str, *, suffix: str = "", **fields) -> ParsedMessage:
+        uuid = data.get("uuid")
+        external_id = (uuid if isinstance(uuid, str) and uuid else self.line_id(line)) + suffix
+        message = ParsedMessage(
+            role=role,
+            content=content,
+            external_id=external_id,
+            line=line,
+            created_at=parse_timestamp(data.get("timestamp")),
+            conversation=self.conversation,
+            **self._flags(data),
+            **fields,
+        )
+        self.messages.append(message)
+        return message
+
+    # -- user lines --------------------------------------------------------------------------------
+    def _user(self, line: JsonLine, data: dict) -> None:
+        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else []
+        results = [block for block in blocks if isinstance(block, dict) and block.get("type") == "tool_result"]
+        if results:
+            self._tool_results(line, data, blocks, results)
+            return
+        text = block_text(content)
+        flags = self._flags(data)
+        if data.get("isCompactSummary"):
+            kind = "compact_summary"
+        elif flags["is_meta"]:
+            kind = "meta"
+        elif _COMMAND.match(text):
+            kind = "command"
+        elif _COMMAND_OUTPUT.match(text):
+            kind = "command_output"
+        elif _BASH.match(text):
+            kind = "shell"
+        elif _INTERRUPT.match(text):
+            kind = "interrupt"
+        elif flags["is_sidechain"] or flags["is_subagent"]:
+            kind = "subagent_prompt"  # written by the parent agent, not by the human
+        else:
+            kind = None
+        if kind:
+            self._emit(line.number, data, "system", text, metadata=self._metadata(data, kind=kind))
+            return
+        uuid = data.get("uuid")
+        self.conversation = f"claude-code:{uuid if isinstance(uuid, str) and uuid else self.line_id(line.number)}"
+        self._emit(line.number, data, "user", text, metadata=self._metadata(data, kind="prompt"))
+
+    def _tool_results(self, line: JsonLine, data: dict, blocks: list, results: list) -> None:
+        extra_text = join_texts(
+            block.get("text")
+            for block in blocks
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+        )
+        tool_use_result = data.get("toolUseResult")
+        spawned = tool_use_result.get("agentId") if isinstance(tool_use_result, dict) else None
+        for index, block in enumerate(results):
+            tool_use_id = block.get("tool_use_id")
+            name = self.tool_names.pop(tool_use_id, None) if isinstance(tool_use_id, str) else None
+            metadata = self._metadata(
+                data,
+                kind="tool_result",
+                tool_use_id=tool_use_id,
+                is_error=bool(block.get("is_error")) or None,
+                spawned_agent_id=spawned if index == 0 else None,
+                text=extra_text if index == 0 and extra_text else None,
+            )
+            self._emit(
+                line.number,
+                data,
+                "toolResult",
+                block_text(block.get("content")),
+                suffix="" if len(results) == 1 else f":{index}",
+                tool_name=name,
+                metadata=metadata,
+            )
+
+    # -- system lines ------------------------------------------------------------------------------
+    def _system(self, line: JsonLine, data: dict) -> None:
+        subtype = data.get("subtype")
+        content = data.get("content") if isinstance(data.get("content"), str) else ""
+        if subtype == "api_error":
+            error = data.get("error")
+            if not content:
+                content = (
+                    error
+                    if isinstance(error, str)
+                    else (str(error.get("message", "")) if isinstance(error, dict) else "")
+                )
+            metadata = self._metadata(
+                data,
+                kind=subtype or "error",
+                retry_attempt=data.get("retryAttempt"),
+                retry_in_ms=data.get("retryInMs"),
+                status=(error or {}).get("status") if isinstance(error, dict) else None,
+            )
+            self._emit(line.number, data, "error", content or "API error", metadata=metadata)
+        elif subtype in _SYSTEM_MESSAGE_SUBTYPES:
+            compact = data.get("compactMetadata") if isinstance(data.get("compactMetadata"), dict) else None
+            kind = "compact_boundary" if subtype == "compact_boundary" else "command"
+            metadata = self._metadata(data, kind=kind, compact=compact)
+            self._emit(line.number, data, "system", content or "Conversation compacted", metadata=metadata)
+        # turn_duration, stop_hook_summary, informational notices: no message.
+
+    # -- assistant lines ---------------------------------------------------------------------------
+    def _assistant(self, line: JsonLine, data: dict) -> None:
+        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        if data.get("isApiErrorMessage") or message.get("model") == "<synthetic>":
+            self._close_pending()
+            text = block_text(message.get("content"))
+            if data.get("isApiErrorMessage") or data.get("error"):
+                error = data.get("error")
+                metadata = self._metadata(
+                    data,
+                    kind="api_error",
+                    error=error if isinstance(error, str) else None,
+                    status=data.get("apiErrorStatus"),
+                )
+                self._emit(line.number, data, "error", text, metadata=metadata)
+            else:  # e.g. "No response requested." after an interrupt: no API call was made
+                self._emit(line.number, data, "system", text, metadata=self._metadata(data, kind="synthetic"))
+            return
+        message_id = message.get("id") if isinstance(message.get("id"), str) else None
+        request_id = data.get("requestId") if isinstance(data.get("requestId"), str) else None
+        key = f"{message_id or ''}:{request_id or ''}" if (message_id or request_id) else f"line:{line.number}"
+        if self.pending is not None and self.pending["key"] != key:
+            self._close_pending()
+        if self.pending is None:
+            uuid = data.get("uuid")
+            self.pending = {
+                "key": key,
+                "request_id": ":".join(part for part in (message_id, request_id) if part) or None,
+                "external_id": uuid if isinstance(uuid, str) and uuid else self.line_id(line.number),
+                "line": line.number,
+                "last_line": line.number,
+                "timestamp": data.get("timestamp"),
+                "conversation": self.conversation,
+                "flags": self._flags(data),
+                "metadata": self._metadata(data, kind="response"),
+                "texts": [],
+                "thinking": [],
+                "tool_calls": [],
+                "model": None,
+                "stop_reason": None,
+                "usage": None,
+                "usage_line": None,
+            }
+        pending = self.pending
+        pending["last_line"] = line.number
+        content = message.get("content")
+        for block in content if isinstance(content, list) else [{"type": "text", "text": content}]:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                pending["texts"].append(block["text"])
+            elif kind in ("thinking", "redacted_thinking"):
+                pending["thinking"].append(block.get("thinking") or "[redacted thinking]")
+            elif kind in ("tool_use", "server_tool_use"):
+                call = {"id": block.get("id"), "name": block.get("name"), "arguments": block.get("input")}
+                pending["tool_calls"].append(call)
+                if isinstance(call["id"], str) and isinstance(call["name"], str):
+                    self.tool_names[call["id"]] = call["name"]
+                    while len(self.tool_names) > _MAX_OPEN_TOOL_CALLS:
+                        self.tool_names.pop(next(iter(self.tool_names)))
+        if isinstance(message.get("model"), str):
+            pending["model"] = message["model"]
+        if message.get("stop_reason"):
+            pending["stop_reason"] = message["stop_reason"]
+        usage = message.get("usage")
+        if isinstance(usage, dict):
+            best = pending["usage"]
+            if best is None or (as_int(usage.get("output_tokens")) or 0) >= (as_int(best.get("output_tokens")) or 0):
+                pending["usage"] = usage
+                pending["usage_line"] = line.number
+
+    def _close_pending(self) -> None:
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return
+        usage = pending["usage"] or {}
+        input_tokens = as_int(usage.get("input_tokens"))
+        output_tokens = as_int(usage.get("output_tokens"))
+        metadata = dict(pending["metadata"])
+        metadata["lines"] = [pending["line"], pending["last_line"]]
+        if pending["usage"] is not None:
+            metadata["usage"] = {k: v for k, v in usage.items() if isinstance(v, int | str | dict)}
+            metadata["usage_line"] = pending["usage_line"]
+        self.messages.append(
+            ParsedMessage(
+                role="assistant",
+                content=join_texts(pending["texts"]),
+                external_id=pending["external_id"],
+                line=pending["line"],
+                created_at=parse_timestamp(pending["timestamp"]),
+                conversation=pending["conversation"],
+                request_id=pending["request_id"],
+                model=pending["model"],
+                thinking=join_texts(pending["thinking"]) or None,
+                tool_calls=pending["tool_calls"] or None,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                cache_read_tokens=as_int(usage.get("cache_read_input_tokens")),
+                cache_creation_tokens=as_int(usage.get("cache_creation_input_tokens")),
+                total_tokens=(input_tokens or 0) + (output_tokens or 0)
+                if input_tokens is not None or output_tokens is not None
+                else None,
+                finish_reason=pending["stop_reason"],
+                metadata=metadata,
+                **pending["flags"],
+            )
+        )
