@@ -232,3 +232,17 @@ ACE_EMBEDDER_BATCH = env.int("ACE_EMBEDDER_BATCH", default=128)
 # A new record at least this similar (cosine) to a valid record of the same user, scope and type restates
 # it: the two are merged (provenance extended) instead of stored twice. Same text once normalised always is.
 ACE_DEDUP_SIMILARITY = env.float("ACE_DEDUP_SIMILARITY", default=0.92)
+
+# Memory strategies (strategies_app). The `llm` extractor talks to any OpenAI-compatible chat-completions
+# endpoint; with ACE_LLM_BASE_URL unset, strategies on extractor "auto" (the built-in ones) use the rules.
+ACE_LLM_BASE_URL = env.str("ACE_LLM_BASE_URL", default="")
+ACE_LLM_MODEL = env.str("ACE_LLM_MODEL", default="")
+ACE_LLM_API_KEY = env.str("ACE_LLM_API_KEY", default="")
+ACE_LLM_TIMEOUT = env.float("ACE_LLM_TIMEOUT", default=60.0)
+ACE_LLM_ATTEMPTS = env.int("ACE_LLM_ATTEMPTS", default=2)  # answers asked for before invalid JSON fails a run
+# A run reads at most this many new messages of a session; the rest go to the next run, queued at once.
+ACE_STRATEGY_BATCH = env.int("ACE_STRATEGY_BATCH", default=500)
+# How many related records (same user and type) the extractor and consolidation see.
+ACE_STRATEGY_RELATED = env.int("ACE_STRATEGY_RELATED", default=50)
+# The scheduled run of a strategy looks at sessions with messages in the last N days.
+ACE_STRATEGY_SCHEDULE_LOOKBACK_DAYS = env.int("ACE_STRATEGY_SCHEDULE_LOOKBACK_DAYS", default=7)

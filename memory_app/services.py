@@ -211,9 +211,19 @@ def _open_record(*, tenant: Tenant, record_id: uuid.UUID) -> Record:
 
 
 def record_update(
-    *, tenant: Tenant, record_id, actor: str = "api", source_session_ids=(), source_message_ids=(), **changes
+    *,
+    tenant: Tenant,
+    record_id,
+    actor: str = "api",
+    reason: str = "",
+    strategy: str = "",
+    strategy_version: int | None = None,
+    source_session_ids=(),
+    source_message_ids=(),
+    **changes,
 ) -> Record:
-    """Change a valid record; new sources are added to its provenance. A new revision either way."""
+    """Change a valid record; new sources are added to its provenance. A new revision either way.
+    A strategy that changes a record becomes the record's `strategy` (at its version)."""
     with transaction.atomic():
         record = _open_record(tenant=tenant, record_id=record_id)
         sessions, messages = _sources(tenant=tenant, session_ids=source_session_ids, message_ids=source_message_ids)
@@ -224,12 +234,14 @@ def record_update(
         if content_changed:  # the old vector no longer describes it
             record.embedding, record.embedding_key = None, ""
             _embed_after_commit(record)
+        if strategy:
+            record.strategy, record.strategy_version = strategy, strategy_version
         record.revision += 1
         record.updated_at = timezone.now()
         record.save()
         record.source_sessions.add(*sessions)
         record.source_messages.add(*messages)
-        _snapshot(record, change=RecordRevision.Change.UPDATE, actor=actor)
+        _snapshot(record, change=RecordRevision.Change.UPDATE, actor=actor, reason=reason[:255])
     return record
 
 
@@ -239,9 +251,9 @@ def record_invalidate(*, tenant: Tenant, record_id, actor: str = "api", reason: 
         record = _open_record(tenant=tenant, record_id=record_id)
         record.valid = False
         record.invalidated_at = record.updated_at = timezone.now()
-        record.invalidated_reason = reason
+        record.invalidated_reason = reason[:255]
         record.revision += 1
         record.save()
         change = RecordRevision.Change.DELETE if reason == "deleted" else RecordRevision.Change.INVALIDATE
-        _snapshot(record, change=change, actor=actor, reason=reason)
+        _snapshot(record, change=change, actor=actor, reason=reason[:255])
     return record

@@ -1,0 +1,284 @@
+"""Strategies in the admin: edit them (every change a version), run them by hand, audit every run."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+
+from sessions_app.admin import EMPTY, BigTableAdminMixin, ReadOnlyAdminMixin, badge, pretty_json, timeline_url
+from sessions_app.models import Session
+from strategies_app.models import Strategy, StrategyRun, StrategyVersion, Trigger
+from strategies_app.prompts import PLACEHOLDERS
+from strategies_app.services.runs import StrategyDisabled, run_request
+from strategies_app.services.strategies import _validate, strategy_create, strategy_update
+
+STATUS_COLOURS = {"queued": "#6b7280", "running": "#2563eb", "succeeded": "#15803d", "failed": "#b91c1c"}
+EDITABLE = ("enabled", *Strategy.VERSIONED_FIELDS)
+
+
+class StrategyForm(forms.ModelForm):
+    class Meta:
+        model = Strategy
+        fields = ("tenant", "name", *EDITABLE)
+        help_texts = {"prompt": "Placeholders: " + ", ".join("{" + name + "}" for name in PLACEHOLDERS)}
+
+    def clean(self):
+        cleaned = super().clean()
+        try:
+            _validate({k: v for k, v in cleaned.items() if k in Strategy.VERSIONED_FIELDS})
+        except ValidationError as error:
+            for field, problems in error.message_dict.items():
+                for problem in problems:
+                    self.add_error(field if field in self.fields else None, problem)
+        return cleaned
+
+
+class StrategyVersionInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = StrategyVersion
+    fields = ("version", "type", "extractor", "prompt", "settings", "actor", "created_at")
+    readonly_fields = fields
+    ordering = ("-version",)
+    extra = 0
+
+
+class RunForm(forms.Form):
+    session = forms.UUIDField(required=False, help_text="One session's unread messages…")
+    user_id = forms.CharField(required=False, max_length=255, help_text="…or all of a user's sessions")
+
+    def clean(self):
+        cleaned = super().clean()
+        if not cleaned.get("session") and not cleaned.get("user_id"):
+            raise forms.ValidationError("Give a session id or a user id.")
+        return cleaned
+
+
+@admin.register(Strategy)
+class StrategyAdmin(admin.ModelAdmin):
+    form = StrategyForm
+    list_display = ("name", "tenant", "type", "enabled", "version", "extractor", "triggers", "runs_link")
+    list_filter = ("enabled", "type", "extractor", "builtin", "tenant")
+    search_fields = ("name", "description")
+    list_select_related = ("tenant",)
+    readonly_fields = ("version", "builtin", "schedule_link", "run_link", "created_at", "updated_at")
+    inlines = (StrategyVersionInline,)
+    actions = ("enable", "disable", "run_unread")
+
+    def get_fieldsets(self, request, obj=None):
+        return [
+            (None, {"fields": ("tenant", "name", "description", "type", "enabled", "version", "builtin")}),
+            ("Extraction", {"fields": ("extractor", "prompt")}),
+            (
+                "Triggers",
+                {
+                    "fields": (
+                        "on_tool_result",
+                        "on_state_keys",
+                        "message_threshold",
+                        "accumulated_threshold",
+                        "schedule_minutes",
+                        "schedule_link",
+                    )  # fmt: skip
+                },
+            ),
+            ("Runs", {"fields": ("run_link", "created_at", "updated_at")}),
+        ]
+
+    def get_readonly_fields(self, request, obj=None):
+        return (*self.readonly_fields, "tenant", *(("name",) if obj.builtin else ())) if obj else self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        # Through the services, so a change makes a version and the beat task follows the schedule.
+        values = {field: form.cleaned_data[field] for field in EDITABLE if field in form.cleaned_data}
+        if change:
+            changed = {f: values[f] for f in form.changed_data if f in values}
+            if "name" in form.changed_data:
+                changed["name"] = form.cleaned_data["name"]
+            saved = strategy_update(tenant=obj.tenant, strategy_id=obj.pk, actor=f"admin:{request.user}", **changed)
+        else:
+            saved = strategy_create(
+                tenant=form.cleaned_data["tenant"],
+                name=form.cleaned_data["name"],
+                actor=f"admin:{request.user}",
+                **values,
+            )
+        obj.pk, obj.version = saved.pk, saved.version
+
+    def save_related(self, request, form, formsets, change):
+        pass  # versions are written by the service; the inline is read-only
+
+    @admin.display(description="triggers")
+    def triggers(self, obj):
+        parts = []
+        if obj.on_tool_result:
+            parts.append("tool results")
+        if obj.on_state_keys:
+            parts.append("state " + ", ".join(obj.on_state_keys))
+        if obj.message_threshold is not None:
+            parts.append(f"score ≥ {obj.message_threshold:g}")
+        if obj.accumulated_threshold is not None:
+            parts.append(f"Σ score ≥ {obj.accumulated_threshold:g}")
+        if obj.schedule_minutes:
+            parts.append(f"every {obj.schedule_minutes} min")
+        return "; ".join(parts) or "manual only"
+
+    @admin.display(description="runs")
+    def runs_link(self, obj):
+        url = reverse("admin:strategies_app_strategyrun_changelist") + f"?strategy__id__exact={obj.pk}"
+        return format_html('<a href="{}">runs</a>', url)
+
+    @admin.display(description="schedule (django-celery-beat)")
+    def schedule_link(self, obj):
+        if obj.periodic_task_id is None:
+            return "no periodic task (set schedule minutes to create one)"
+        url = reverse("admin:django_celery_beat_periodictask_change", args=[obj.periodic_task_id])
+        return format_html('<a href="{}">{}</a> (edit the timing there, e.g. a crontab)', url, obj.periodic_task)
+
+    @admin.display(description="run by hand")
+    def run_link(self, obj):
+        if obj.pk is None:
+            return EMPTY
+        return format_html(
+            '<a href="{}">Run for a session or a user…</a>', reverse("admin:strategy_run", args=[obj.pk])
+        )
+
+    def get_urls(self):
+        run = path("<uuid:object_id>/run/", self.admin_site.admin_view(self.run_view), name="strategy_run")
+        return [run, *super().get_urls()]
+
+    def run_view(self, request, object_id):
+        strategy = self.get_object(request, str(object_id))
+        if strategy is None or not self.has_change_permission(request, strategy):
+            return redirect("admin:strategies_app_strategy_changelist")
+        form = RunForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            session = None
+            if form.cleaned_data.get("session"):
+                session = Session.objects.filter(pk=form.cleaned_data["session"], tenant=strategy.tenant).first()
+                if session is None:
+                    form.add_error("session", "No session of this strategy's tenant has that id.")
+            if form.is_valid():
+                try:
+                    run = run_request(
+                        strategy=strategy,
+                        trigger=Trigger.MANUAL,
+                        session=session,
+                        user_id=form.cleaned_data.get("user_id", ""),
+                        detail=f"admin:{request.user}",
+                    )
+                except StrategyDisabled as disabled:
+                    self.message_user(request, str(disabled), messages.ERROR)
+                else:
+                    self.message_user(request, f"Queued run {run.pk}.", messages.SUCCESS)
+                    return redirect("admin:strategies_app_strategyrun_change", run.pk)
+        context = {**self.admin_site.each_context(request), "title": f"Run {strategy.name}", "form": form}
+        context.update(opts=self.model._meta, original=strategy)
+        return TemplateResponse(request, "admin/strategies_app/run_form.html", context)
+
+    @admin.action(description="Enable selected strategies", permissions=["change"])
+    def enable(self, request, queryset):
+        for strategy in queryset:
+            strategy_update(
+                tenant=strategy.tenant, strategy_id=strategy.pk, enabled=True, actor=f"admin:{request.user}"
+            )
+        self.message_user(request, f"Enabled {queryset.count()} strateg(ies).", messages.SUCCESS)
+
+    @admin.action(description="Disable selected strategies", permissions=["change"])
+    def disable(self, request, queryset):
+        for strategy in queryset:
+            strategy_update(
+                tenant=strategy.tenant, strategy_id=strategy.pk, enabled=False, actor=f"admin:{request.user}"
+            )
+        self.message_user(request, f"Disabled {queryset.count()} strateg(ies).", messages.SUCCESS)
+
+    @admin.action(description="Run now over sessions with unread messages", permissions=["change"])
+    def run_unread(self, request, queryset):
+        from strategies_app.tasks import strategy_scheduled
+
+        queued = sum(strategy_scheduled(str(strategy.pk)) for strategy in queryset.filter(enabled=True))
+        self.message_user(request, f"Queued {queued} run(s).", messages.SUCCESS)
+
+
+@admin.register(StrategyRun)
+class StrategyRunAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
+    list_display = (
+        "queued_at", "strategy", "version", "trigger", "status_badge", "session_link", "user_id", "message_range",
+        "added", "updated", "invalidated", "unchanged", "duration_ms",
+    )  # fmt: skip
+    list_filter = ("status", "trigger", "strategy", "tenant")
+    search_fields = ("=user_id", "=id")
+    ordering = ("-queued_at",)
+    list_select_related = ("strategy", "strategy_version")
+    list_defer = ("decisions", "error")
+    readonly_fields = (
+        "id", "tenant", "strategy", "version", "trigger", "trigger_detail", "state_changes_display", "status_badge",
+        "error", "session_link", "user_id", "extractor", "message_range", "sessions_processed", "messages_processed",
+        "candidates", "added", "updated", "invalidated", "unchanged", "decisions_table", "input_tokens",
+        "output_tokens", "llm_latency_ms", "duration_ms", "attempts", "queued_at", "started_at", "finished_at",
+    )  # fmt: skip
+    fields = readonly_fields
+
+    @admin.display(description="version", ordering="strategy_version__version")
+    def version(self, obj):
+        return obj.strategy_version.version
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj):
+        return badge(obj.get_status_display(), STATUS_COLOURS.get(obj.status, "#4b5563"))
+
+    @admin.display(description="session")
+    def session_link(self, obj):
+        if obj.session_id is None:
+            return f"all sessions of {obj.user_id}" if obj.user_id else EMPTY
+        return format_html('<a href="{}">{}</a>', timeline_url(obj.session_id, at_seq=obj.from_seq), obj.session_id)
+
+    @admin.display(description="messages (seq)")
+    def message_range(self, obj):
+        if obj.from_seq is None:
+            return EMPTY
+        return f"{obj.from_seq}–{obj.to_seq}"
+
+    @admin.display(description="decisions")
+    def decisions_table(self, obj):
+        if not obj.decisions:
+            return EMPTY
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td><a href='{}'>{}</a></td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    d.get("action"),
+                    reverse("admin:memory_app_record_change", args=[d.get("record")]),
+                    (d.get("content") or "")[:120],
+                    d.get("slot", ""),
+                    d.get("reason", ""),
+                )
+                for d in obj.decisions
+            ),
+        )
+        return format_html(
+            "<table><thead><tr><th>action</th><th>record</th><th>about</th><th>reason</th></tr></thead>"
+            "<tbody>{}</tbody></table>",
+            rows,
+        )
+
+    @admin.display(description="state changes")
+    def state_changes_display(self, obj):
+        return pretty_json(obj.state_changes)
+
+
+@admin.action(description="Run memory strategies on selected sessions (unread messages)", permissions=["change"])
+def run_strategies_on_sessions(modeladmin, request, queryset):
+    queued = 0
+    for session in queryset.filter(deleted_at__isnull=True).select_related("tenant")[:500]:
+        for strategy in Strategy.objects.filter(tenant=session.tenant, enabled=True):
+            run_request(strategy=strategy, trigger=Trigger.MANUAL, session=session, detail=f"admin:{request.user}")
+            queued += 1
+    modeladmin.message_user(request, f"Queued {queued} strategy run(s).", messages.SUCCESS)
+
+
+# sessions_app does not know this app; the action joins its session admin from here.
+_session_admin = admin.site.get_model_admin(Session)
+_session_admin.actions = [*(_session_admin.actions or ()), run_strategies_on_sessions]

@@ -1,0 +1,1 @@
+"""Writes of the strategies app: strategies and their versions, runs, consolidation."""

@@ -1,0 +1,102 @@
+"""Celery tasks of the strategies: one run, the scheduled sweep of a strategy, and the requeue of lost runs.
+
+Tasks take ids and are safe to run twice (see services/runs.py): `acks_late`, so a worker that dies
+mid-run leaves the message to another; retries with exponential backoff on any failure of the run.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db.models import F, OuterRef, Q, Subquery
+from django.utils import timezone
+
+from sessions_app.models import Session
+from strategies_app.models import RunStatus, Strategy, StrategyRun, Trigger, Watermark
+
+logger = logging.getLogger(__name__)
+
+MAX_RETRIES = 4
+BACKOFF = 10  # seconds, doubled each retry (10, 20, 40, 80), with jitter
+
+
+def run_enqueue(run_id) -> None:
+    """Queue a run without ever failing the write that asked for it: a run a broker outage kept from the
+    queue is still `queued` in the database, and runs_requeue sends it again."""
+    try:
+        run_strategy.delay(str(run_id))
+    except Exception:  # noqa: BLE001 - any broker failure
+        logger.warning("could not queue strategy run %s; runs_requeue will", run_id, exc_info=True)
+
+
+@shared_task(bind=True, acks_late=True, max_retries=MAX_RETRIES, time_limit=300, soft_time_limit=240)
+def run_strategy(self, run_id: str) -> str:
+    from strategies_app.services.runs import run_execute
+
+    try:
+        run = run_execute(run_id)
+    except StrategyRun.DoesNotExist:
+        logger.warning("strategy run %s no longer exists", run_id)
+        return "missing"
+    except (Exception, SoftTimeLimitExceeded) as error:  # noqa: BLE001 - the run records it; we retry
+        if isinstance(error, SoftTimeLimitExceeded):
+            StrategyRun.objects.filter(pk=run_id).update(
+                status=RunStatus.FAILED,
+                error=f"Timed out after {self.soft_time_limit or 240} s",
+                finished_at=timezone.now(),
+            )
+        if self.request.retries >= MAX_RETRIES:
+            raise
+        countdown = BACKOFF * 2**self.request.retries
+        run = StrategyRun.objects.filter(pk=run_id).first()
+        if run is not None:
+            StrategyRun.objects.filter(pk=run_id).update(
+                status=RunStatus.QUEUED,
+                error=f"Attempt {run.attempts} failed: {run.error or error}; retrying in about {countdown} s",
+            )
+        raise self.retry(exc=error, countdown=countdown) from error
+    return run.status
+
+
+@shared_task(acks_late=True, time_limit=300, soft_time_limit=240)
+def strategy_scheduled(strategy_id: str, limit: int = 1000) -> int:
+    """The strategy's periodic run (django-celery-beat): queue a run for every recently active session
+    with messages the strategy has not read. Returns how many were queued."""
+    from strategies_app.services.runs import run_request
+
+    strategy = Strategy.objects.filter(pk=strategy_id, enabled=True).select_related("tenant").first()
+    if strategy is None:
+        return 0
+    since = timezone.now() - timedelta(days=settings.ACE_STRATEGY_SCHEDULE_LOOKBACK_DAYS)
+    read = Watermark.objects.filter(strategy=strategy, session=OuterRef("pk")).values("last_seq")[:1]
+    sessions = (
+        Session.objects.filter(tenant=strategy.tenant, deleted_at__isnull=True, last_message_at__gte=since)
+        .annotate(read=Subquery(read))
+        .filter(Q(read__isnull=True, last_seq__gt=0) | Q(last_seq__gt=F("read")))
+        .order_by("last_message_at")[:limit]
+    )
+    queued = 0
+    for session in sessions:
+        run_request(strategy=strategy, trigger=Trigger.SCHEDULE, session=session, detail="scheduled")
+        queued += 1
+    return queued
+
+
+@shared_task(acks_late=True, time_limit=120, soft_time_limit=100)
+def runs_requeue(older_than_seconds: int = 300) -> int:
+    """Send again the runs still `queued` (never picked up: a broker outage) or `running` long past the
+    time limit (their worker died) after a while. Safe: executing a run twice processes nothing twice."""
+    now = timezone.now()
+    stale = StrategyRun.objects.filter(
+        Q(status=RunStatus.QUEUED, queued_at__lt=now - timedelta(seconds=older_than_seconds), attempts=0)
+        | Q(status=RunStatus.RUNNING, started_at__lt=now - timedelta(seconds=600))
+    ).values_list("pk", flat=True)[:1000]
+    count = 0
+    for run_id in stale:
+        run_enqueue(run_id)
+        count += 1
+    return count

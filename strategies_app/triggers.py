@@ -1,0 +1,148 @@
+"""Triggers: the signals of sessions_app (sent after commit) that ask for strategy runs.
+
+- tool-call completion: a `toolResult` message arrives, or a turn with tool calls completes;
+- task stage change: a state key the strategy watches changes value;
+- confidence threshold: the scorer rates each new message; one at or above `message_threshold`, or the
+  unread messages' scores adding up to `accumulated_threshold`, starts a run;
+- schedule and manual runs start elsewhere (tasks.strategy_scheduled, the API and the admin).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import connection, transaction
+
+from sessions_app.models import Message, Session
+from strategies_app.models import Strategy, Trigger, Watermark
+from strategies_app.services.runs import run_request
+
+logger = logging.getLogger(__name__)
+
+
+def _strategies(tenant_id) -> list[Strategy]:
+    return list(Strategy.objects.filter(tenant_id=tenant_id, enabled=True))
+
+
+def _add_pending_score(strategy: Strategy, session_id, amount: float) -> float:
+    """Add to the strategy's unread score of the session (creating its watermark); the new total."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {Watermark._meta.db_table} (strategy_id, session_id, last_seq, pending_score, updated_at) "
+            "VALUES (%s, %s, 0, %s, now()) ON CONFLICT (strategy_id, session_id) "
+            "DO UPDATE SET pending_score = EXCLUDED.pending_score + "
+            f"{Watermark._meta.db_table}.pending_score RETURNING pending_score",
+            [strategy.pk, session_id, amount],
+        )
+        return cursor.fetchone()[0]
+
+
+def _on_messages(*, tenant_id, session_id, messages: list[dict]) -> None:
+    strategies = _strategies(tenant_id)
+    if not strategies or not messages:
+        return
+    session = Session.objects.get(pk=session_id)
+    tool_results = [m for m in messages if m["role"] == "toolResult"]
+    scores = None
+    for strategy in strategies:
+        if strategy.on_tool_result and tool_results:
+            run_request(
+                strategy=strategy,
+                trigger=Trigger.TOOL_RESULT,
+                session=session,
+                detail=f"toolResult message seq {tool_results[-1]['seq']}",
+            )
+            continue
+        if strategy.message_threshold is None and strategy.accumulated_threshold is None:
+            continue
+        if scores is None:
+            from strategies_app.extractors.rules import score
+
+            scores = [(score(m["content"] or "", m["role"]), m["seq"]) for m in messages]
+        best, best_seq = max(scores)
+        if strategy.message_threshold is not None and best >= strategy.message_threshold:
+            run_request(
+                strategy=strategy,
+                trigger=Trigger.THRESHOLD,
+                session=session,
+                detail=f"message seq {best_seq} scored {best:.2f} ≥ {strategy.message_threshold:g}",
+            )
+        elif strategy.accumulated_threshold is not None:
+            total = _add_pending_score(strategy, session_id, sum(s for s, _ in scores))
+            if total >= strategy.accumulated_threshold:
+                run_request(
+                    strategy=strategy,
+                    trigger=Trigger.THRESHOLD,
+                    session=session,
+                    detail=f"unread messages scored {total:.2f} ≥ {strategy.accumulated_threshold:g}",
+                )
+
+
+def _guarded(handler):
+    """A trigger never fails the write that sent the signal (it has committed): log, and let the
+    schedule pick the messages up."""
+
+    def receiver(sender, **kwargs):
+        try:
+            with transaction.atomic():
+                handler(**kwargs)
+        except Exception:  # noqa: BLE001
+            logger.exception("strategy trigger %s failed; the scheduled run will catch up", handler.__name__)
+
+    receiver.__name__ = handler.__name__
+    return receiver
+
+
+@_guarded
+def messages_appended_trigger(*, session_id, tenant_id, message_ids, **kwargs):
+    rows = list(Message.objects.filter(pk__in=message_ids).values("role", "content", "seq").order_by("seq"))
+    _on_messages(tenant_id=tenant_id, session_id=session_id, messages=rows)
+
+
+@_guarded
+def turn_completed_trigger(*, session_id, tenant_id, tool_names, message_ids, **kwargs):
+    # The assistant's final text exists only now (its placeholder was empty when it was appended).
+    rows = list(
+        Message.objects.filter(pk__in=message_ids, role="assistant").values("role", "content", "seq").order_by("seq")
+    )
+    if tool_names:
+        session = Session.objects.get(pk=session_id)
+        for strategy in _strategies(tenant_id):
+            if strategy.on_tool_result:
+                run_request(
+                    strategy=strategy,
+                    trigger=Trigger.TOOL_RESULT,
+                    session=session,
+                    detail=f"turn completed with tool calls: {', '.join(tool_names)[:200]}",
+                )
+        return
+    _on_messages(tenant_id=tenant_id, session_id=session_id, messages=rows)
+
+
+@_guarded
+def state_changed_trigger(*, session_id, tenant_id, previous, data, **kwargs):
+    session = None
+    for strategy in _strategies(tenant_id):
+        changes = {
+            key: [previous.get(key), data.get(key)]
+            for key in strategy.on_state_keys
+            if previous.get(key) != data.get(key)
+        }
+        if not changes:
+            continue
+        session = session or Session.objects.get(pk=session_id)
+        run_request(
+            strategy=strategy,
+            trigger=Trigger.STATE_CHANGE,
+            session=session,
+            detail=", ".join(f"{k}: {v[0]!r} → {v[1]!r}" for k, v in changes.items())[:255],
+            state_changes=changes,
+        )
+
+
+def tenant_created(sender, instance, created, raw=False, **kwargs):
+    """A new tenant gets the three built-in strategies."""
+    if created and not raw:
+        from strategies_app.services.strategies import builtin_strategies_ensure
+
+        builtin_strategies_ensure(tenant=instance)

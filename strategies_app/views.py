@@ -1,0 +1,132 @@
+"""The Strategies endpoints of ../shared/CONTRACT.md."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from sessions_app.api.errors import Conflict
+from sessions_app.api.pagination import CursorPage
+from sessions_app.models import Session
+from sessions_app.views import TenantScopedMixin
+from strategies_app.filters import StrategyRunFilter
+from strategies_app.models import Strategy, StrategyRun, StrategyVersion, Trigger
+from strategies_app.serializers import (
+    RunAcceptedSerializer,
+    RunRequestSerializer,
+    StrategyRunSerializer,
+    StrategySerializer,
+    StrategyVersionSerializer,
+    StrategyWriteSerializer,
+)
+from strategies_app.services.runs import StrategyDisabled, run_request
+from strategies_app.services.strategies import strategy_create, strategy_update
+
+
+class NewestVersionPage(CursorPage):
+    ordering = "-version"
+
+
+class NewestRunPage(CursorPage):
+    ordering = "-queued_at"
+
+
+class _TenantObject:
+    def get_object(self):
+        try:
+            return super().get_object()
+        except (self.model.DoesNotExist, DjangoValidationError):
+            raise Http404 from None
+
+
+@extend_schema_view(
+    list=extend_schema(summary="The tenant's strategies (the three built-in ones exist from the start)"),
+    retrieve=extend_schema(summary="One strategy at its current version"),
+    create=extend_schema(request=StrategyWriteSerializer, responses={201: StrategySerializer}, summary="A strategy"),
+    partial_update=extend_schema(
+        request=StrategyWriteSerializer, summary="Change a strategy (a change to its settings makes a new version)"
+    ),
+)
+class StrategyViewSet(
+    _TenantObject,
+    TenantScopedMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    serializer_class = StrategySerializer
+    pagination_class = None
+    model = Strategy
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    def tenant_queryset(self):
+        return Strategy.objects.filter(tenant=self.tenant).order_by("name")
+
+    def create(self, request, *args, **kwargs):
+        body = StrategyWriteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        strategy = strategy_create(tenant=self.tenant, **body.validated_data)
+        return Response(StrategySerializer(strategy).data, status=status.HTTP_201_CREATED)
+
+    def partial_update(self, request, *args, **kwargs):
+        strategy = self.get_object()
+        body = StrategyWriteSerializer(data=request.data, partial=True)
+        body.is_valid(raise_exception=True)
+        strategy = strategy_update(tenant=self.tenant, strategy_id=strategy.pk, **body.validated_data)
+        return Response(StrategySerializer(strategy).data)
+
+    @extend_schema(responses=StrategyVersionSerializer(many=True), summary="Every version, newest first")
+    @action(detail=True, methods=["get"])
+    def versions(self, request, pk=None):
+        strategy = self.get_object()
+        paginator = NewestVersionPage()
+        page = paginator.paginate_queryset(StrategyVersion.objects.filter(strategy=strategy), request, view=self)
+        return paginator.get_paginated_response(StrategyVersionSerializer(page, many=True).data)
+
+    @extend_schema(
+        request=RunRequestSerializer,
+        responses={202: RunAcceptedSerializer},
+        summary="Run now over a session's unread messages, or over all of a user's sessions",
+    )
+    @action(detail=True, methods=["post"])
+    def run(self, request, pk=None):
+        strategy = self.get_object()
+        body = RunRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        session = None
+        if body.validated_data.get("session"):
+            session = Session.objects.filter(
+                pk=body.validated_data["session"], tenant=self.tenant, deleted_at__isnull=True
+            ).first()
+            if session is None:
+                raise ValidationError({"session": ["Not a session of yours."]})
+        try:
+            run = run_request(
+                strategy=strategy,
+                trigger=Trigger.MANUAL,
+                session=session,
+                user_id=body.validated_data.get("user_id", ""),
+                detail="API",
+            )
+        except StrategyDisabled as disabled:
+            raise Conflict(str(disabled)) from None
+        return Response({"run": str(run.pk)}, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Strategy runs, newest first"),
+    retrieve=extend_schema(summary="One run: version, trigger, message range, decisions, counts, tokens, status"),
+)
+class StrategyRunViewSet(_TenantObject, TenantScopedMixin, viewsets.ReadOnlyModelViewSet):
+    serializer_class = StrategyRunSerializer
+    filterset_class = StrategyRunFilter
+    pagination_class = NewestRunPage
+    model = StrategyRun
+
+    def tenant_queryset(self):
+        return StrategyRun.objects.filter(tenant=self.tenant).select_related("strategy", "strategy_version")

@@ -1,0 +1,148 @@
+"""Each trigger end to end: a real Celery worker on a real broker runs the strategy the trigger asked for."""
+
+import time
+
+import pytest
+from django_celery_beat.models import PeriodicTask
+
+from memory_app.models import Record
+from strategies_app.models import RunStatus, Strategy, StrategyRun, Trigger
+from tests.factories import SessionFactory
+
+pytestmark = pytest.mark.usefixtures("celery_worker")
+
+
+def wait_for(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def only(tenant, name, **settings) -> Strategy:
+    """One strategy enabled, with exactly the given triggers."""
+    Strategy.objects.filter(tenant=tenant).exclude(name=name).update(enabled=False)
+    off = dict(on_tool_result=False, on_state_keys=[], message_threshold=None, accumulated_threshold=None)
+    Strategy.objects.filter(tenant=tenant, name=name).update(**{**off, **settings})
+    return Strategy.objects.get(tenant=tenant, name=name)
+
+
+def succeeded(strategy, trigger):
+    return StrategyRun.objects.filter(strategy=strategy, trigger=trigger, status=RunStatus.SUCCEEDED)
+
+
+@pytest.fixture
+def chat(api):
+    session = SessionFactory(tenant=api.tenant, user_id="xiaoming", name="智能家居")
+    return session
+
+
+def post(api, session, *messages):
+    response = api.post(f"/api/v1/sessions/{session.pk}/messages/", list(messages), format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def test_tool_result_message_triggers_a_run(api, chat):
+    strategy = only(api.tenant, "facts-experience", on_tool_result=True)
+    post(
+        api,
+        chat,
+        {"role": "user", "content": "Remember that the router admin password is on the fridge."},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "t1", "name": "note"}]},
+    )
+    assert not StrategyRun.objects.filter(strategy=strategy).exists()  # no tool result yet
+    post(api, chat, {"role": "toolResult", "content": "saved", "tool_name": "note"})
+    assert wait_for(lambda: succeeded(strategy, Trigger.TOOL_RESULT).exists())
+    run = succeeded(strategy, Trigger.TOOL_RESULT).get()
+    assert run.trigger_detail.startswith("toolResult message seq 3") and run.added == 1
+    assert "router admin password" in Record.objects.get(tenant=api.tenant, valid=True).content
+
+
+def test_a_completed_turn_with_tool_calls_triggers_a_run(api, chat):
+    strategy = only(api.tenant, "facts-experience", on_tool_result=True)
+    started = api.post(
+        f"/api/v1/sessions/{chat.pk}/turns/", {"content": "Remember that my car is a blue Tesla."}, format="json"
+    ).json()
+    api.post(
+        f"/api/v1/turns/{started['turn']}/complete/",
+        {
+            "content": "Noted.",
+            "model": "m",
+            "finish_reason": "stop",
+            "input_tokens": 10,
+            "output_tokens": 2,
+            "tool_calls": [{"id": "c1", "name": "memory_note", "arguments": "{}"}],
+            "elapsed_ms": 5,
+        },  # fmt: skip
+        format="json",
+    )
+    assert wait_for(lambda: succeeded(strategy, Trigger.TOOL_RESULT).filter(added=1).exists())
+    assert "blue Tesla" in Record.objects.get(tenant=api.tenant, valid=True).content
+
+
+def test_a_task_stage_change_triggers_the_task_strategy(api, chat):
+    strategy = only(api.tenant, "task-progress", on_state_keys=["stage"])
+    post(api, chat, {"role": "user", "content": "帮我配置家里的智能家居"})
+    api.put(f"/api/v1/sessions/{chat.pk}/state/", {"stage": "设备调试"}, format="json")
+    assert wait_for(lambda: succeeded(strategy, Trigger.STATE_CHANGE).exists())
+    api.patch(
+        f"/api/v1/sessions/{chat.pk}/state/",
+        {"stage": "网络配置完成"},
+        format="json",
+        content_type="application/merge-patch+json",
+    )
+    assert wait_for(lambda: succeeded(strategy, Trigger.STATE_CHANGE).count() == 2)
+    last = succeeded(strategy, Trigger.STATE_CHANGE).order_by("-queued_at").first()
+    assert last.state_changes == {"stage": ["设备调试", "网络配置完成"]}
+    task = Record.objects.get(tenant=api.tenant, valid=True, type="task")
+    assert "网络配置完成" in task.content
+    assert task.fields["slot"] == f"task:{chat.pk}"
+    # a change to a key nobody watches starts nothing
+    api.patch(
+        f"/api/v1/sessions/{chat.pk}/state/",
+        {"theme": "dark"},
+        format="json",
+        content_type="application/merge-patch+json",
+    )
+    time.sleep(0.5)
+    assert StrategyRun.objects.filter(strategy=strategy).count() == 2
+
+
+def test_a_message_scoring_above_the_threshold_triggers_a_run(api, chat):
+    strategy = only(api.tenant, "user-profile", message_threshold=0.6)
+    post(api, chat, {"role": "user", "content": "ok thanks"})
+    time.sleep(0.3)
+    assert not StrategyRun.objects.filter(strategy=strategy).exists()  # chit-chat scores low
+    post(api, chat, {"role": "user", "content": "I prefer soft lighting at night."})
+    assert wait_for(lambda: succeeded(strategy, Trigger.THRESHOLD).exists())
+    run = succeeded(strategy, Trigger.THRESHOLD).get()
+    assert "scored" in run.trigger_detail and run.added == 1 and run.from_seq == 1 and run.to_seq == 2
+
+
+def test_accumulated_scores_trigger_a_run(api, chat):
+    strategy = only(api.tenant, "user-profile", accumulated_threshold=1.0)
+    post(api, chat, {"role": "user", "content": "I prefer soft lighting at night."})
+    time.sleep(0.3)
+    started = StrategyRun.objects.filter(strategy=strategy).count()
+    for text in ("I like jasmine tea.", "I live in Hangzhou.", "My budget is 3000 yuan."):
+        post(api, chat, {"role": "user", "content": text})
+    assert wait_for(lambda: succeeded(strategy, Trigger.THRESHOLD).count() > started)
+    assert "unread messages scored" in succeeded(strategy, Trigger.THRESHOLD).first().trigger_detail
+
+
+def test_the_schedule_runs_over_sessions_with_unread_messages(api, chat):
+    from strategies_app.tasks import strategy_scheduled
+
+    strategy = only(api.tenant, "user-profile")
+    post(api, chat, {"role": "user", "content": "I prefer soft lighting at night."})
+    idle = SessionFactory(tenant=api.tenant, user_id="someone")
+    task = PeriodicTask.objects.get(pk=strategy.periodic_task_id)
+    assert task.task == "strategies_app.tasks.strategy_scheduled"
+    # what beat sends when the interval is due (the periodic task's own kwargs)
+    strategy_scheduled.apply_async(kwargs=__import__("json").loads(task.kwargs))
+    assert wait_for(lambda: succeeded(strategy, Trigger.SCHEDULE).exists())
+    assert not StrategyRun.objects.filter(session=idle).exists()
+    assert strategy_scheduled(str(strategy.pk)) == 0  # everything read
