@@ -2,16 +2,21 @@
 
 Each line is an entry (`user`, `assistant`, `system`, `summary`, bookkeeping types). Claude Code writes one
 streamed API response as several `assistant` lines, one per content block (thinking, text, tool_use), that
-share `message.id` and `requestId` and repeat `message.usage` with `output_tokens` growing. Those lines
-become ONE assistant message (one request): its content, thinking and tool calls are the blocks joined
-in order, its tokens are those of the most complete line (the largest `output_tokens`, the later line on
-a tie), never a sum. The message is emitted when a line that is not part of the response arrives; a
-response still open at the end of the bytes read waits in the carry unless its last line carries a
-`stop_reason` (or the caller flushes). See docs/accounting.md.
+share `message.id` and repeat `message.usage` with `output_tokens` growing. Those lines become ONE
+assistant message (one request, `request_id` = `message.id`): its content, thinking and tool calls are the
+blocks joined in order, its tokens those of the most complete line (the largest `output_tokens`, the later
+line on a tie), never a sum.
+
+A response stays open until the same agent starts its next response, a real prompt arrives, or the bytes
+read end with its last line carrying a `stop_reason` (or the caller flushes): with streaming tool
+execution a tool result can be written between two lines of the response that called it. Messages are
+released in the order of their first line, so anything after an open response waits with it in the
+carry. See docs/accounting.md.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 from sessions_app.importers.core import (
@@ -37,7 +42,12 @@ class ClaudeCodeParser(LogParser):
     tool = "claude-code"
 
     def load(self, carry: dict) -> None:
-        self.pending: dict | None = carry.get("pending")
+        self.open: dict[str, dict] = dict(carry.get("open") or {})  # responses still streaming, by key
+        self.lanes: dict[str, str] = dict(carry.get("lanes") or {})  # agent lane -> key of its open response
+        self.outbox: list[dict] = [
+            {"message": ParsedMessage.from_carry(item["message"])} if "message" in item else item
+            for item in carry.get("outbox") or []
+        ]
         self.tool_names: dict[str, str] = dict(carry.get("tool_names") or {})
         if not self.session.agent_session_id:
             source = self.source
@@ -53,14 +63,13 @@ class ClaudeCodeParser(LogParser):
                 self.session.project = source.project_dir
 
     def save(self) -> dict:
-        return {"pending": self.pending, "tool_names": self.tool_names}
+        outbox = [{"message": item["message"].to_carry()} if "message" in item else item for item in self.outbox]
+        return {"open": self.open, "lanes": self.lanes, "outbox": outbox, "tool_names": self.tool_names}
 
     def _read_agent_meta(self) -> None:
         # Newer Claude Code writes `agent-<id>.meta.json` (agentType, description, toolUseId) next to it.
         meta_path = self.source.path.with_name(self.source.path.name.removesuffix(".jsonl") + ".meta.json")
         try:
-            import json
-
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return
@@ -75,10 +84,8 @@ class ClaudeCodeParser(LogParser):
         if kind == "assistant":
             self._assistant(line, data)
         elif kind == "user":
-            self._close_pending()
             self._user(line, data)
         elif kind == "system":
-            self._close_pending()
             self._system(line, data)
         elif kind == "summary":
             if isinstance(data.get("summary"), str):
@@ -90,11 +97,11 @@ class ClaudeCodeParser(LogParser):
         # file-history-snapshot, queue-operation, progress, attachment, ...: bookkeeping, no message.
 
     def finish(self, *, flush: bool) -> int:
-        if self.pending is not None and (flush or self.pending.get("stop_reason")):
-            self._close_pending()
+        for key in [key for key, response in self.open.items() if flush or response["stop_reason"]]:
+            self._close(key)
         if not self.session.agent_session_id:
             self.session.agent_session_id = self.source.file_key  # Claude Code names the file after the session
-        return 1 if self.pending is not None else 0
+        return len(self.open)
 
     def _note_session(self, data: dict) -> None:
         session = self.session
@@ -150,8 +157,15 @@ class ClaudeCodeParser(LogParser):
             **self._flags(data),
             **fields,
         )
-        self.messages.append(message)
+        self._release(message)
         return message
+
+    def _release(self, message: ParsedMessage) -> None:
+        # In line order: a message after a response that is still open waits for it.
+        if self.outbox:
+            self.outbox.append({"message": message})
+        else:
+            self.messages.append(message)
 
     # -- user lines --------------------------------------------------------------------------------
     def _user(self, line: JsonLine, data: dict) -> None:
@@ -183,6 +197,8 @@ class ClaudeCodeParser(LogParser):
         if kind:
             self._emit(line.number, data, "system", text, metadata=self._metadata(data, kind=kind))
             return
+        for key in list(self.open):  # a new round: every response of the last one is complete
+            self._close(key)
         uuid = data.get("uuid")
         self.conversation = f"claude-code:{uuid if isinstance(uuid, str) and uuid else self.line_id(line.number)}"
         self._emit(line.number, data, "user", text, metadata=self._metadata(data, kind="prompt"))
@@ -244,10 +260,21 @@ class ClaudeCodeParser(LogParser):
         # turn_duration, stop_hook_summary, informational notices: no message.
 
     # -- assistant lines ---------------------------------------------------------------------------
+    @staticmethod
+    def _lane(data: dict) -> str:
+        agent_id = data.get("agentId")
+        return (
+            f"agent:{agent_id}"
+            if data.get("isSidechain") and isinstance(agent_id, str)
+            else ("sidechain" if data.get("isSidechain") else "main")
+        )
+
     def _assistant(self, line: JsonLine, data: dict) -> None:
         message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        lane = self._lane(data)
         if data.get("isApiErrorMessage") or message.get("model") == "<synthetic>":
-            self._close_pending()
+            if lane in self.lanes:
+                self._close(self.lanes[lane])
             text = block_text(message.get("content"))
             if data.get("isApiErrorMessage") or data.get("error"):
                 error = data.get("error")
@@ -261,23 +288,26 @@ class ClaudeCodeParser(LogParser):
             else:  # e.g. "No response requested." after an interrupt: no API call was made
                 self._emit(line.number, data, "system", text, metadata=self._metadata(data, kind="synthetic"))
             return
-        message_id = message.get("id") if isinstance(message.get("id"), str) else None
-        request_id = data.get("requestId") if isinstance(data.get("requestId"), str) else None
-        key = f"{message_id or ''}:{request_id or ''}" if (message_id or request_id) else f"line:{line.number}"
-        if self.pending is not None and self.pending["key"] != key:
-            self._close_pending()
-        if self.pending is None:
+        # message.id identifies one API response; requestId is missing on some lines of newer versions and
+        # of other Anthropic-compatible endpoints, so it only stands in when there is no message.id.
+        message_id = message.get("id") if isinstance(message.get("id"), str) and message.get("id") else None
+        api_request_id = data.get("requestId") if isinstance(data.get("requestId"), str) else None
+        key = message_id or api_request_id or f"line:{line.number}"
+        if self.lanes.get(lane) not in (None, key):
+            self._close(self.lanes[lane])  # this agent has moved on to its next response
+        response = self.open.get(key)
+        if response is None:
             uuid = data.get("uuid")
-            self.pending = {
-                "key": key,
-                "request_id": ":".join(part for part in (message_id, request_id) if part) or None,
+            response = self.open[key] = {
+                "request_id": message_id or api_request_id,
                 "external_id": uuid if isinstance(uuid, str) and uuid else self.line_id(line.number),
+                "lane": lane,
                 "line": line.number,
                 "last_line": line.number,
                 "timestamp": data.get("timestamp"),
                 "conversation": self.conversation,
                 "flags": self._flags(data),
-                "metadata": self._metadata(data, kind="response"),
+                "metadata": self._metadata(data, kind="response", api_request_id=api_request_id),
                 "texts": [],
                 "thinking": [],
                 "tool_calls": [],
@@ -286,68 +316,73 @@ class ClaudeCodeParser(LogParser):
                 "usage": None,
                 "usage_line": None,
             }
-        pending = self.pending
-        pending["last_line"] = line.number
+            self.outbox.append({"key": key})
+        self.lanes[lane] = key
+        response["last_line"] = line.number
+        if api_request_id and "api_request_id" not in response["metadata"]:
+            response["metadata"]["api_request_id"] = api_request_id
         content = message.get("content")
         for block in content if isinstance(content, list) else [{"type": "text", "text": content}]:
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
-                pending["texts"].append(block["text"])
+                response["texts"].append(block["text"])
             elif kind in ("thinking", "redacted_thinking"):
-                pending["thinking"].append(block.get("thinking") or "[redacted thinking]")
+                response["thinking"].append(block.get("thinking") or "[redacted thinking]")
             elif kind in ("tool_use", "server_tool_use"):
                 call = {"id": block.get("id"), "name": block.get("name"), "arguments": block.get("input")}
-                pending["tool_calls"].append(call)
+                response["tool_calls"].append(call)
                 if isinstance(call["id"], str) and isinstance(call["name"], str):
                     self.tool_names[call["id"]] = call["name"]
                     while len(self.tool_names) > _MAX_OPEN_TOOL_CALLS:
                         self.tool_names.pop(next(iter(self.tool_names)))
         if isinstance(message.get("model"), str):
-            pending["model"] = message["model"]
+            response["model"] = message["model"]
         if message.get("stop_reason"):
-            pending["stop_reason"] = message["stop_reason"]
+            response["stop_reason"] = message["stop_reason"]
         usage = message.get("usage")
         if isinstance(usage, dict):
-            best = pending["usage"]
+            best = response["usage"]
             if best is None or (as_int(usage.get("output_tokens")) or 0) >= (as_int(best.get("output_tokens")) or 0):
-                pending["usage"] = usage
-                pending["usage_line"] = line.number
+                response["usage"] = usage
+                response["usage_line"] = line.number
 
-    def _close_pending(self) -> None:
-        pending, self.pending = self.pending, None
-        if pending is None:
-            return
-        usage = pending["usage"] or {}
+    def _close(self, key: str) -> None:
+        response = self.open.pop(key)
+        if self.lanes.get(response["lane"]) == key:
+            del self.lanes[response["lane"]]
+        usage = response["usage"] or {}
         input_tokens = as_int(usage.get("input_tokens"))
         output_tokens = as_int(usage.get("output_tokens"))
-        metadata = dict(pending["metadata"])
-        metadata["lines"] = [pending["line"], pending["last_line"]]
-        if pending["usage"] is not None:
+        metadata = dict(response["metadata"])
+        metadata["lines"] = [response["line"], response["last_line"]]
+        if response["usage"] is not None:
             metadata["usage"] = {k: v for k, v in usage.items() if isinstance(v, int | str | dict)}
-            metadata["usage_line"] = pending["usage_line"]
-        self.messages.append(
-            ParsedMessage(
-                role="assistant",
-                content=join_texts(pending["texts"]),
-                external_id=pending["external_id"],
-                line=pending["line"],
-                created_at=parse_timestamp(pending["timestamp"]),
-                conversation=pending["conversation"],
-                request_id=pending["request_id"],
-                model=pending["model"],
-                thinking=join_texts(pending["thinking"]) or None,
-                tool_calls=pending["tool_calls"] or None,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                cache_read_tokens=as_int(usage.get("cache_read_input_tokens")),
-                cache_creation_tokens=as_int(usage.get("cache_creation_input_tokens")),
-                total_tokens=(input_tokens or 0) + (output_tokens or 0)
-                if input_tokens is not None or output_tokens is not None
-                else None,
-                finish_reason=pending["stop_reason"],
-                metadata=metadata,
-                **pending["flags"],
-            )
+            metadata["usage_line"] = response["usage_line"]
+        message = ParsedMessage(
+            role="assistant",
+            content=join_texts(response["texts"]),
+            external_id=response["external_id"],
+            line=response["line"],
+            created_at=parse_timestamp(response["timestamp"]),
+            conversation=response["conversation"],
+            request_id=response["request_id"],
+            model=response["model"],
+            thinking=join_texts(response["thinking"]) or None,
+            tool_calls=response["tool_calls"] or None,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=as_int(usage.get("cache_read_input_tokens")),
+            cache_creation_tokens=as_int(usage.get("cache_creation_input_tokens")),
+            total_tokens=(input_tokens or 0) + (output_tokens or 0)
+            if input_tokens is not None or output_tokens is not None
+            else None,
+            finish_reason=response["stop_reason"],
+            metadata=metadata,
+            **response["flags"],
         )
+        index = next(i for i, item in enumerate(self.outbox) if item.get("key") == key)
+        self.outbox[index] = {"message": message}
+        while self.outbox and "message" in self.outbox[0]:
+            self.messages.append(self.outbox.pop(0)["message"])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -153,6 +153,16 @@ class ParsedMessage:
     is_sidechain: bool = False
     is_meta: bool = False
     is_subagent: bool = False
+
+    def to_carry(self) -> dict:
+        """A JSON-serialisable copy, for a message held in the carry until the messages before it are done."""
+        data = asdict(self)
+        data["created_at"] = _iso(self.created_at)
+        return data
+
+    @classmethod
+    def from_carry(cls, data: dict) -> ParsedMessage:
+        return cls(**{**data, "created_at": parse_timestamp(data.get("created_at"))})
 
     def to_ingest(self) -> dict:
         """The JSON body item for the messages API / `messages_append` (fields left unset are omitted)."""

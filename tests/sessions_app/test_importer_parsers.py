@@ -26,6 +26,7 @@ CLAUDE_SESSION = "5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11"
 CLAUDE_DIR = Path("claude/.claude/projects/-home-dev-weather")
 CLAUDE = CLAUDE_DIR / f"{CLAUDE_SESSION}.jsonl"
 CLAUDE_AGENT = CLAUDE_DIR / CLAUDE_SESSION / "subagents" / "agent-a1b2c3d.jsonl"
+CLAUDE_STREAMING = CLAUDE_DIR / "6a1d3b8f-2c45-4e9a-8f7b-0d1e2f3a4b5c.jsonl"
 QWEN = Path("qwen/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl")
 OPENCLAW = Path("openclaw/.openclaw/agents/main/sessions/0f3a9c27-6b1d-4e58-8a40-d5c2b7e91f36.jsonl")
 SEED = Path("seed/weather-openclaw.jsonl")
@@ -56,7 +57,7 @@ def claude():
 def test_claude_code_counts_requests_messages_conversations_and_tokens_exactly(claude):
     assert claude.tool == "claude-code"
     assert count_usage(claude.messages) == {
-        "requests": 6,  # one per (message.id, requestId) pair, the sidechain's included
+        "requests": 6,  # one per API response (message.id), the sidechain's included
         "conversations": 3,  # 查看天气, 明天呢？, 谢谢
         "messages": 19,
         "message_user": 3,
@@ -95,7 +96,7 @@ def test_claude_code_counts_requests_messages_conversations_and_tokens_exactly(c
 
 def test_a_streamed_response_is_one_message_with_the_tokens_of_its_most_complete_line(claude):
     first = next(m for m in claude.messages if m.line == 7)
-    assert first.request_id == "msg_01WeatherA:req_011CTgWeatherA"
+    assert first.request_id == "msg_01WeatherA" and first.metadata["api_request_id"] == "req_011CTgWeatherA"
     assert first.metadata["lines"] == [7, 9] and first.metadata["usage_line"] == 9
     assert first.thinking == "The user wants today's weather; fetch a forecast."
     assert first.content == "让我查一下..."
@@ -220,14 +221,45 @@ def test_a_subagent_file_joins_the_parent_conversation_named_in_a_seeded_carry(c
 def test_a_response_still_streaming_waits_in_the_carry_until_flushed(tmp_path):
     path = copy_fixture(CLAUDE, tmp_path, upto=line_start(DATA / CLAUDE, 21))  # ends after line 20
     waiting = parse_file(path)
-    assert waiting.pending == 1 and waiting.carry["pending"]["request_id"] == "msg_05Answer:req_011CTgAnswer"
+    assert waiting.pending == 1 and list(waiting.carry["open"]) == ["msg_05Answer"]
     assert 19 not in [m.line for m in waiting.messages]
     assert waiting.end_offset == path.stat().st_size  # its lines are consumed: they live in the carry
 
     flushed = parse_file(path, flush=True)
-    assert flushed.pending == 0 and flushed.carry["pending"] is None
+    assert flushed.pending == 0 and flushed.carry["open"] == {} and flushed.carry["outbox"] == []
     (answer,) = [m for m in flushed.messages if m.line == 19]
     assert (answer.content, answer.output_tokens) == ("明天有雨。\n\n记得带伞。", 12)
+
+
+def test_tool_results_written_between_the_lines_of_one_response_keep_it_one_message(tmp_path):
+    # Streaming tool execution: Hangzhou's result is written before the response's second tool_use line,
+    # and newer Claude Code leaves requestId off some lines. Still one response, one request.
+    result = parse_file(DATA / CLAUDE_STREAMING)
+    assert [(m.line, m.role) for m in result.messages] == [
+        (1, "user"),
+        (2, "assistant"),
+        (4, "toolResult"),
+        (6, "toolResult"),
+        (7, "assistant"),
+    ]
+    response = result.messages[1]
+    assert (response.request_id, response.content, response.output_tokens) == ("msg_P1", "Checking both cities.", 77)
+    assert [call["id"] for call in response.tool_calls] == ["toolu_H", "toolu_S"]
+    assert response.metadata["lines"] == [2, 5] and response.metadata["api_request_id"] == "req_P1"
+    assert [m.tool_name for m in result.messages if m.role == "toolResult"] == ["WebFetch", "WebFetch"]
+    counts = count_usage(result.messages)
+    assert (counts["requests"], counts["message_assistant"], counts["input_tokens"], counts["output_tokens"]) == (
+        2,
+        2,
+        460,
+        97,
+    )
+
+    # Cut after Hangzhou's result: the open response and the result behind it wait in the carry.
+    first, second = parse_in_two_steps(CLAUDE_STREAMING, tmp_path, line_start(DATA / CLAUDE_STREAMING, 5))
+    assert [m.line for m in first.messages] == [1] and first.pending == 1
+    assert [item.get("key") or item["message"]["line"] for item in first.carry["outbox"]] == ["msg_P1", 4]
+    assert [m.line for m in second.messages] == [2, 4, 6, 7]
 
 
 # -- incremental parsing ------------------------------------------------------------------------------
@@ -269,7 +301,10 @@ def parse_in_two_steps(relative: Path, tmp_path: Path, cut: int):
     return first, second
 
 
-@pytest.mark.parametrize("relative", [CLAUDE, CLAUDE_AGENT, QWEN, OPENCLAW, SEED], ids=lambda p: p.parts[0])
+ALL_LOGS = [CLAUDE, CLAUDE_AGENT, CLAUDE_STREAMING, QWEN, OPENCLAW, SEED]
+
+
+@pytest.mark.parametrize("relative", ALL_LOGS, ids=lambda p: p.stem[:8])
 def test_parsing_in_two_steps_gives_exactly_what_one_pass_gives(relative, tmp_path):
     data = (DATA / relative).read_bytes()
     whole = parse_file(copy_fixture(relative, tmp_path / "whole"))
@@ -289,7 +324,7 @@ def test_a_streamed_response_cut_in_the_middle_is_finished_from_the_carry(tmp_pa
     cut = line_start(DATA / CLAUDE, 9)  # lines 7 and 8 of msg_01 read, line 9 not yet written
     first, second = parse_in_two_steps(CLAUDE, tmp_path, cut)
     assert first.pending == 1 and [m.line for m in first.messages][-1] == 6
-    assert first.carry["pending"]["usage"]["output_tokens"] == 25
+    assert first.carry["open"]["msg_01WeatherA"]["usage"]["output_tokens"] == 25
     response = second.messages[0]
     assert (response.line, response.output_tokens, response.finish_reason) == (7, 61, "tool_use")
     assert response.thinking and response.content == "让我查一下..." and len(response.tool_calls) == 1
@@ -332,7 +367,7 @@ def test_reparsing_the_same_bytes_gives_the_same_external_ids(tmp_path):
     one = [m.external_id for m in parse_file(DATA / CLAUDE).messages]
     two = [m.external_id for m in parse_file(copy_fixture(CLAUDE, tmp_path)).messages]
     assert one == two and len(set(one)) == len(one)
-    for relative in (QWEN, OPENCLAW, SEED, CLAUDE_AGENT):
+    for relative in (QWEN, OPENCLAW, SEED, CLAUDE_AGENT, CLAUDE_STREAMING):
         ids = [m.external_id for m in parse_file(DATA / relative).messages]
         assert len(set(ids)) == len(ids)
 
@@ -585,7 +620,7 @@ def test_the_seeds_weather_example_logged_by_openclaw():
 # -- what goes to the ingest ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("relative", [CLAUDE, CLAUDE_AGENT, QWEN, OPENCLAW, SEED], ids=lambda p: p.parts[0])
+@pytest.mark.parametrize("relative", ALL_LOGS, ids=lambda p: p.stem[:8])
 def test_every_message_is_a_valid_messages_api_item(relative):
     for item in parse_file(DATA / relative).ingest_items():
         serializer = MessageInSerializer(data=item)
