@@ -231,37 +231,6 @@ def test_a_response_still_streaming_waits_in_the_carry_until_flushed(tmp_path):
     assert (answer.content, answer.output_tokens) == ("明天有雨。\n\n记得带伞。", 12)
 
 
-def test_tool_results_written_between_the_lines_of_one_response_keep_it_one_message(tmp_path):
-    # Streaming tool execution: Hangzhou's result is written before the response's second tool_use line,
-    # and newer Claude Code leaves requestId off some lines. Still one response, one request.
-    result = parse_file(DATA / CLAUDE_STREAMING)
-    assert [(m.line, m.role) for m in result.messages] == [
-        (1, "user"),
-        (2, "assistant"),
-        (4, "toolResult"),
-        (6, "toolResult"),
-        (7, "assistant"),
-    ]
-    response = result.messages[1]
-    assert (response.request_id, response.content, response.output_tokens) == ("msg_P1", "Checking both cities.", 77)
-    assert [call["id"] for call in response.tool_calls] == ["toolu_H", "toolu_S"]
-    assert response.metadata["lines"] == [2, 5] and response.metadata["api_request_id"] == "req_P1"
-    assert [m.tool_name for m in result.messages if m.role == "toolResult"] == ["WebFetch", "WebFetch"]
-    counts = count_usage(result.messages)
-    assert (counts["requests"], counts["message_assistant"], counts["input_tokens"], counts["output_tokens"]) == (
-        2,
-        2,
-        460,
-        97,
-    )
-
-    # Cut after Hangzhou's result: the open response and the result behind it wait in the carry.
-    first, second = parse_in_two_steps(CLAUDE_STREAMING, tmp_path, line_start(DATA / CLAUDE_STREAMING, 5))
-    assert [m.line for m in first.messages] == [1] and first.pending == 1
-    assert [item.get("key") or item["message"]["line"] for item in first.carry["outbox"]] == ["msg_P1", 4]
-    assert [m.line for m in second.messages] == [2, 4, 6, 7]
-
-
 # -- incremental parsing ------------------------------------------------------------------------------
 
 
@@ -328,6 +297,37 @@ def test_a_streamed_response_cut_in_the_middle_is_finished_from_the_carry(tmp_pa
     response = second.messages[0]
     assert (response.line, response.output_tokens, response.finish_reason) == (7, 61, "tool_use")
     assert response.thinking and response.content == "让我查一下..." and len(response.tool_calls) == 1
+
+
+def test_tool_results_written_between_the_lines_of_one_response_keep_it_one_message(tmp_path):
+    # Streaming tool execution: Hangzhou's result is written before the response's second tool_use line,
+    # and newer Claude Code leaves requestId off some lines. Still one response, one request.
+    result = parse_file(DATA / CLAUDE_STREAMING)
+    assert [(m.line, m.role) for m in result.messages] == [
+        (1, "user"),
+        (2, "assistant"),
+        (4, "toolResult"),
+        (6, "toolResult"),
+        (7, "assistant"),
+    ]
+    response = result.messages[1]
+    assert (response.request_id, response.content, response.output_tokens) == ("msg_P1", "Checking both cities.", 77)
+    assert [call["id"] for call in response.tool_calls] == ["toolu_H", "toolu_S"]
+    assert response.metadata["lines"] == [2, 5] and response.metadata["api_request_id"] == "req_P1"
+    assert [m.tool_name for m in result.messages if m.role == "toolResult"] == ["WebFetch", "WebFetch"]
+    counts = count_usage(result.messages)
+    assert (counts["requests"], counts["message_assistant"], counts["input_tokens"], counts["output_tokens"]) == (
+        2,
+        2,
+        460,
+        97,
+    )
+
+    # Cut after Hangzhou's result: the open response and the result behind it wait in the carry.
+    first, second = parse_in_two_steps(CLAUDE_STREAMING, tmp_path, line_start(DATA / CLAUDE_STREAMING, 5))
+    assert [m.line for m in first.messages] == [1] and first.pending == 1
+    assert [item.get("key") or item["message"]["line"] for item in first.carry["outbox"]] == ["msg_P1", 4]
+    assert [m.line for m in second.messages] == [2, 4, 6, 7]
 
 
 def test_the_truncated_last_line_is_read_once_it_is_complete(tmp_path):
