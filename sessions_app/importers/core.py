@@ -419,9 +419,9 @@ def parse_file(
     carry = dict(carry or {})
     issues: list[ParseIssue] = []
 
-    def failed(message: str, level: str = "error", detected: str | None = None) -> ParseResult:
+    def failed(message: str, level: str = "error") -> ParseResult:
         issues.append(ParseIssue(str(path), 0, message, level))
-        return ParseResult(None, [], issues, start_offset, 0, carry, detected)
+        return ParseResult(None, [], issues, start_offset, 0, carry)
 
     if tool is not None and tool not in TOOLS:
         return failed(f"unknown tool {tool!r}; use one of {', '.join(TOOLS)}")
@@ -501,11 +501,8 @@ def parse_file(
             "line_open": reader.line_open,
         }
     )
-    session = parser.session if parser.session.agent_session_id else None
-    if session is None and (parser.messages or reader.lines_read):
-        issues.append(ParseIssue(str(path), 0, "no session id found in the lines read", "warning"))
     return ParseResult(
-        session=session,
+        session=parser.session,
         messages=parser.messages,
         issues=issues,
         end_offset=reader.end_offset,
