@@ -49,7 +49,11 @@ class FakeLLM:
                     continue
                 if needle in match.group(3):
                     about = spec["about"]
-                    invalidates = [rid for rid, slot, _ in records if slot == about and spec.get("exclusive")]
+                    invalidates = [  # a different value about the same thing is contradicted; the same one is not
+                        rid
+                        for rid, slot, text in records
+                        if slot == about and spec.get("exclusive") and text != spec["content"]
+                    ]
                     memories.append(
                         {
                             "content": spec["content"],

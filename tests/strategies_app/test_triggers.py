@@ -1,5 +1,6 @@
 """Each trigger end to end: a real Celery worker on a real broker runs the strategy the trigger asked for."""
 
+import json
 import time
 
 import pytest
@@ -83,17 +84,19 @@ def test_a_completed_turn_with_tool_calls_triggers_a_run(api, chat):
     assert "blue Tesla" in Record.objects.get(tenant=api.tenant, valid=True).content
 
 
+def merge_patch(api, session, patch):
+    body = json.dumps(patch, ensure_ascii=False)
+    url = f"/api/v1/sessions/{session.pk}/state/"
+    response = api.generic("PATCH", url, body, content_type="application/merge-patch+json")
+    assert response.status_code == 200, response.content
+
+
 def test_a_task_stage_change_triggers_the_task_strategy(api, chat):
     strategy = only(api.tenant, "task-progress", on_state_keys=["stage"])
     post(api, chat, {"role": "user", "content": "帮我配置家里的智能家居"})
     api.put(f"/api/v1/sessions/{chat.pk}/state/", {"stage": "设备调试"}, format="json")
     assert wait_for(lambda: succeeded(strategy, Trigger.STATE_CHANGE).exists())
-    api.patch(
-        f"/api/v1/sessions/{chat.pk}/state/",
-        {"stage": "网络配置完成"},
-        format="json",
-        content_type="application/merge-patch+json",
-    )
+    merge_patch(api, chat, {"stage": "网络配置完成"})
     assert wait_for(lambda: succeeded(strategy, Trigger.STATE_CHANGE).count() == 2)
     last = succeeded(strategy, Trigger.STATE_CHANGE).order_by("-queued_at").first()
     assert last.state_changes == {"stage": ["设备调试", "网络配置完成"]}
@@ -101,12 +104,7 @@ def test_a_task_stage_change_triggers_the_task_strategy(api, chat):
     assert "网络配置完成" in task.content
     assert task.fields["slot"] == f"task:{chat.pk}"
     # a change to a key nobody watches starts nothing
-    api.patch(
-        f"/api/v1/sessions/{chat.pk}/state/",
-        {"theme": "dark"},
-        format="json",
-        content_type="application/merge-patch+json",
-    )
+    merge_patch(api, chat, {"theme": "dark"})
     time.sleep(0.5)
     assert StrategyRun.objects.filter(strategy=strategy).count() == 2
 
@@ -142,7 +140,7 @@ def test_the_schedule_runs_over_sessions_with_unread_messages(api, chat):
     task = PeriodicTask.objects.get(pk=strategy.periodic_task_id)
     assert task.task == "strategies_app.tasks.strategy_scheduled"
     # what beat sends when the interval is due (the periodic task's own kwargs)
-    strategy_scheduled.apply_async(kwargs=__import__("json").loads(task.kwargs))
+    strategy_scheduled.apply_async(kwargs=json.loads(task.kwargs))
     assert wait_for(lambda: succeeded(strategy, Trigger.SCHEDULE).exists())
     assert not StrategyRun.objects.filter(session=idle).exists()
     assert strategy_scheduled(str(strategy.pk)) == 0  # everything read
