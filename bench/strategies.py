@@ -8,7 +8,8 @@ Throughput: sessions of realistic chat (benchlib prose, tool output, and ~8% sta
 preferences, identity, budgets, "remember that…", task progress, English and Chinese) are stored with the
 strategies' triggers off; then the three built-in strategies (rules extractor) run over every session in this
 one process — what one Celery worker process does per run: claim the watermark, read the messages, extract,
-consolidate (ADD/UPDATE/INVALIDATE/NOOP through the record services, embeddings inline), commit.
+consolidate (ADD/UPDATE/INVALIDATE/NOOP through the record services, embeddings inline), commit; one run per
+session (the batch limit raised to the session's length).
 messages/s = messages read by the profile strategy ÷ its wall-clock seconds (each strategy reads each message).
 Baseline in the same run: reading the same messages and calling `extract()` with no database writes.
 
@@ -86,6 +87,9 @@ def throughput(tenant, sessions: int, per_session: int, seed: int) -> dict:
     from strategies_app.models import Strategy, Trigger
     from strategies_app.services.runs import run_execute, run_request
 
+    from django.conf import settings
+
+    settings.ACE_STRATEGY_BATCH = per_session  # one run reads a whole session (the product default is 500)
     Strategy.objects.filter(tenant=tenant).update(enabled=False)  # no triggers while loading
     rng = random.Random(seed)
     made = []
