@@ -170,7 +170,9 @@ def test_a_failing_run_is_retried_by_the_worker_until_the_llm_answers(api, sessi
         strategy = profile(api.tenant, extractor="llm")
         append(session, "I prefer window seats.")
         saved = tasks.BACKOFF
-        tasks.BACKOFF = 0.2
+        # No delay: a retry with a countdown becomes an ETA message, and an in-thread test worker started after
+        # another one in the same process never fires ETA timers (the production backoff is BACKOFF·2^n).
+        tasks.BACKOFF = 0
         try:
             run = run_request(strategy=strategy, trigger=Trigger.MANUAL, session=session)
             assert wait_for(lambda: StrategyRun.objects.get(pk=run.pk).status == RunStatus.SUCCEEDED, 30)
