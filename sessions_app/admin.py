@@ -680,7 +680,7 @@ SESSION_COUNTERS = (
     ("cache_creation_tokens", "cache write tokens"),
     ("total_tokens", "tokens"),
 )
-SESSION_EDITABLE = ("name", "app", "metadata")
+SESSION_EDITABLE = ("name", "app", "project", "metadata")
 # `<counter>_display` columns for every counter, shared by the session, conversation and usage admins.
 CounterColumns = type(
     "CounterColumns", (), {f"{field}_display": counter_display(field, label) for field, label in SESSION_COUNTERS}
@@ -722,7 +722,7 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
                 "fields": (
                     "tenant",
                     "name",
-                    ("tool", "app"),
+                    ("tool", "app", "project"),
                     ("user_id", "agent_session_id"),
                     "metadata",
                     "timeline_link",

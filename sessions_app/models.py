@@ -113,6 +113,9 @@ class Session(UsageCounters):
     agent_session_id = models.CharField(max_length=255, blank=True, help_text="The tool's own session id")
     user_id = models.CharField(max_length=255)
     app = models.CharField(max_length=255, blank=True)
+    project = models.CharField(
+        max_length=255, blank=True, help_text="The project or working directory an agent ran in, if any"
+    )
     metadata = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
     ended_at = models.DateTimeField(null=True, blank=True)

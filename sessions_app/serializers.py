@@ -56,6 +56,7 @@ class SessionSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
     agent_session_id = StrictCharField(max_length=255, required=False, allow_blank=True)
     user_id = StrictCharField(max_length=255)
     app = StrictCharField(max_length=255, required=False, allow_blank=True)
+    project = StrictCharField(max_length=255, required=False, allow_blank=True)
     metadata = JSONObjectField(required=False)
     active = serializers.BooleanField(source="is_active", read_only=True)
     stats = serializers.SerializerMethodField()
@@ -69,6 +70,7 @@ class SessionSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
             "agent_session_id",
             "user_id",
             "app",
+            "project",
             "metadata",
             "started_at",
             "ended_at",
