@@ -3,13 +3,14 @@
 
     .venv/bin/python bench/rules_speed.py                 # 20,000 messages, 3 rounds
     .venv/bin/python bench/rules_speed.py --messages 100000 --rounds 5
+    .venv/bin/python bench/rules_speed.py --memorable 1.0   # every message holds something to remember
 
 Corpus: English and Chinese messages of 100–500 characters, generated with a fixed seed. 80% are chit-chat:
-agent work talk (bench/benchlib.py's prose), small talk and acknowledgements; 20% carry one memorable
-statement (a preference, a name, a budget, "remember that...", task progress, an event...) inside the same
-kind of prose. Roles: 70% user, 30% assistant. `extract()` gets batches of --batch messages, as a strategy
-run does, once per strategy type; `score()` gets every message. The best of --rounds is reported (messages/s
-on one core). Figures go in docs/rules-extractor.md; nothing here asserts a speed.
+agent work talk (bench/benchlib.py's prose), small talk and acknowledgements; 20% (--memorable) carry one
+memorable statement (a preference, a name, a budget, "remember that...", task progress, an event...) inside
+the same kind of prose. Roles: 70% user, 30% assistant. `extract()` gets batches of --batch messages, as a
+strategy run does, once per strategy type; `score()` gets every message. The best of --rounds is reported
+(messages/s on one core). Figures go in docs/rules-extractor.md; nothing here asserts a speed.
 """
 
 from __future__ import annotations
@@ -94,10 +95,10 @@ def fill(template: str, rng: random.Random) -> str:
     return template.format(**{key: rng.choice(options) for key, options in VALUES.items()})
 
 
-def message_text(rng: random.Random) -> str:
-    """One message of roughly 100–500 characters; 20% with a memorable statement inside."""
+def message_text(rng: random.Random, memorable: float) -> str:
+    """One message of roughly 100–500 characters, with a memorable statement inside at the given rate."""
     zh = rng.random() < 0.4
-    if rng.random() < 0.2:
+    if rng.random() < memorable:
         statement = fill(rng.choice(MEMORABLE_ZH if zh else MEMORABLE_EN), rng)
         before = prose(rng, 40, 200) if rng.random() < 0.7 else ""
         after = prose(rng, 40, 200) if rng.random() < 0.5 else ""
@@ -107,11 +108,14 @@ def message_text(rng: random.Random) -> str:
     return prose(rng, 100, 500)
 
 
-def corpus(count: int, seed: int) -> list[SourceMessage]:
+def corpus(count: int, seed: int, memorable: float = 0.2) -> list[SourceMessage]:
     rng = random.Random(seed)
     return [
         SourceMessage(
-            id=f"m{i}", seq=i + 1, role="user" if rng.random() < 0.7 else "assistant", content=message_text(rng)
+            id=f"m{i}",
+            seq=i + 1,
+            role="user" if rng.random() < 0.7 else "assistant",
+            content=message_text(rng, memorable),
         )
         for i in range(count)
     ]
@@ -132,13 +136,17 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=20, help="messages per extract() call")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--memorable", type=float, default=0.2, help="share of messages with a memorable statement")
     args = parser.parse_args()
 
-    messages = corpus(args.messages, args.seed)
+    messages = corpus(args.messages, args.seed, args.memorable)
     batches = [messages[i : i + args.batch] for i in range(0, len(messages), args.batch)]
     extractor = RulesExtractor()
     mean_chars = sum(len(m.content) for m in messages) / len(messages)
-    print(f"{len(messages)} messages, mean {mean_chars:.0f} characters, batches of {args.batch}")
+    print(
+        f"{len(messages)} messages, mean {mean_chars:.0f} characters, {args.memorable:.0%} memorable, "
+        f"batches of {args.batch}"
+    )
 
     rows, results = [], {}
     elapsed = best_of(args.rounds, lambda: [score(m.content, m.role) for m in messages])

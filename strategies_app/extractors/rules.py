@@ -174,6 +174,8 @@ _EN_QUALIFIER_TAIL = re.compile(
 _EN_ARTICLE = re.compile(r"^(?:the|a|an|some|any|my|our)\s+", _I)
 _EN_TO = re.compile(r"^to\s+", _I)
 _EN_PREP_CUT = re.compile(r"\s+(?:on|in|at|for|with|during|from|by|to|when|while|than|over|instead|rather)\b.*$", _I)
+_EN_VERB_PHRASE = re.compile(r"\s*(?:to\s|\w+ing\b)", _I)
+_EN_TO_ALTERNATIVE = re.compile(r"\s+to\s+(?P<alt>.+)$", _I)
 _EN_ALTERNATIVE = re.compile(
     r"\s+(?:over|rather\s+than|instead\s+of|than|more\s+than|compared\s+to)\s+(?P<alt>.+)$", _I
 )
@@ -188,6 +190,7 @@ _EN_BAD_OBJECT = re.compile(
     r"|^the\s+(?:new|old|first|second|third|last|other|current|previous|above|latter|former)\b",
     _I,
 )
+_EN_ABOUT_YOU = re.compile(r"\b(?:you|your|yours|you're|you've)\b", _I)
 _EN_PRONOUN = re.compile(r"\b(?:my|me|mine|myself|i'm|i've|i'd|i'll|i)\b", _I)
 _EN_PRONOUN_SWAP = {
     "my": "their",
@@ -208,6 +211,10 @@ _ZH_OBJ_CUT = re.compile("(?:因为|所以|但是|不过|而且|如果|只要|�
 _ZH_TAIL = re.compile(r"[了啊呀吧呢哦啦嘛哈呐么噢喔~～\s!！。.,，]+$")
 _ZH_CORE_TAIL = re.compile("(?:一点儿?|一些|点儿|的|了|啊|呀|吧|呢|哦|啦|嘛)+$")
 _ZH_BAD_START = re.compile("^(?:你|他|她|它|这|那|什么|哪|怎么|谁|为什么|多少|啥)")
+# "用第二种方法", "选上面那个": a pick among options just offered, not a lasting preference
+_ZH_BAD_OBJECT = re.compile(
+    "^(?:用|选|选择)?(?:第[一二三四五六七八九十两\\d]+[个种条项套版]|上面|下面|前者|后者|前一个|后一个|这|那|你)"
+)
 _ZH_CATEGORY = (
     (re.compile("(?:茶|咖啡|果汁|可乐|啤酒|红酒|白酒|牛奶|拿铁|饮料)$"), "饮品"),
     (re.compile("(?:高铁|火车|飞机|动车|汽车|自驾|地铁|公交|打车|开车|骑车)$"), "出行"),
@@ -257,6 +264,8 @@ def _clean_en_object(raw: str) -> tuple[str, str, str] | None:
     words = text.split()
     if words[0].lower() in _EN_BAD_FIRST_WORDS or _EN_BAD_OBJECT.search(text) or len(words) > 10:
         return None
+    if _EN_ABOUT_YOU.search(text):  # "the way you structured this" is about the conversation, not the user
+        return None
     core = _norm_key(_EN_ARTICLE.sub("", text))
     if not core:
         return None
@@ -280,7 +289,7 @@ def _en_topic(core: str) -> str:
 def _clean_zh_object(raw: str) -> tuple[str, str] | None:
     """(text for the content, normalised core) of a Chinese object, or None."""
     text = _ZH_TAIL.sub("", _ZH_OBJ_CUT.sub("", raw)).strip()
-    if not text or _ZH_BAD_START.match(text) or len(text) > 24:
+    if not text or _ZH_BAD_START.match(text) or _ZH_BAD_OBJECT.match(text) or len(text) > 24:
         return None
     core = _ZH_CORE_TAIL.sub("", text)
     if not core:
@@ -288,10 +297,16 @@ def _clean_zh_object(raw: str) -> tuple[str, str] | None:
     return text, _norm_key(core)
 
 
+_LATIN_TAIL = re.compile(r"[a-z][a-z0-9+#.\- ]*$")
+
+
 def _zh_topic(core: str) -> str:
     for pattern, category in _ZH_CATEGORY:
         if pattern.search(core):
             return category
+    latin = _LATIN_TAIL.search(core)
+    if latin:  # "用python": the thing is the Latin word
+        return _en_topic(latin.group(0))
     cjk = "".join(_CJK_CHAR.findall(core))
     if len(cjk) >= 2:
         return cjk[-2:]
@@ -574,6 +589,8 @@ def _en_preference(clause: str) -> Candidate | None:
         raw = m.group("obj") or m.group("obj2")
         alternative = ""
         alt = _EN_ALTERNATIVE.search(raw)
+        if not alt and (m.group("verb") or "").lower() == "prefer" and not _EN_VERB_PHRASE.match(raw):
+            alt = _EN_TO_ALTERNATIVE.search(raw)  # "tea to coffee", but not "to travel" or "going to the beach"
         if alt:
             alternative = _EN_OBJ_CUT.sub("", alt.group("alt")).strip(" ,.!")
             raw = raw[: alt.start()]

@@ -74,6 +74,13 @@ def test_a_chinese_preference_change_keeps_the_slot():
     assert bright.reason == "rule zh.prefer"
 
 
+def test_the_same_preference_worded_twice_is_the_same_slot_and_value():
+    before = only(extract("profile", "At night I prefer soft lighting."))
+    after = only(extract("profile", "I prefer soft lighting at night."))
+    assert (before.slot, before.value) == (after.slot, after.value) == ("prefer:lighting", "soft lighting")
+    assert before.content == after.content == "Prefers soft lighting at night"
+
+
 @pytest.mark.parametrize(
     ("first", "second"),
     [
@@ -269,6 +276,9 @@ def test_allergy_and_diet_rules(text, expected):
         "I'd like a coffee, please.",
         "I love it!",
         "I like that idea.",
+        "I like the way you structured this.",
+        "I prefer the second option.",
+        "我更倾向于用第二种方法",
         "I'm tired.",
         "I'm a bit tired today.",
         "Call me later.",
