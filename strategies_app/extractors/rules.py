@@ -1168,14 +1168,27 @@ _ZH_DIETS |= {"清真": "halal", "乳糖不耐": "lactose intolerant", "乳糖�
 _ZH_DIETS |= {"糖尿病": "diabetic", "糖尿病人": "diabetic", "有糖尿病": "diabetic"}
 
 
-def _budget_candidate(shown: str, limit: str, zh: bool, reason: str) -> Candidate:
+_BUDGET_PERIOD = re.compile(
+    r"\s*(?:per|a|an|each|/)\s*(?P<en>night|day|month|week|year|person|head)\b|\s*(?:每|一|/)\s*(?P<zh>晚|天|月|周|年|人)",
+    _I,
+)
+_PERIODS = {"晚": "night", "天": "day", "月": "month", "周": "week", "年": "year", "人": "person", "head": "person"}
+
+
+def _budget_candidate(shown: str, limit: str, zh: bool, reason: str, after: str = "") -> Candidate:
     shown = _SPACES.sub(" ", shown).strip()
+    period = _BUDGET_PERIOD.match(after)  # "$200 per night", "500元/晚"
+    if period:
+        shown += f" {period.group(0).strip()}" if period.group("en") else period.group(0).strip()
     amount, currency = _parse_amount(shown)
     currency = currency or ("CNY" if zh else "")  # "预算1.5万": yuan unless said otherwise
     value, parsed = _amount_value(amount, currency, shown)
     fields = {"kind": "budget", **parsed}
     if limit:
         fields["limit"] = limit
+    if period:
+        unit = period.group("en") or period.group("zh")
+        fields["per"] = _PERIODS.get(unit.lower(), unit.lower())
     if zh:
         content = {"max": f"预算不超过{shown}", "approx": f"预算{shown}左右"}.get(limit, f"预算{shown}")
     else:
@@ -1193,7 +1206,7 @@ def _en_constraints(clause: str) -> list[Candidate]:
             limit = "max" if _EN_MAX_WORDS.search(gap) else "approx" if _EN_APPROX_WORDS.search(gap) else ""
         else:
             shown, limit = m.group("amount"), "max"
-        out.append(_budget_candidate(shown, limit, False, "en.budget"))
+        out.append(_budget_candidate(shown, limit, False, "en.budget", clause[m.end() :]))
     m = _RE_EN_ALLERGY.search(clause)
     if m and _en_guard_ok(clause, m):
         raw = m.group("x") or m.group("x2") or m.group("x3")
@@ -1247,7 +1260,11 @@ def _zh_constraints(clause: str) -> list[Candidate]:
             limit = "approx"
         else:
             limit = ""
-        out.append(_budget_candidate(shown, limit, True, "zh.budget"))
+        after = clause[m.end() :]
+        if not _BUDGET_PERIOD.match(after):
+            per = re.search("每[晚天月周年人]", gap)  # "预算每晚500元"
+            after = per.group(0) if per else after
+        out.append(_budget_candidate(shown, limit, True, "zh.budget", after))
     m = _RE_ZH_ALLERGY.match(clause)
     if m and _pre_ok(m):
         for item in _ITEM_SPLIT.split(m.group("x") or m.group("x2")):

@@ -232,7 +232,8 @@ def test_relation_rules(text, slot, value, content):
     [
         ("My budget is $500.", "500 USD", "Budget: $500", None),
         ("We have a budget of 3000 yuan for the trip.", "3000 CNY", "Budget: 3000 yuan", None),
-        ("I want to spend no more than $200 per night.", "200 USD", "Budget: at most $200", "max"),
+        ("I want to spend no more than $200 per night.", "200 USD", "Budget: at most $200 per night", "max"),
+        ("酒店预算500元/晚", "500 CNY", "预算500元/晚", None),
         ("My budget is around €1.5k", "1500 EUR", "Budget: about €1.5k", "approx"),
         ("预算大概五千块", "5000 CNY", "预算五千块左右", "approx"),
         ("预算不超过3000元", "3000 CNY", "预算不超过3000元", "max"),
@@ -262,6 +263,17 @@ def test_budget_rules(text, value, content, limit):
 )
 def test_allergy_and_diet_rules(text, expected):
     assert {c.slot: c.content for c in extract("profile", text)} == expected
+
+
+def test_a_budget_per_night_says_so_in_its_fields():
+    assert only(extract("profile", "I can spend up to 200 dollars a night.")).fields["per"] == "night"
+    assert only(extract("profile", "预算每晚500元以内")).fields == {
+        "kind": "budget",
+        "amount": 500,
+        "currency": "CNY",
+        "limit": "max",
+        "per": "night",
+    }
 
 
 @pytest.mark.parametrize(
