@@ -106,9 +106,6 @@ class StrategyAdmin(admin.ModelAdmin):
             )
         obj.pk, obj.version = saved.pk, saved.version
 
-    def save_related(self, request, form, formsets, change):
-        pass  # versions are written by the service; the inline is read-only
-
     @admin.display(description="triggers")
     def triggers(self, obj):
         parts = []

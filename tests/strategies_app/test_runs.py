@@ -181,3 +181,17 @@ def test_a_failing_run_is_retried_by_the_worker_until_the_llm_answers(api, sessi
         run.refresh_from_db()
         assert run.attempts == 2 and run.added == 1
         assert Record.objects.get(tenant=api.tenant, valid=True).content == "Prefers window seats"
+
+
+def test_an_llm_that_times_out_fails_the_run_and_writes_nothing(api, session, settings):
+    with FakeLLM() as llm:
+        settings.ACE_LLM_BASE_URL, settings.ACE_LLM_MODEL, settings.ACE_LLM_TIMEOUT = llm.base_url, "fake", 0.5
+        llm.script = ["timeout"]
+        strategy = profile(api.tenant, extractor="llm")
+        append(session, "I prefer window seats.")
+        run = run_request(strategy=strategy, trigger=Trigger.MANUAL, session=session)
+        with pytest.raises(Exception, match="did not answer within"):
+            run_execute(run.pk)
+        run.refresh_from_db()
+        assert run.status == RunStatus.FAILED and "did not answer within 0.5 s" in run.error
+        assert not Record.objects.filter(tenant=api.tenant).exists()
