@@ -225,10 +225,13 @@ def recall_at_10(found: list[tuple[str, float]], exact: list[tuple[str, float]])
     return min(1.0, got / want)
 
 
-def time_queries(tenant, users_by_count: list[tuple[str, int]], n_queries: int, warmup: int, seed: int) -> dict:
+def time_queries(
+    tenant, users_by_count: list[tuple[str, int]], n_queries: int, warmup: int, seed: int, embedder=None
+) -> dict:
+    """`embedder`: anything with .key, .dimensions and .embed(texts) (default: the hash embedder)."""
     from memory_app.embedders.hash import HashEmbedder
 
-    embedder = HashEmbedder()
+    embedder = embedder or HashEmbedder()
     rng = random.Random(seed)
     heaviest = users_by_count[:20]
     sets = {
