@@ -1321,7 +1321,7 @@ _RE_EN_DONE_STATE = re.compile(
     r"(?:\s+(?:is|are|has\s+been|have\s+been|was|were|got)|'s)\s+"
     r"(?:now\s+|all\s+|finally\s+|already\s+|fully\s+|successfully\s+|properly\s+|officially\s+)*"
     rf"(?P<part>{_EN_DONE_PARTICIPLES})\b(?P<after>\s+\w+)?"
-    r"|\s+(?:works|worked|is\s+working)\s+now\b",
+    r"|\s+(?:works|work|worked|is\s+working|are\s+working)\s+now\b",
     _I,
 )
 _RE_EN_DONE_ELLIPTIC = re.compile(
@@ -1802,7 +1802,8 @@ def _zh_blocker(clause: str, summary: _TaskSummary) -> bool:
     m = _RE_ZH_BLOCKER.search(clause)
     item = m and _zh_item(next(filter(None, m.group("item", "item2", "item3", "fail", "item4"))))
     if item:
-        item = _ZH_PLACE_WORDS.sub("", item) or item
+        if m.group("item"):  # "卡在温控器上": stuck at the thermostat
+            item = _ZH_PLACE_WORDS.sub("", item) or item
         summary.add_blocker(("等" + item) if m.group("item3") else item)
     return bool(item)
 
@@ -2141,6 +2142,7 @@ _ACK_WORDS = (
     r"|sounds\s+good|perfect|lol|haha|bye|好的|好|谢谢|嗯+|是的|对|哈哈+|收到|明白|可以|行|没问题|再见|你好)"
 )
 _SCORE_ACK = re.compile(rf"^[\W_]*{_ACK_WORDS}(?:[\W_]*{_ACK_WORDS})*[\W_]*$", _I)
+_SCORE_LETTER = re.compile(r"[^\W\d_]")
 _SCORE_FIRST_PERSON = re.compile(_WORD_START + r"(?:i|i'm|i've|my|me)\b")
 
 
@@ -2157,8 +2159,8 @@ def score(text: str, role: str) -> float:
     padded = " " + text[:2000].lower().replace("’", "'")
     if role == "assistant":
         return 0.35 if _SCORE_MEDIUM_ASSISTANT(padded) else 0.05
-    if len(padded) < 41 and _SCORE_ACK.match(padded):
-        return 0.02
+    if len(padded) < 41 and (_SCORE_ACK.match(padded) or not _SCORE_LETTER.search(padded)):
+        return 0.02  # "ok thanks", "好的谢谢", "👍"
     if _SCORE_ANY(padded):
         value = 0.9 if _SCORE_STRONG(padded) else 0.65
     elif "我" in padded or _SCORE_FIRST_PERSON.search(padded):

@@ -592,6 +592,7 @@ def test_the_scorer_ranks_memorable_messages_first():
     assert score("I prefer window seats", "user") > score("ok thanks", "user")
     assert score("I prefer window seats", "user") > score(TOOL_OUTPUT, "toolResult")
     assert score("我偏好靠窗的座位", "user") > score("好的，谢谢", "user")
+    assert score("I prefer window seats", "user") > score("👍", "user")
     assert score("Remember that my passport expires in May", "user") > score("Can you explain that again?", "user")
     assert score("The router is done, next step is the lights", "assistant") > score("Sure!", "assistant")
     assert score("The router is done, next step is the lights", "user") > score("Let me think about it", "user")
