@@ -143,7 +143,7 @@ class _Keywords:
 
 
 def _combine(*parts: str) -> list[str]:
-    """Every concatenation of one word from each part: _combine("can't ", "eat drink") → ["can't eat", ...]."""
+    """Every concatenation of one word from each part: _combine("can't ", "eat|drink") → ["can't eat", ...]."""
     out = [""]
     for part in parts:
         out = [head + tail for head in out for tail in part.split("|")]
@@ -543,7 +543,7 @@ _ZH_HABIT = re.compile(
 )
 _ZH_TRAIT = re.compile(
     rf"{_ZH_LEAD}{_ZH_SUBJ}(?:是)?(?:一个|个|一位)?(?P<trait>急性子|慢性子|夜猫子|完美主义者|吃货|宅男|宅女|社恐|[iIeE]人|路痴"
-    r"|工作狂|起床困难户|拖延症患者?|夜猫子)$"
+    r"|工作狂|起床困难户|拖延症患者?)$"
     rf"|{_ZH_LEAD}我是(?:一个|个|一位)?(?P<trait2>[^，。]{{1,10}}?)的人$"
 )
 
@@ -658,7 +658,7 @@ _EN_MODALS = frozenset("can could will would should must may might".split())
 
 
 def _third_person(phrase: str) -> str:
-    """ "take the train" → "takes the train" (the first word is the verb), pronouns swapped."""
+    """The third person of a verb phrase, pronouns swapped: "take my train" → "takes their train"."""
     first, _, rest = phrase.partition(" ")
     word = first.lower()
     if word in _EN_THIRD_PERSON:
@@ -1241,9 +1241,9 @@ def _en_constraints(clause: str) -> list[Candidate]:
     m = _RE_EN_DIET_KIND.search(clause)
     if m and _en_guard_ok(clause, m):
         diet = _SPACES.sub(" ", m.group("diet").lower()).replace("-", " ")
-        article = "on" if diet.startswith("on ") else "is"
-        content = f"Is {diet}" if article == "is" else f"Is {diet}"
-        out.append(_profile(content, f"diet:{diet}", "yes", True, {"kind": "diet", "diet": diet}, 0.9, "en.diet_kind"))
+        out.append(
+            _profile(f"Is {diet}", f"diet:{diet}", "yes", True, {"kind": "diet", "diet": diet}, 0.9, "en.diet_kind")
+        )
     return out
 
 
@@ -1491,13 +1491,13 @@ class _TaskSummary:
     BLOCKER_LIMIT = 5
 
     def __init__(self, previous: dict):
-        self.goal = str(previous.get("goal") or "")
-        self.stage = str(previous.get("stage") or "")
-        progress = previous.get("progress")
-        self.progress = progress if isinstance(progress, int) else None
-        self.done = [str(x) for x in previous.get("done") or []]
-        self.next = [str(x) for x in previous.get("next") or []]
-        self.blockers = [str(x) for x in previous.get("blockers") or []]
+        # The previous fields may come from the LLM extractor or an API edit: accept loose shapes.
+        self.goal = _scalar(previous.get("goal"))
+        self.stage = _scalar(previous.get("stage"))
+        self.progress = _pct(previous.get("progress"))
+        self.done = _str_list(previous.get("done"))
+        self.next = _str_list(previous.get("next"))
+        self.blockers = _str_list(previous.get("blockers"))
 
     def add_done(self, item: str) -> None:
         tokens = _item_tokens(item)
@@ -1558,6 +1558,13 @@ def _task_content(fields: dict, zh: bool) -> str:
         if fields[key]:
             parts.append(f"{label}: {'; '.join(fields[key])}.")
     return " ".join(parts)
+
+
+def _sentence_case(item: str, clause: str) -> str:
+    """Lower-case an item that starts its clause ("Network configured."), but keep "API", "Wi-Fi"."""
+    if clause.startswith(item) and item[:1].isupper() and item[1:2].islower():
+        return item[0].lower() + item[1:]
+    return item
 
 
 def _words_before(text: str, end: int, count: int) -> str:
@@ -1767,6 +1774,7 @@ def _en_done(clause: str, summary: _TaskSummary) -> bool:
         after = (m.group("after") or "").strip().lower()
         if not (part in ("ready", "working", "done", "set up") and after in ("to", "for", "on", "with", "at")):
             item = _en_item(_words_before(clause[start:], m.start() - start, 6), after_determiner=True)
+            item = item and _sentence_case(item, clause)
             if item:
                 summary.add_done(f"{item} {part}")
                 found = True
@@ -1774,8 +1782,7 @@ def _en_done(clause: str, summary: _TaskSummary) -> bool:
     m = None if state_matched else _RE_EN_DONE_ELLIPTIC.match(clause)
     if m:
         item = _en_item(m.group("item"), after_determiner=True)
-        if item and item[:1].isupper() and item[1:2].islower():
-            item = item[0].lower() + item[1:]  # "Network configured." starts a sentence, not a name
+        item = item and _sentence_case(item, clause)
         if item:
             summary.add_done(f"{item} {_SPACES.sub(' ', m.group('part').lower())}")
             return True
@@ -1823,7 +1830,7 @@ def _en_blocker(clause: str, summary: _TaskSummary) -> bool:
         item = item and f"waiting for {item}"
     elif m.group("fail"):
         item = _en_item(_words_before(clause, m.start(), 5), after_determiner=True)
-        item = item and f"{item} {_SPACES.sub(' ', m.group('fail'))}"
+        item = item and f"{_sentence_case(item, clause)} {_SPACES.sub(' ', m.group('fail'))}"
     else:
         item = _en_item(m.group("item") or m.group("error"))
     if item:
@@ -1861,6 +1868,14 @@ def _en_stage(clause: str, summary: _TaskSummary) -> bool:
     if stage:
         summary.set_stage(stage)
     return bool(stage)
+
+
+def _str_list(value) -> list[str]:
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, list | tuple):
+        return [text for text in (_scalar(x) for x in value) if text]
+    return []
 
 
 def _scalar(value) -> str:
@@ -2329,8 +2344,9 @@ class RulesExtractor(Extractor):
 
         if not sources and not state_signal:
             return [], scanned
-        if not summary.goal and first_user is not None and first_user.seq <= 3:
-            first_sentence = next(iter(_sentences(first_user.content)), ("", False))[0]
+        if previous is None and not summary.goal and first_user is not None and first_user.seq <= 3:
+            # a new session's opening request is its goal, said or not with "help me"
+            first_sentence = next(iter(_sentences(_normalise_text(first_user.content))), ("", False))[0]
             if len(first_sentence) >= 8 and not _SCORE_ACK.match(first_sentence):
                 summary.goal = first_sentence[:120]
         fields = summary.fields(slot)

@@ -527,6 +527,18 @@ def test_a_task_summary_stays_compressed():
     assert task.fields["stage"] == "packing"
 
 
+def test_a_previous_summary_in_a_loose_shape_is_merged():
+    """The previous task record may come from the LLM extractor or an edit: strings, floats, nulls."""
+    loose = {"slot": f"task:{SESSION}", "goal": None, "stage": "wiring", "progress": "40%", "done": "router installed"}
+    task = only(
+        extract(
+            "task", "Lights are paired now.", existing=[{"id": "r1", "type": "task", "content": "", "fields": loose}]
+        )
+    )
+    assert task.fields["done"] == ["router installed", "lights paired"]
+    assert (task.fields["goal"], task.fields["stage"], task.fields["progress"]) == ("", "wiring", 40)
+
+
 def test_a_stage_change_in_the_state_is_a_task_record():
     task = only(
         extract("task", state={"stage": "网络配置完成"}, state_changes={"stage": ["路由器安装", "网络配置完成"]})
@@ -570,6 +582,12 @@ def test_a_chinese_task_summary():
 @pytest.mark.parametrize(("text", "progress"), [("We're on step 3 of 5.", 60), ("第2步，共4步", 50), ("进度是75%", 75)])
 def test_progress_rules(text, progress):
     assert only(extract("task", text)).fields["progress"] == progress
+
+
+def test_a_new_sessions_opening_request_is_its_goal():
+    task = only(extract("task", "Plan a three-day trip to Hangzhou for me.", "Step 1 of 3 is the hotel."))
+    assert task.fields["goal"] == "Plan a three-day trip to Hangzhou for me"
+    assert task.fields["progress"] == 33
 
 
 def test_no_task_signal_no_candidate():
