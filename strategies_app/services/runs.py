@@ -101,12 +101,16 @@ def run_execute(run_id) -> StrategyRun:
         raise
     _finish(run, RunStatus.SUCCEEDED, started=started)
     if progress.more and run.session is not None:
-        transaction.on_commit(
-            lambda: run_request(
-                strategy=run.strategy, trigger=run.trigger, session=run.session, detail="continues " + str(run.pk)
-            )
-        )
+        transaction.on_commit(lambda: _follow_up(run))
     return run
+
+
+def _follow_up(run: StrategyRun) -> None:
+    """The batch limit left unread messages: queue the next run at once (unless disabled meanwhile)."""
+    try:
+        run_request(strategy=run.strategy, trigger=run.trigger, session=run.session, detail=f"continues {run.pk}")
+    except StrategyDisabled:
+        logger.info("strategy %s was disabled; the rest of session %s stays unread", run.strategy_id, run.session_id)
 
 
 def _finish(run: StrategyRun, status: str, *, error: str = "", started: float | None = None) -> None:
@@ -186,7 +190,7 @@ def _run_session(run: StrategyRun, session: Session, progress: _Progress) -> Non
         }
         run.refresh_from_db()
         run.extractor = extractor.name
-        if rows:
+        if rows and run.session_id is not None:  # a range means something for one session only
             run.from_seq = rows[0]["seq"] if run.from_seq is None else run.from_seq
             run.to_seq = rows[-1]["seq"]
         run.sessions_processed += 1

@@ -195,3 +195,31 @@ def test_an_llm_that_times_out_fails_the_run_and_writes_nothing(api, session, se
         run.refresh_from_db()
         assert run.status == RunStatus.FAILED and "did not answer within 0.5 s" in run.error
         assert not Record.objects.filter(tenant=api.tenant).exists()
+
+
+def test_a_run_for_a_user_reads_each_of_their_sessions(api):
+    from tests.factories import SessionFactory
+
+    strategy = profile(api.tenant)
+    first, second = (SessionFactory(tenant=api.tenant, user_id="xiaoming") for _ in range(2))
+    other = SessionFactory(tenant=api.tenant, user_id="someone-else")
+    append(first, "I live in Hangzhou.")
+    append(second, "My budget is 3000 yuan.")
+    append(other, "I live in Berlin.")
+    run = run_execute(run_request(strategy=strategy, trigger=Trigger.MANUAL, user_id="xiaoming").pk)
+    assert run.status == RunStatus.SUCCEEDED and run.sessions_processed == 2 and run.added == 2
+    assert run.from_seq is None  # a seq range only means something within one session
+    assert set(Record.objects.filter(valid=True).values_list("user_id", flat=True)) == {"xiaoming"}
+
+
+def test_a_long_backlog_is_read_in_batches_without_gaps(api, session, settings, django_capture_on_commit_callbacks):
+    settings.ACE_STRATEGY_BATCH = 3
+    strategy = profile(api.tenant)
+    append(session, *[f"I like dish number {i}." for i in range(7)])
+    with django_capture_on_commit_callbacks(execute=True):
+        first = run_execute(run_request(strategy=strategy, trigger=Trigger.MANUAL, session=session).pk)
+    assert (first.from_seq, first.to_seq) == (1, 3)
+    follow_up = StrategyRun.objects.exclude(pk=first.pk).get(strategy=strategy)  # queued by the first
+    assert follow_up.trigger_detail == f"continues {first.pk}"
+    second = run_execute(follow_up.pk)
+    assert (second.from_seq, second.to_seq) == (4, 6)
