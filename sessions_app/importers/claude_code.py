@@ -97,7 +97,8 @@ class ClaudeCodeParser(LogParser):
         # file-history-snapshot, queue-operation, progress, attachment, ...: bookkeeping, no message.
 
     def finish(self, *, flush: bool) -> int:
-        for key in [key for key, response in self.open.items() if flush or response["stop_reason"]]:
+        done = [key for key, response in self.open.items() if flush or (response["stop_reason"] and self.read_to_end)]
+        for key in done:
             self._close(key)
         if not self.session.agent_session_id:
             self.session.agent_session_id = self.source.file_key  # Claude Code names the file after the session

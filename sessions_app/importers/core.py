@@ -204,6 +204,7 @@ class ParseResult:
     carry: dict = field(default_factory=dict)
     tool: str | None = None
     pending: int = 0  # streamed responses held in `carry` until their last line arrives (or flush=True)
+    complete: bool = True  # False when `max_bytes` stopped the read before the end of the file
 
     def ingest_items(self) -> list[dict]:
         return [message.to_ingest() for message in self.messages]
@@ -230,14 +231,27 @@ class JsonlReader:
     already a valid JSON object. A last line that is neither is a line still being written: it is not
     consumed, so `end_offset` stays before it and a later import reads it whole. Blank lines are
     consumed silently; a line that is not JSON (or not an object) is reported and skipped; bytes that are
-    not UTF-8 are decoded with replacement characters and reported as a warning."""
+    not UTF-8 are decoded with replacement characters and reported as a warning.
 
-    def __init__(self, path: Path, *, start_offset: int = 0, first_line: int = 1, line_open: bool = False):
+    With `max_bytes`, reading stops at the first line that starts that many bytes or more after
+    `start_offset` (`stopped_early` is then True): the importer reads a big file in chunks."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        start_offset: int = 0,
+        first_line: int = 1,
+        line_open: bool = False,
+        max_bytes: int | None = None,
+    ):
         self.path = path
         self.start_offset = start_offset
         self.end_offset = start_offset
         self.next_line = first_line
         self.lines_read = 0
+        self.max_bytes = max_bytes
+        self.stopped_early = False
         self.issues: list[ParseIssue] = []
         # The previous read consumed a last line that had no newline yet: the newline that ends it is
         # not a line of its own (so line numbers stay the same however the file is read).
@@ -251,6 +265,9 @@ class JsonlReader:
             handle.seek(self.start_offset)
             offset = self.start_offset
             for raw in handle:
+                if self.max_bytes is not None and offset - self.start_offset >= self.max_bytes:
+                    self.stopped_early = True
+                    return
                 if self.line_open:
                     self.line_open = False
                     if raw in (b"\n", b"\r\n"):
@@ -355,12 +372,16 @@ class SourceFile:
 
 
 class LogParser:
-    """Base of the tool parsers: feed it lines in order, then `finish`, then read `messages` and `carry()`."""
+    """Base of the tool parsers: feed it lines in order, then `finish`, then read `messages` and `carry()`.
+
+    `read_to_end` is False in `finish` when the read stopped at a byte budget with more lines after it:
+    a response is then never taken as complete just because the bytes read ended with it."""
 
     tool = ""
 
     def __init__(self, source: SourceFile, carry: dict):
         self.source = source
+        self.read_to_end = True
         self.messages: list[ParsedMessage] = []
         self.issues: list[ParseIssue] = []
         self.conversation: str | None = carry.get("conversation")
@@ -406,13 +427,17 @@ def parse_file(
     tool: str | None = None,
     carry: dict | None = None,
     flush: bool = False,
+    max_bytes: int | None = None,
 ) -> ParseResult:
     """Parse one agent log from `start_offset`.
 
     `tool` forces the format ("claude-code", "qwen-code", "openclaw"); otherwise it is detected from the
     path and the first lines. `carry` is what the previous call returned for the same file and offset.
     `flush=True` also emits a streamed response whose last line has not arrived yet (use it when the
-    file is known to be finished, e.g. its session ended or it has not changed for a while)."""
+    file is known to be finished, e.g. its session ended or it has not changed for a while).
+    `max_bytes` reads a chunk: it stops at the first line starting `max_bytes` or more after
+    `start_offset` (`ParseResult.complete` is then False and `flush` is ignored); the next call continues
+    from `end_offset` with the returned carry, and the chunks together give what one pass gives."""
     from sessions_app.importers.detect import PARSERS, describe_layout, explain_detection
 
     path = Path(path)
@@ -483,10 +508,17 @@ def parse_file(
         project_dir=layout.project_dir,
     )
     parser: LogParser = PARSERS[resolved](source, carry)
-    reader = JsonlReader(path, start_offset=start_offset, first_line=first_line, line_open=bool(carry.get("line_open")))
+    reader = JsonlReader(
+        path,
+        start_offset=start_offset,
+        first_line=first_line,
+        line_open=bool(carry.get("line_open")),
+        max_bytes=max_bytes,
+    )
     for line in reader:
         parser.feed(line)
-    pending = parser.finish(flush=flush)
+    parser.read_to_end = not reader.stopped_early
+    pending = parser.finish(flush=flush and parser.read_to_end)
 
     issues.extend(reader.issues)
     issues.extend(parser.issues)
@@ -510,6 +542,7 @@ def parse_file(
         carry=new_carry,
         tool=resolved,
         pending=pending,
+        complete=parser.read_to_end,
     )
 
 

@@ -289,6 +289,24 @@ def test_parsing_in_two_steps_gives_exactly_what_one_pass_gives(relative, tmp_pa
         assert errors == sorted((i.line, i.message) for i in whole.errors), f"cut at byte {cut}"
 
 
+@pytest.mark.parametrize("relative", ALL_LOGS, ids=lambda p: p.stem[:8])
+@pytest.mark.parametrize("budget", [1, 700, 3000])
+def test_reading_in_chunks_of_a_byte_budget_gives_exactly_what_one_pass_gives(relative, budget, tmp_path):
+    path = copy_fixture(relative, tmp_path)
+    whole = parse_file(path)
+    messages, offset, carry, chunks = [], 0, None, 0
+    while True:
+        chunk = parse_file(path, start_offset=offset, carry=carry, max_bytes=budget)
+        messages += chunk.messages
+        offset, carry, chunks = chunk.end_offset, json.loads(json.dumps(chunk.carry)), chunks + 1
+        if chunk.complete:
+            break
+        assert chunk.lines_read >= 1
+    assert [m.to_ingest() for m in messages] == whole.ingest_items()
+    assert offset == whole.end_offset and chunk.pending == whole.pending
+    assert chunks > 1 or budget >= path.stat().st_size
+
+
 def test_a_streamed_response_cut_in_the_middle_is_finished_from_the_carry(tmp_path):
     cut = line_start(DATA / CLAUDE, 9)  # lines 7 and 8 of msg_01 read, line 9 not yet written
     first, second = parse_in_two_steps(CLAUDE, tmp_path, cut)
