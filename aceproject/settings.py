@@ -129,6 +129,12 @@ ACE_EMBED_MESSAGES = env.bool("ACE_EMBED_MESSAGES", default=True)
 # A chat turn with no checkpoint or completion for this long is closed as abandoned (finish_reason error).
 ACE_TURN_TIMEOUT_SECONDS = env.int("ACE_TURN_TIMEOUT_SECONDS", default=600)
 
+# Agent-log imports (docs/accounting.md): directories registered as import sources of the bootstrap tenant,
+# how long a log must be unchanged before a response still held open is taken as final, the upload limit.
+ACE_IMPORT_DIRS = [d.strip() for d in env.str("ACE_IMPORT_DIRS", default="").split(",") if d.strip()]
+ACE_IMPORT_IDLE_SECONDS = env.int("ACE_IMPORT_IDLE_SECONDS", default=600)
+ACE_MAX_UPLOAD_BYTES = env.int("ACE_MAX_UPLOAD_BYTES", default=256 * 1024 * 1024)
+
 # Requests larger than this are refused with 413 before anything is parsed.
 ACE_MAX_REQUEST_BYTES = env("ACE_MAX_REQUEST_BYTES")
 DATA_UPLOAD_MAX_MEMORY_SIZE = ACE_MAX_REQUEST_BYTES
