@@ -80,14 +80,14 @@ FIELDS = (("ADD", "added"), ("UPDATE", "updated"), ("INVALIDATE", "invalidated")
 
 
 def throughput(tenant, sessions: int, per_session: int, seed: int) -> dict:
+    from django.conf import settings
+
     from sessions_app.models import Message, Session
     from sessions_app.services.messages import messages_append
     from strategies_app.extractors.base import SourceMessage
     from strategies_app.extractors.registry import get_extractor
     from strategies_app.models import Strategy, Trigger
     from strategies_app.services.runs import run_execute, run_request
-
-    from django.conf import settings
 
     settings.ACE_STRATEGY_BATCH = per_session  # one run reads a whole session (the product default is 500)
     Strategy.objects.filter(tenant=tenant).update(enabled=False)  # no triggers while loading

@@ -11,7 +11,9 @@ from django.utils import timezone
 from sessions_app.models import Session, Tenant
 from sessions_app.signals import session_ended
 
-EDITABLE_FIELDS = ("name", "tool", "agent_session_id", "user_id", "app", "project", "metadata", "started_at", "ended_at")
+EDITABLE_FIELDS = (
+    "name", "tool", "agent_session_id", "user_id", "app", "project", "metadata", "started_at", "ended_at",
+)  # fmt: skip
 # Usage roll-ups are keyed by tool and user: once a session has messages these two are facts.
 FIXED_ONCE_USED = ("tool", "user_id")
 
