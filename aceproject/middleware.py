@@ -1,6 +1,9 @@
 from django.conf import settings
 from django.http import JsonResponse
 
+# Log uploads (sessions_app.api.imports) have their own, larger limit: ACE_MAX_UPLOAD_BYTES.
+UPLOAD_PATHS = ("/api/v1/imports/",)
+
 
 class RequestSizeLimitMiddleware:
     """Refuse oversized API bodies with a JSON 413 before anything reads them.
@@ -13,16 +16,19 @@ class RequestSizeLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        limit = settings.ACE_MAX_REQUEST_BYTES
+        upload = request.path in UPLOAD_PATHS
+        limit = settings.ACE_MAX_UPLOAD_BYTES if upload else settings.ACE_MAX_REQUEST_BYTES
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             return JsonResponse({"detail": "Content-Length must be an integer.", "errors": {}}, status=400)
         if length > limit:
+            advice = (
+                "Upload fewer or smaller files." if upload else "Send fewer messages per request or smaller contents."
+            )
             return JsonResponse(
                 {
-                    "detail": f"Request body is {length} bytes; the limit is {limit} bytes. "
-                    "Send fewer messages per request or smaller contents.",
+                    "detail": f"Request body is {length} bytes; the limit is {limit} bytes. " + advice,
                     "errors": {},
                 },
                 status=413,

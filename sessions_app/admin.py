@@ -1559,3 +1559,6 @@ class ApiKeyAdmin(admin.ModelAdmin):
         if revoked < selected:
             message += f" {selected - revoked} were already revoked."
         self.message_user(request, message, messages.SUCCESS)
+
+
+from sessions_app import admin_imports  # noqa: E402, F401  (import sources and imported files)

@@ -2,6 +2,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from sessions_app import views
+from sessions_app.api.imports import ImportUploadView
 
 router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
@@ -12,5 +13,6 @@ router.register("turns", views.TurnViewSet, basename="turn")
 
 urlpatterns = [
     path("stats/", views.StatsView.as_view(), name="stats"),
+    path("imports/", ImportUploadView.as_view(), name="imports"),
     *router.urls,
 ]

@@ -96,6 +96,10 @@ class ImportSummary:
         if room > 0:
             self.issues.extend(issues[:room])
 
+    def add_refused(self, path: str, reason: str) -> None:
+        self.add_issues([ParseIssue(path, 0, reason)])
+        self.add_file(FileResult(path, "refused", reason=reason))
+
     def add_file(self, result: FileResult) -> None:
         self.files_seen += 1
         self.files.append(result)
@@ -177,15 +181,48 @@ def import_path(
         files = log_files(root)
     except OSError as error:
         raise ImportPathError(f"{root}: {error.strerror or error}") from error
-    prefix = str(root) if root.is_file() else str(root).rstrip(os.sep) + os.sep
-    known = {f.path: f for f in ImportedFile.objects.filter(tenant=tenant, path__startswith=prefix)}
     if root.is_file():
-        known.update({f.path: f for f in ImportedFile.objects.filter(tenant=tenant, path=str(root))})
+        known = ImportedFile.objects.filter(tenant=tenant, path=str(root))
+    else:
+        known = ImportedFile.objects.filter(tenant=tenant, path__startswith=str(root).rstrip(os.sep) + os.sep)
+    return _import_files(
+        tenant=tenant, files=files, known=known, tool=tool, user_id=user_id, source=source, uploaded=uploaded
+    )
+
+
+def import_files(*, tenant: Tenant, paths: list[Path], tool: str = "auto", user_id: str | None = None) -> ImportSummary:
+    """Import the given files (uploads: `uploaded=True` semantics), sessions before sub-agent files."""
+    files = sorted((Path(p).absolute() for p in paths), key=lambda p: (describe_layout(p).is_subagent, str(p)))
+    known = ImportedFile.objects.filter(tenant=tenant, path__in=[str(p) for p in files])
+    return _import_files(tenant=tenant, files=files, known=known, tool=tool, user_id=user_id, uploaded=True)
+
+
+def _import_files(*, tenant, files, known, tool, user_id, source=None, uploaded=False) -> ImportSummary:
     run = _ImportRun(tenant=tenant, tool=None if tool in ("", "auto", None) else tool, user_id=user_id or "")
     run.source, run.uploaded = source, uploaded
+    records = {record.path: record for record in known}
     for file_path in files:
-        run.import_file(file_path, known.get(str(file_path)))
+        run.import_file(file_path, records.get(str(file_path)))
     return run.summary
+
+
+def file_refusal(path: Path, *, tool: str | None = None) -> ParseIssue | None:
+    """Why a file would not be imported (not a recognised agent log, or not the `tool` asked for), or None.
+
+    An empty file, or one whose first line is still being written, is not refused: there is nothing to
+    judge yet, and the next import reads it."""
+    tool = None if tool in ("", "auto") else tool
+    head = read_head(path)
+    if not any(line.strip() for line in head):
+        return None
+    detection = explain_detection(path, head)
+    if detection.tool is None:
+        if tool is None:
+            return ParseIssue(str(path), 0, f"not a recognised agent log: {detection.reason}")
+        return None  # forced: the parser reports what it cannot read, line by line
+    if tool is not None and detection.tool != tool:
+        return ParseIssue(str(path), 0, f"not a {tool} log: it looks like {detection.tool} ({detection.reason})")
+    return None
 
 
 def import_source_scan(*, source: ImportSource) -> ImportSummary | None:
@@ -274,7 +311,7 @@ class _ImportRun:
         try:
             stat = path.stat()
         except OSError as error:
-            self._refuse(path, f"cannot read the file: {error.strerror or error}")
+            self.summary.add_refused(str(path), f"cannot read the file: {error.strerror or error}")
             return
         mtime = _mtime(stat)
         idle = timezone.now() - mtime >= self.idle
@@ -288,9 +325,9 @@ class _ImportRun:
             self.summary.add_file(FileResult(str(path), "unchanged", record.tool, _str(record.session_id)))
             return
         if record is None or not record.tool:
-            refusal = self._refusal(path)
+            refusal = file_refusal(path, tool=self.tool)
             if refusal:
-                self._refuse(path, refusal.message, issue=refusal)
+                self.summary.add_refused(str(path), refusal.message)
                 return
         result = FileResult(str(path), "unchanged")
         try:
@@ -299,26 +336,6 @@ class _ImportRun:
             result.status, result.reason = "refused", "its session was deleted through the API; not imported"
             self.summary.add_issues([ParseIssue(str(path), 0, result.reason)])
         self.summary.add_file(result)
-
-    def _refusal(self, path: Path) -> ParseIssue | None:
-        """Why the file is not imported (unknown format, or not the tool asked for), or None."""
-        head = read_head(path, limit=6)
-        if not any(line.strip() for line in head):
-            return None  # empty or still being written: parse_file says so and nothing is read
-        detection = explain_detection(path, head)
-        if detection.tool is None:
-            if self.tool is None:
-                return ParseIssue(str(path), 0, f"not a recognised agent log: {detection.reason}")
-            return None  # forced: the parser reports what it cannot read line by line
-        if self.tool is not None and detection.tool != self.tool:
-            return ParseIssue(
-                str(path), 0, f"not a {self.tool} log: it looks like {detection.tool} ({detection.reason})"
-            )
-        return None
-
-    def _refuse(self, path: Path, reason: str, *, issue: ParseIssue | None = None) -> None:
-        self.summary.add_issues([issue or ParseIssue(str(path), 0, reason)])
-        self.summary.add_file(FileResult(str(path), "refused", reason=reason))
 
     def _read(self, path: Path, stat: os.stat_result, idle: bool, result: FileResult) -> None:
         """Read the file chunk by chunk from its stored offset; one transaction per chunk."""
@@ -476,7 +493,9 @@ class _ImportRun:
         elif isinstance(info.metadata.get("summary"), str) and info.metadata["summary"].strip():
             name, source = info.metadata["summary"], "summary"
         elif not info.is_subagent:
-            prompt = next((m.content for m in messages if m.role == "user" and m.content.strip()), "")
+            prompt = next(
+                (m.metadata.get("body") or m.content for m in messages if m.role == "user" and m.content.strip()), ""
+            )
             if prompt:
                 name, source = prompt, "prompt"
             elif not session.name and info.project:
@@ -529,7 +548,8 @@ class _ImportRun:
         record.carry = parsed.carry
         record.pending = parsed.pending
         record.head_hash = fingerprint(Path(record.path), parsed.end_offset)
-        record.size, record.mtime = stat.st_size, _mtime(stat)
+        if parsed.complete:  # the stat says "nothing new" to the next import only once the file was read through
+            record.size, record.mtime = stat.st_size, _mtime(stat)
         record.device, record.inode = stat.st_dev, stat.st_ino
         record.lines_read += parsed.lines_read
         record.messages_imported += created

@@ -1,4 +1,5 @@
 import secrets
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -6,7 +7,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from memory_app.sample_data import memory_sample_create
-from sessions_app.models import Session
+from sessions_app.models import ImportSource, Session
 from sessions_app.sample_data import sample_data_create
 from sessions_app.services.apikeys import apikey_create, tenant_get_or_create
 
@@ -44,6 +45,12 @@ class Command(BaseCommand):
             count = sample_data_create(tenant=demo)
             memories = memory_sample_create(tenant=demo)
             self.stdout.write(f"Sample data: {count} sessions and {memories} memories in tenant '{tenant}'.")
+        for directory in settings.ACE_IMPORT_DIRS:  # agent-log directories for the import collector
+            source, created = ImportSource.objects.get_or_create(
+                tenant=demo, path=str(Path(directory).expanduser().absolute())
+            )
+            if created:
+                self.stdout.write(f"Import source added: {source.path} (the collector scans it every 5 minutes).")
         self.stdout.write("")
         self.stdout.write(f"  Admin:    {url}/admin/")
         self.stdout.write(f"  API docs: {url}/api/docs/")

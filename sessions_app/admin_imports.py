@@ -1,0 +1,144 @@
+"""The admin of agent-log imports: the directories the collector scans, and how far each file was read.
+
+Import sources are edited here (add a directory, enable or disable it, "scan now"); the imported files
+are facts the importer records, so their admin is read-only. Scanning goes through
+`services.imports.import_source_scan`, the same call the beat collector makes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django import forms
+from django.contrib import admin, messages
+from django.utils.html import format_html
+
+from sessions_app.admin import EMPTY, ReadOnlyAdminMixin, change_link, changelist_url, number, pretty_json
+from sessions_app.models import ImportedFile, ImportSource
+from sessions_app.services.imports import import_source_scan
+
+
+class ImportSourceForm(forms.ModelForm):
+    class Meta:
+        model = ImportSource
+        fields = ("tenant", "path", "tool", "user_id", "enabled")
+
+    def clean_path(self):
+        path = Path(self.cleaned_data["path"]).expanduser()
+        if not path.is_absolute():
+            raise forms.ValidationError("Give an absolute path on the server, e.g. /home/dev/.claude/projects.")
+        if not path.exists():
+            raise forms.ValidationError(f"{path} does not exist on the server (as seen by Open ACE's processes).")
+        return str(path)
+
+
+@admin.register(ImportSource)
+class ImportSourceAdmin(admin.ModelAdmin):
+    form = ImportSourceForm
+    list_display = ("path", "tenant", "tool", "user_id", "enabled", "last_scan_at", "last_result", "files_link")
+    list_filter = ("enabled", "tool", "tenant")
+    list_editable = ("enabled",)
+    search_fields = ("path", "user_id")
+    list_select_related = ("tenant",)
+    readonly_fields = ("last_scan_at", "last_result", "files_link", "last_summary_display", "created_at")
+    fieldsets = (
+        (None, {"fields": ("tenant", "path", "tool", "user_id", "enabled")}),
+        ("Last scan", {"fields": ("last_scan_at", "last_result", "files_link", "last_summary_display")}),
+    )
+    actions = ["scan_now", "enable", "disable"]
+
+    @admin.display(description="last result")
+    def last_result(self, obj):
+        return (obj.last_summary or {}).get("summary") or EMPTY
+
+    @admin.display(description="details")
+    def last_summary_display(self, obj):
+        return pretty_json(obj.last_summary)
+
+    @admin.display(description="files")
+    def files_link(self, obj):
+        if obj.pk is None:
+            return EMPTY
+        return format_html('<a href="{}">imported files</a>', changelist_url(ImportedFile, source__id__exact=obj.pk))
+
+    @admin.action(description="Scan now (import what is new)", permissions=["change"])
+    def scan_now(self, request, queryset):
+        for source in queryset.select_related("tenant"):
+            summary = import_source_scan(source=source)
+            if summary is None:
+                self.message_user(request, f"{source.path}: a scan is already running.", messages.WARNING)
+            else:
+                level = messages.WARNING if summary.files_refused or summary.issues_total else messages.SUCCESS
+                self.message_user(request, f"{source.path}: {summary.line()}", level)
+
+    @admin.action(description="Enable the collector for the selected sources", permissions=["change"])
+    def enable(self, request, queryset):
+        self.message_user(request, f"Enabled {queryset.update(enabled=True)} source(s).", messages.SUCCESS)
+
+    @admin.action(description="Disable the collector for the selected sources", permissions=["change"])
+    def disable(self, request, queryset):
+        self.message_user(request, f"Disabled {queryset.update(enabled=False)} source(s).", messages.SUCCESS)
+
+
+@admin.register(ImportedFile)
+class ImportedFileAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = (
+        "path",
+        "tool",
+        "session_link",
+        "progress",
+        "messages_display",
+        "issues",
+        "last_error_short",
+        "last_imported_at",
+    )
+    list_filter = ("tool", "source", "tenant")
+    search_fields = ("path", "agent_session_id")
+    list_select_related = ("session", "source", "tenant")
+    show_full_result_count = False
+    fields = (
+        "path",
+        "tenant",
+        "source",
+        "tool",
+        "session_link",
+        "agent_session_id",
+        "progress",
+        "size",
+        "offset",
+        "mtime",
+        "device",
+        "inode",
+        "head_hash",
+        "pending",
+        "lines_read",
+        "messages_imported",
+        "issues",
+        "last_error",
+        "first_imported_at",
+        "last_imported_at",
+        "carry_display",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="session")
+    def session_link(self, obj):
+        return change_link(obj.session)
+
+    @admin.display(description="read", ordering="offset")
+    def progress(self, obj):
+        if not obj.size:
+            return EMPTY
+        return f"{number(obj.offset)} of {number(obj.size)} bytes ({100 * obj.offset / obj.size:.0f}%)"
+
+    @admin.display(description="messages", ordering="messages_imported")
+    def messages_display(self, obj):
+        return number(obj.messages_imported)
+
+    @admin.display(description="last error")
+    def last_error_short(self, obj):
+        return (obj.last_error[:120] + "…" if len(obj.last_error) > 120 else obj.last_error) or EMPTY
+
+    @admin.display(description="carry (the parser's state at the offset)")
+    def carry_display(self, obj):
+        return pretty_json(obj.carry)

@@ -1,0 +1,36 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from sessions_app.models import ImportTool, Tenant
+from sessions_app.services.apikeys import tenant_get_or_create
+from sessions_app.services.imports import ImportPathError, format_issue, import_path
+
+
+class Command(BaseCommand):
+    help = (
+        "Import Claude Code, Qwen Code or OpenClaw session logs from a file or a directory tree. Running it "
+        "again imports only what is new. The last line of the output is the summary."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", help="A .jsonl log or a directory (e.g. ~/.claude/projects)")
+        parser.add_argument(
+            "--tool", choices=ImportTool.values, default=ImportTool.AUTO, help="The log format (default: detect)"
+        )
+        parser.add_argument("--tenant", default="demo", help="The tenant to import into (default: demo)")
+        parser.add_argument(
+            "--user-id", default="", help="Attribute new sessions to this user (default: the log's or the OS user)"
+        )
+
+    def handle(self, *args, path, tool, tenant, user_id, **options):
+        if not Tenant.objects.filter(name=tenant).exists():
+            self.stdout.write(f"Tenant '{tenant}' created.")
+        target = tenant_get_or_create(name=tenant)
+        try:
+            summary = import_path(tenant=target, path=path, tool=tool, user_id=user_id or None)
+        except ImportPathError as error:
+            raise CommandError(str(error)) from error
+        for issue in summary.issues:
+            self.stdout.write(format_issue(issue))
+        if summary.issues_total > len(summary.issues):
+            self.stdout.write(f"… and {summary.issues_total - len(summary.issues):,} more issues")
+        self.stdout.write(summary.line())
