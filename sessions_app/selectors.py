@@ -1,13 +1,19 @@
-"""Reads: counters and grouped usage. Everything here reads maintained counters, never scans messages."""
+"""Reads: counters, grouped usage and cost. Everything here reads maintained counters (the session rows,
+the hourly roll-ups, the sessions' usage by model), never scans messages, except the recounts at the end,
+which exist to audit those counters."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import F, Sum
+from django.db import connection
+from django.db.models import Count, F, Sum
 from django.db.models.functions import TruncDate
 
-from sessions_app.models import COUNTER_FIELDS, Session, Tenant, UsageHourly
+from sessions_app.models import COUNTER_FIELDS, Session, SessionModelUsage, Tenant, UsageHourly
+from sessions_app.pricing import PRICED_TOKENS, Cost, PriceBook
 
 # The contract's counters, in the contract's order, plus `message_system`.
 STATS_FIELDS = (
@@ -25,7 +31,10 @@ STATS_FIELDS = (
     "cache_creation_tokens",
     "total_tokens",
 )
-GROUP_BY = ("day", "tool", "user_id", "model", "session")
+GROUP_BY = ("day", "tool", "user_id", "project", "model", "session")
+# What grouped usage adds to the counters: sessions started, and cost.
+USAGE_FIELDS = ("sessions", *STATS_FIELDS)
+SESSION_TOKEN_FIELDS = ("requests", "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
 
 
 def counters_of(obj, *, conversations: int | None = None) -> dict[str, int]:
@@ -34,8 +43,25 @@ def counters_of(obj, *, conversations: int | None = None) -> dict[str, int]:
     return {field: values[field] for field in STATS_FIELDS}
 
 
-def session_stats(*, session: Session) -> dict[str, int]:
-    return counters_of(session)
+def session_stats(*, session: Session, with_cost: bool = False) -> dict:
+    """The session's counters; with its cost too (one query: the session's usage by model)."""
+    stats = counters_of(session)
+    if with_cost:
+        cost = session_costs(session_ids=[session.pk])[session.pk]
+        stats.update(cost.as_fields(), unpriced_models=sorted(cost.unpriced_models))
+    return stats
+
+
+def session_costs(*, session_ids, book: PriceBook | None = None) -> dict:
+    """{session id: Cost} from the sessions' usage by model."""
+    book = book or PriceBook.load()
+    costs = defaultdict(Cost)
+    rows = SessionModelUsage.objects.filter(session_id__in=session_ids).values(
+        "session_id", "model", *SESSION_TOKEN_FIELDS
+    )
+    for row in rows:
+        costs[row["session_id"]].add(book, row["model"], row)
+    return costs
 
 
 def _floor_hour(moment: datetime) -> datetime:
@@ -52,6 +78,49 @@ def _sums(queryset, fields=STATS_FIELDS) -> dict[str, int]:
     return {field: int(totals[field] or 0) for field in fields}
 
 
+@dataclass(frozen=True)
+class UsageFilter:
+    """What a usage query is narrowed to. `since`/`until` select roll-up hours, or session start times."""
+
+    tenant: Tenant
+    since: datetime | None = None
+    until: datetime | None = None
+    tool: str | None = None
+    user_id: str | None = None
+    project: str | None = None
+    model: str | None = None
+
+    def hourly(self) -> tuple:
+        """The filtered roll-up rows, and the window they cover (rounded out to whole UTC hours)."""
+        rows = UsageHourly.objects.filter(tenant=self.tenant)
+        window = {"since": None, "until": None}
+        if self.since is not None:
+            window["since"] = _floor_hour(self.since)
+            rows = rows.filter(hour__gte=window["since"])
+        if self.until is not None:
+            window["until"] = _ceil_hour(self.until)
+            rows = rows.filter(hour__lt=window["until"])
+        for field in ("tool", "user_id", "project", "model"):
+            if getattr(self, field) is not None:
+                rows = rows.filter(**{field: getattr(self, field)})
+        return rows, window
+
+    def sessions(self):
+        sessions = Session.objects.filter(tenant=self.tenant)
+        if self.since is not None:
+            sessions = sessions.filter(started_at__gte=self.since)
+        if self.until is not None:
+            sessions = sessions.filter(started_at__lt=self.until)
+        for field in ("tool", "user_id", "project"):
+            if getattr(self, field) is not None:
+                sessions = sessions.filter(**{field: getattr(self, field)})
+        return sessions
+
+
+def _usage_row(counters: dict, cost: Cost) -> dict:
+    return {**{field: int(counters.get(field) or 0) for field in USAGE_FIELDS}, **cost.as_fields()}
+
+
 def usage_grouped(
     *,
     tenant: Tenant,
@@ -60,69 +129,151 @@ def usage_grouped(
     until: datetime | None = None,
     tool: str | None = None,
     user_id: str | None = None,
+    project: str | None = None,
+    model: str | None = None,
     limit: int = 100,
+    book: PriceBook | None = None,
 ) -> dict:
-    """Usage counters grouped by day, tool, user, model (hourly roll-ups) or session (session counters).
+    """Usage counters and cost grouped by day, tool, user, project, model (hourly roll-ups) or session
+    (session counters). One query: the roll-ups summed per (group, model), each model's sums priced.
 
     Roll-ups are hourly, so `since` is rounded down and `until` up to whole UTC hours; the window that
-    was actually counted is returned. Grouped by session, the window selects sessions by start time.
+    was actually counted is returned. Grouped by session, the window selects sessions by start time
+    (and `model` cannot narrow sessions: a session has many models).
     """
+    usage = UsageFilter(
+        tenant=tenant, since=since, until=until, tool=tool, user_id=user_id, project=project, model=model
+    )
+    book = book or PriceBook.load()
     if group_by == "session":
-        return _usage_by_session(tenant=tenant, since=since, until=until, tool=tool, user_id=user_id, limit=limit)
+        return _usage_by_session(usage=usage, limit=limit, book=book)
 
-    rows = UsageHourly.objects.filter(tenant=tenant)
-    window = {"since": None, "until": None}
-    if since is not None:
-        window["since"] = _floor_hour(since)
-        rows = rows.filter(hour__gte=window["since"])
-    if until is not None:
-        window["until"] = _ceil_hour(until)
-        rows = rows.filter(hour__lt=window["until"])
-    if tool is not None:
-        rows = rows.filter(tool=tool)
-    if user_id is not None:
-        rows = rows.filter(user_id=user_id)
-
-    key = {"day": TruncDate("hour"), "tool": F("tool"), "user_id": F("user_id"), "model": F("model")}[group_by]
-    grouped = rows.annotate(key=key).values("key").annotate(**{f: Sum(f) for f in STATS_FIELDS}).order_by("key")
-    results = []
+    rows, window = usage.hourly()
+    key = {
+        "day": TruncDate("hour"),
+        "tool": F("tool"),
+        "user_id": F("user_id"),
+        "project": F("project"),
+        "model": F("model"),
+    }[group_by]
+    grouped = rows.annotate(key=key).values("key", "model").annotate(**{f: Sum(f) for f in USAGE_FIELDS}).order_by()
+    counters: dict = defaultdict(lambda: defaultdict(int))
+    costs: dict = defaultdict(Cost)
+    total_counters: dict = defaultdict(int)
+    total_cost = Cost()
     for row in grouped:
         value = row["key"]
         value = value.isoformat() if hasattr(value, "isoformat") else (value or None)
-        results.append({"key": value, **{field: int(row[field] or 0) for field in STATS_FIELDS}})
-    if group_by != "day":
+        for field in USAGE_FIELDS:
+            counters[value][field] += int(row[field] or 0)
+            total_counters[field] += int(row[field] or 0)
+        costs[value].add(book, row["model"], row)
+    for cost in costs.values():
+        total_cost.merge(cost)
+    results = [{"key": value, **_usage_row(counters[value], costs[value])} for value in counters]
+    if group_by == "day":
+        results.sort(key=lambda r: r["key"])
+    else:
         results.sort(key=lambda r: (-r["total_tokens"], -r["messages"], r["key"] or ""))
-    return {"group_by": group_by, **window, "results": results, "totals": _sums(rows)}
+    return {
+        "group_by": group_by,
+        **window,
+        "results": results,
+        "totals": _usage_row(total_counters, total_cost),
+        "unpriced_models": sorted(total_cost.unpriced_models),
+    }
 
 
-def _usage_by_session(*, tenant, since, until, tool, user_id, limit) -> dict:
-    sessions = Session.objects.filter(tenant=tenant)
-    if since is not None:
-        sessions = sessions.filter(started_at__gte=since)
-    if until is not None:
-        sessions = sessions.filter(started_at__lt=until)
-    if tool is not None:
-        sessions = sessions.filter(tool=tool)
-    if user_id is not None:
-        sessions = sessions.filter(user_id=user_id)
+def _usage_by_session(*, usage: UsageFilter, limit: int, book: PriceBook) -> dict:
+    sessions = usage.sessions()
     # Deleted sessions stay in the totals (their usage happened) but are not listed: the API hides them.
-    top = (
+    top = list(
         sessions.filter(deleted_at__isnull=True)
         .order_by("-total_tokens", "-messages", "-started_at")
-        .only("id", "name", "tool", "user_id", "started_at", *STATS_FIELDS)[:limit]
+        .only("id", "name", "tool", "user_id", "project", "started_at", *STATS_FIELDS)[:limit]
     )
+    costs = session_costs(session_ids=[s.pk for s in top], book=book)
     results = [
         {
             "key": str(s.pk),
             "name": s.name,
             "tool": s.tool,
             "user_id": s.user_id,
+            "project": s.project,
             "started_at": s.started_at,
-            **counters_of(s),
+            **_usage_row({**counters_of(s), "sessions": 1}, costs[s.pk]),
         }
         for s in top
     ]
-    return {"group_by": "session", "since": since, "until": until, "results": results, "totals": _sums(sessions)}
+    totals = sessions.aggregate(sessions=Count("id"), **{field: Sum(field) for field in STATS_FIELDS})
+    total_cost = Cost()
+    by_model = (
+        SessionModelUsage.objects.filter(session__in=sessions.values("pk"))
+        .values("model")
+        .annotate(**{field: Sum(field) for field in SESSION_TOKEN_FIELDS})
+        .order_by()
+    )
+    for row in by_model:
+        total_cost.add(book, row["model"], row)
+    return {
+        "group_by": "session",
+        "since": usage.since,
+        "until": usage.until,
+        "results": results,
+        "totals": _usage_row(totals, total_cost),
+        "unpriced_models": sorted(total_cost.unpriced_models),
+    }
+
+
+def top_sessions_by_cost(*, usage: UsageFilter, limit: int = 20, book: PriceBook | None = None) -> list[dict]:
+    """The `limit` costliest sessions started in the window: their usage by model priced in SQL (the
+    prices of the tenant's models passed as a VALUES list), summed per session, highest first."""
+    book = book or PriceBook.load()
+    models = SessionModelUsage.objects.filter(tenant=usage.tenant).values_list("model", flat=True).distinct()
+    prices = [(model, book.price_for(model)) for model in models]
+    prices = [(model, price) for model, price in prices if price is not None]
+    if not prices:
+        return []
+    sessions = usage.sessions().filter(deleted_at__isnull=True)
+    session_sql, session_params = sessions.values("pk").query.sql_with_params()
+    values = ", ".join(["(%s, %s::numeric, %s::numeric, %s::numeric, %s::numeric)"] * len(prices))
+    value_params = [
+        value for model, price in prices for value in (model, *(getattr(price, rate) for _, rate in PRICED_TOKENS))
+    ]
+    cost = " + ".join(f"u.{tokens} * p.{rate}" for tokens, rate in PRICED_TOKENS)
+    sql = f"""
+        SELECT u.session_id, SUM({cost}) / 1000000 AS cost
+        FROM {SessionModelUsage._meta.db_table} u
+        JOIN (VALUES {values}) AS p(model, {", ".join(rate for _, rate in PRICED_TOKENS)}) ON p.model = u.model
+        WHERE u.session_id IN ({session_sql})
+        GROUP BY u.session_id
+        ORDER BY cost DESC
+        LIMIT %s
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*value_params, *session_params, limit])
+        ranked = cursor.fetchall()
+    by_id = Session.objects.only("id", "name", "tool", "user_id", "project", "started_at", *STATS_FIELDS).in_bulk(
+        [session_id for session_id, _ in ranked]
+    )
+    costs = session_costs(session_ids=list(by_id), book=book)
+    return [_session_entry(by_id[session_id], costs[session_id]) for session_id, _ in ranked if session_id in by_id]
+
+
+def top_sessions_by_tokens(*, usage: UsageFilter, limit: int = 20, book: PriceBook | None = None) -> list[dict]:
+    """The `limit` sessions with the most tokens started in the window (index session_tenant_tokens)."""
+    top = list(
+        usage.sessions()
+        .filter(deleted_at__isnull=True)
+        .order_by("-total_tokens")
+        .only("id", "name", "tool", "user_id", "project", "started_at", *STATS_FIELDS)[:limit]
+    )
+    costs = session_costs(session_ids=[s.pk for s in top], book=book)
+    return [_session_entry(s, costs[s.pk]) for s in top]
+
+
+def _session_entry(session: Session, cost: Cost) -> dict:
+    return {"session": session, **counters_of(session), "sessions": 1, **cost.as_fields()}
 
 
 _RECOUNT_SQL = """
@@ -178,3 +329,143 @@ def session_count_drift(*, session: Session) -> dict[str, tuple[int, int]]:
     maintained = session_stats(session=session)
     recounted = session_recount(session=session)
     return {f: (maintained[f], recounted[f]) for f in STATS_FIELDS if maintained[f] != recounted[f]}
+
+
+# -- the roll-ups recounted from the messages (audits and rebuilds) ---------------------------------------
+# Each message's contribution, by the rules of services.messages (and services.turns for completed turns):
+# a line of a response (a request_id) adds what it grew the request's largest values by, and the request
+# counts once, on its first line, under the line's model or else the request's first model; a turn's
+# answer (api_calls set) and any other message add their own values. Then the hourly key of each.
+_CONTRIBUTIONS_SQL = """
+WITH m AS (
+    SELECT tenant_id, session_id, seq, created_at, role, model, request_id, auth_type, api_calls,
+           COALESCE(input_tokens, 0) AS input_tokens, COALESCE(output_tokens, 0) AS output_tokens,
+           COALESCE(cache_read_tokens, 0) AS cache_read_tokens,
+           COALESCE(cache_creation_tokens, 0) AS cache_creation_tokens, COALESCE(total_tokens, 0) AS total_tokens,
+           (request_id <> '' AND api_calls IS NULL) AS in_request
+    FROM sessions_app_message
+    WHERE tenant_id = %(tenant)s
+), running AS (
+    SELECT m.*, ROW_NUMBER() OVER w AS nth,
+           MAX(input_tokens) OVER w AS input_max, MAX(output_tokens) OVER w AS output_max,
+           MAX(cache_read_tokens) OVER w AS cache_read_max,
+           MAX(cache_creation_tokens) OVER w AS cache_creation_max, MAX(total_tokens) OVER w AS total_max,
+           (ARRAY_REMOVE(ARRAY_AGG(NULLIF(model, '')) OVER w, NULL))[1] AS request_model
+    FROM m
+    WHERE in_request
+    WINDOW w AS (PARTITION BY session_id, request_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+), contribution AS (
+    SELECT tenant_id, session_id, seq, created_at, role, COALESCE(NULLIF(model, ''), request_model, '') AS model,
+           (nth = 1)::int AS requests,
+           input_max - COALESCE(LAG(input_max) OVER p, 0) AS input_tokens,
+           output_max - COALESCE(LAG(output_max) OVER p, 0) AS output_tokens,
+           cache_read_max - COALESCE(LAG(cache_read_max) OVER p, 0) AS cache_read_tokens,
+           cache_creation_max - COALESCE(LAG(cache_creation_max) OVER p, 0) AS cache_creation_tokens,
+           total_max - COALESCE(LAG(total_max) OVER p, 0) AS total_tokens
+    FROM running
+    WINDOW p AS (PARTITION BY session_id, request_id ORDER BY seq)
+    UNION ALL
+    SELECT tenant_id, session_id, seq, created_at, role, model,
+           CASE WHEN api_calls IS NOT NULL THEN api_calls WHEN auth_type <> '' THEN 1 ELSE 0 END,
+           input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, total_tokens
+    FROM m
+    WHERE NOT in_request
+)
+"""
+_COUNTER_SUMS = ", ".join(
+    f"SUM({field})::bigint AS {field}" for field in (*COUNTER_FIELDS, "conversations", "sessions")
+)
+_ANY_COUNTER = " OR ".join(f"SUM({field}) <> 0" for field in (*COUNTER_FIELDS, "conversations", "sessions"))
+# The hourly roll-up rows of a tenant: a message counts in its hour under its model; a conversation in the
+# hour of the message that started it, under that message's own model; a session with its first message.
+ROLLUP_RECOUNT_SQL = (
+    _CONTRIBUTIONS_SQL
+    + f"""
+, parts AS (
+    SELECT s.tenant_id, date_trunc('hour', c.created_at, 'UTC') AS hour, s.tool, s.user_id, s.project, c.model,
+           c.requests, 1 AS messages, (c.role = 'user')::int AS message_user,
+           (c.role = 'assistant')::int AS message_assistant, (c.role = 'toolResult')::int AS message_toolresult,
+           (c.role = 'error')::int AS message_error, (c.role = 'system')::int AS message_system,
+           c.input_tokens, c.output_tokens, c.cache_read_tokens, c.cache_creation_tokens, c.total_tokens,
+           0 AS conversations, (c.seq = 1)::int AS sessions
+    FROM contribution c JOIN sessions_app_session s ON s.id = c.session_id
+    UNION ALL
+    SELECT s.tenant_id, date_trunc('hour', first.created_at, 'UTC'), s.tool, s.user_id, s.project, first.model,
+           0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0
+    FROM sessions_app_conversation v
+    JOIN sessions_app_session s ON s.id = v.session_id
+    CROSS JOIN LATERAL (
+        SELECT created_at, model FROM sessions_app_message WHERE conversation_id = v.id ORDER BY seq LIMIT 1
+    ) AS first
+    WHERE s.tenant_id = %(tenant)s
+)
+SELECT tenant_id, hour, tool, user_id, project, model, {_COUNTER_SUMS}
+FROM parts
+GROUP BY tenant_id, hour, tool, user_id, project, model
+HAVING {_ANY_COUNTER}
+"""
+)
+_MODEL_FIELDS = (
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "total_tokens",
+)
+SESSION_MODEL_RECOUNT_SQL = (
+    _CONTRIBUTIONS_SQL
+    + f"""
+SELECT tenant_id, session_id, model, {", ".join(f"SUM({f})::bigint AS {f}" for f in _MODEL_FIELDS)}
+FROM contribution
+GROUP BY tenant_id, session_id, model
+HAVING {" OR ".join(f"SUM({f}) <> 0" for f in _MODEL_FIELDS)}
+"""
+)
+_HOURLY_KEY = ("hour", "tool", "user_id", "project", "model")
+_HOURLY_FIELDS = (*COUNTER_FIELDS, "conversations", "sessions")
+
+
+def rollup_drift(*, tenant: Tenant) -> dict[str, list]:
+    """The tenant's roll-ups compared with a recount from its messages (a scan of them).
+
+    {"hourly": [(key, {counter: (maintained, recounted)})], "session_model": [...]}: every row that
+    disagrees (rows whose counters are all zero count as absent); both lists empty when all agree.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(ROLLUP_RECOUNT_SQL, {"tenant": tenant.pk})
+        columns = [c.name for c in cursor.description]
+        recounted = {
+            tuple(row[k] for k in _HOURLY_KEY): {f: int(row[f]) for f in _HOURLY_FIELDS}
+            for row in (dict(zip(columns, values, strict=True)) for values in cursor.fetchall())
+        }
+        cursor.execute(SESSION_MODEL_RECOUNT_SQL, {"tenant": tenant.pk})
+        columns = [c.name for c in cursor.description]
+        recounted_models = {
+            (row["session_id"], row["model"]): {f: int(row[f]) for f in _MODEL_FIELDS}
+            for row in (dict(zip(columns, values, strict=True)) for values in cursor.fetchall())
+        }
+    maintained = {
+        tuple(row[k] for k in _HOURLY_KEY): {f: row[f] for f in _HOURLY_FIELDS}
+        for row in UsageHourly.objects.filter(tenant=tenant).values(*_HOURLY_KEY, *_HOURLY_FIELDS)
+        if any(row[f] for f in _HOURLY_FIELDS)
+    }
+    maintained_models = {
+        (row["session_id"], row["model"]): {f: row[f] for f in _MODEL_FIELDS}
+        for row in SessionModelUsage.objects.filter(tenant=tenant).values("session_id", "model", *_MODEL_FIELDS)
+        if any(row[f] for f in _MODEL_FIELDS)
+    }
+    return {
+        "hourly": _differences(maintained, recounted, _HOURLY_FIELDS),
+        "session_model": _differences(maintained_models, recounted_models, _MODEL_FIELDS),
+    }
+
+
+def _differences(maintained: dict, recounted: dict, fields) -> list:
+    out = []
+    for key in sorted(maintained.keys() | recounted.keys(), key=str):
+        a, b = maintained.get(key, {}), recounted.get(key, {})
+        diff = {f: (a.get(f, 0), b.get(f, 0)) for f in fields if a.get(f, 0) != b.get(f, 0)}
+        if diff:
+            out.append((key, diff))
+    return out

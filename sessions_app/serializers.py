@@ -236,12 +236,37 @@ class ConversationSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class GroupedRowSerializer(StatsSerializer):
-    key = serializers.CharField(allow_null=True, help_text="The day, tool, user_id, model or session id")
+class CostSerializer(serializers.Serializer):
+    cost_usd = serializers.DecimalField(
+        max_digits=24,
+        decimal_places=6,
+        help_text="USD of the priced tokens (model prices in the admin), as a string with 6 decimals. "
+        "Computed when read, so a corrected price shows at once.",
+    )
+    unpriced_tokens = serializers.IntegerField(
+        help_text="Input, output and cache tokens of models without a price: not in cost_usd. 0 when all are priced."
+    )
+
+
+class SessionStatsSerializer(StatsSerializer, CostSerializer):
+    unpriced_models = serializers.ListField(child=serializers.CharField(allow_blank=True))
+
+
+class UsageSerializer(StatsSerializer, CostSerializer):
+    """Grouped usage: the counters, sessions started, and cost."""
+
+    sessions = serializers.IntegerField(
+        help_text="Sessions whose first message falls in the group (by model: the model of that first message)"
+    )
+
+
+class GroupedRowSerializer(UsageSerializer):
+    key = serializers.CharField(allow_null=True, help_text="The day, tool, user_id, project, model or session id")
     # Grouped by session only:
     name = serializers.CharField(required=False)
     tool = serializers.CharField(required=False)
     user_id = serializers.CharField(required=False)
+    project = serializers.CharField(required=False)
     started_at = serializers.DateTimeField(required=False)
 
 
@@ -250,20 +275,30 @@ class GroupedStatsSerializer(serializers.Serializer):
     since = serializers.DateTimeField(allow_null=True)
     until = serializers.DateTimeField(allow_null=True)
     results = GroupedRowSerializer(many=True)
-    totals = StatsSerializer()
+    totals = UsageSerializer()
+    unpriced_models = serializers.ListField(
+        child=serializers.CharField(allow_blank=True),
+        help_text="Models with tokens in the window but no price ('' for messages without a model)",
+    )
 
 
 class GroupedStatsQuerySerializer(serializers.Serializer):
-    group_by = serializers.ChoiceField(choices=["day", "tool", "user_id", "model", "session"], default="day")
+    group_by = serializers.ChoiceField(choices=["day", "tool", "user_id", "project", "model", "session"], default="day")
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
     tool = serializers.CharField(required=False)
     user_id = serializers.CharField(required=False)
+    project = serializers.CharField(required=False, allow_blank=True, help_text="'' selects sessions without one")
+    model = serializers.CharField(required=False, allow_blank=True)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=100)
 
     def validate(self, attrs):
         if attrs.get("since") and attrs.get("until") and attrs["since"] >= attrs["until"]:
             raise serializers.ValidationError({"until": ["Must be after `since`."]})
+        if attrs.get("group_by") == "session" and "model" in attrs:
+            raise serializers.ValidationError(
+                {"model": ["Cannot narrow group_by=session: a session uses many models. Group by model instead."]}
+            )
         return attrs
 
 

@@ -34,10 +34,10 @@ from sessions_app.serializers import (
     MessageInSerializer,
     MessageSerializer,
     SessionSerializer,
+    SessionStatsSerializer,
     SessionUpdateSerializer,
     StateSerializer,
     StateVersionSerializer,
-    StatsSerializer,
     SystemReadySerializer,
     TurnCompleteSerializer,
     TurnProgressSerializer,
@@ -122,10 +122,10 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
         session = session_end(tenant=self.tenant, session_id=session.pk)
         return Response(SessionSerializer(session).data)
 
-    @extend_schema(responses=StatsSerializer, summary="The session's counters")
+    @extend_schema(responses=SessionStatsSerializer, summary="The session's counters and cost")
     @action(detail=True, methods=["get"])
     def stats(self, request, pk=None):
-        return Response(session_stats(session=self.get_object()))
+        return Response(SessionStatsSerializer(session_stats(session=self.get_object(), with_cost=True)).data)
 
     # -- messages --------------------------------------------------------------------------------------
     @extend_schema(
@@ -339,7 +339,7 @@ class StatsView(TenantScopedMixin, APIView):
     @extend_schema(
         parameters=[GroupedStatsQuerySerializer],
         responses=GroupedStatsSerializer,
-        summary="Usage counters grouped by day, tool, user_id, model or session",
+        summary="Usage counters and cost grouped by day, tool, user_id, project, model or session",
     )
     def get(self, request):
         query = GroupedStatsQuerySerializer(data=request.query_params)

@@ -1,38 +1,95 @@
-"""Applying counter changes to the hourly roll-ups (the session and conversation rows are updated by
-their writers, which hold the session's row lock)."""
+"""Applying counter changes to the hourly roll-ups and to the sessions' usage by model (the session and
+conversation rows are updated by their writers, which hold the session's row lock), and rebuilding both
+from the messages when an audit finds them wrong."""
 
 from __future__ import annotations
 
-from collections import Counter
-from datetime import datetime
+from collections import Counter, defaultdict
+from datetime import UTC, datetime
 
-from django.db import connection
+from django.db import connection, transaction
 
-from sessions_app.models import COUNTER_FIELDS, Session, UsageHourly
+from sessions_app.models import COUNTER_FIELDS, TOKEN_FIELDS, Session, SessionModelUsage, Tenant, UsageHourly
 
-ROLLUP_FIELDS = (*COUNTER_FIELDS, "conversations")
+ROLLUP_FIELDS = (*COUNTER_FIELDS, "conversations", "sessions")
+ROLLUP_KEY = ("tenant_id", "hour", "tool", "user_id", "project", "model")
+SESSION_MODEL_FIELDS = ("requests", *TOKEN_FIELDS)
 
 
 def hour_of(moment: datetime) -> datetime:
-    return moment.replace(minute=0, second=0, microsecond=0)
+    """The UTC hour a moment falls in (roll-ups are keyed by UTC hours, whatever offset a client sent)."""
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def _upsert(table: str, key: tuple[str, ...], fields: tuple[str, ...], rows: list[list], conflict=None) -> None:
+    """INSERT rows of (*key, *fields) values; on a conflict on `conflict` (default: key) add the fields."""
+    columns = [*key, *fields]
+    values = ", ".join("(" + ", ".join(["%s"] * len(columns)) + ")" for _ in rows)
+    updates = ", ".join(f"{field} = {table}.{field} + EXCLUDED.{field}" for field in fields)
+    sql = (
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES {values} "
+        f"ON CONFLICT ({', '.join(conflict or key)}) DO UPDATE SET {updates}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [value for row in rows for value in row])
 
 
 def rollup_add(*, session: Session, deltas: dict[tuple[datetime, str], Counter]) -> None:
-    """Add `deltas` ({(hour, model): counters}) to the session's tenant/tool/user roll-up rows."""
+    """Add `deltas` ({(hour, model): counters}) to the session's tenant/tool/user/project roll-up rows, and
+    their requests and tokens to the session's usage by model. Called inside the writer's transaction."""
     deltas = {key: delta for key, delta in deltas.items() if any(delta.values())}
     if not deltas:
         return
-    table = UsageHourly._meta.db_table
-    columns = ["tenant_id", "hour", "tool", "user_id", "model", *ROLLUP_FIELDS]
-    rows, params = [], []
+    rows = []
+    by_model: dict[str, Counter] = defaultdict(Counter)
     for (hour, model), delta in sorted(deltas.items()):  # one fixed order for every writer: no deadlocks
-        rows.append("(" + ", ".join(["%s"] * len(columns)) + ")")
-        params += [session.tenant_id, hour, session.tool, session.user_id, model]
-        params += [delta.get(field, 0) for field in ROLLUP_FIELDS]
-    updates = ", ".join(f"{field} = {table}.{field} + EXCLUDED.{field}" for field in ROLLUP_FIELDS)
-    sql = (
-        f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join(rows)} "
-        f"ON CONFLICT (tenant_id, hour, tool, user_id, model) DO UPDATE SET {updates}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        rows.append(
+            [session.tenant_id, hour, session.tool, session.user_id, session.project, model]
+            + [delta.get(field, 0) for field in ROLLUP_FIELDS]
+        )
+        for field in SESSION_MODEL_FIELDS:
+            by_model[model][field] += delta.get(field, 0)
+    _upsert(UsageHourly._meta.db_table, ROLLUP_KEY, ROLLUP_FIELDS, rows)
+    model_rows = [
+        [session.tenant_id, session.pk, model] + [delta[field] for field in SESSION_MODEL_FIELDS]
+        for model, delta in sorted(by_model.items())
+        if any(delta.values())
+    ]
+    if model_rows:
+        _upsert(
+            SessionModelUsage._meta.db_table,
+            ("tenant_id", "session_id", "model"),
+            SESSION_MODEL_FIELDS,
+            model_rows,
+            conflict=("session_id", "model"),
+        )
+
+
+def rollups_rebuild(*, tenant: Tenant) -> dict[str, int]:
+    """Replace the tenant's hourly roll-ups and sessions' usage by model with a recount from its messages.
+
+    Both tables are locked against writers (EXCLUSIVE: readers go on) for the duration, so messages
+    appended meanwhile wait, then add to the rebuilt rows: none is lost or counted twice. This scans
+    the tenant's messages; `manage.py ace_recount --rollups --fix` runs it."""
+    from sessions_app.selectors import ROLLUP_RECOUNT_SQL, SESSION_MODEL_RECOUNT_SQL
+
+    hourly = UsageHourly._meta.db_table
+    by_model = SessionModelUsage._meta.db_table
+    rollup_columns = ", ".join([*ROLLUP_KEY, *ROLLUP_FIELDS])
+    model_columns = ", ".join(["tenant_id", "session_id", "model", *SESSION_MODEL_FIELDS])
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"LOCK TABLE {hourly}, {by_model} IN EXCLUSIVE MODE")
+        cursor.execute(f"DELETE FROM {hourly} WHERE tenant_id = %s", [tenant.pk])
+        cursor.execute(f"DELETE FROM {by_model} WHERE tenant_id = %s", [tenant.pk])
+        cursor.execute(
+            f"INSERT INTO {hourly} ({rollup_columns}) SELECT {rollup_columns} FROM ({ROLLUP_RECOUNT_SQL}) AS recount",
+            {"tenant": tenant.pk},
+        )
+        hourly_rows = cursor.rowcount
+        cursor.execute(
+            f"INSERT INTO {by_model} ({model_columns}) "
+            f"SELECT {model_columns} FROM ({SESSION_MODEL_RECOUNT_SQL}) AS recount",
+            {"tenant": tenant.pk},
+        )
+        model_rows = cursor.rowcount
+    return {"hourly_rows": hourly_rows, "session_model_rows": model_rows}

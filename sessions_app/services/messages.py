@@ -206,7 +206,11 @@ class _Append:
         delta[ROLE_COUNTER[item["role"]]] = 1
 
         self.session_delta.update(delta)
-        self.rollup[(hour_of(created_at), item.get("model") or (request.model if request else ""))].update(delta)
+        rollup_key = (hour_of(created_at), item.get("model") or (request.model if request else ""))
+        self.rollup[rollup_key].update(delta)
+        if self.seq == 0:
+            # The session's first message: the session counts once, in this message's hour and model.
+            self.rollup[rollup_key]["sessions"] += 1
         if conversation is not None:
             self.conversation_delta[conversation.pk].update(delta)
             previous = self.conversation_last.get(conversation.pk)

@@ -12,10 +12,18 @@ from sessions_app.models import Session, Tenant
 from sessions_app.signals import session_ended
 
 EDITABLE_FIELDS = (
-    "name", "tool", "agent_session_id", "user_id", "app", "project", "metadata", "started_at", "ended_at",
-)  # fmt: skip
-# Usage roll-ups are keyed by tool and user: once a session has messages these two are facts.
-FIXED_ONCE_USED = ("tool", "user_id")
+    "name",
+    "tool",
+    "agent_session_id",
+    "user_id",
+    "app",
+    "project",
+    "metadata",
+    "started_at",
+    "ended_at",
+)
+# Usage roll-ups are keyed by tool, user and project: once a session has messages these are facts.
+FIXED_ONCE_USED = ("tool", "user_id", "project")
 
 
 def session_create(*, tenant: Tenant, **fields) -> Session:
