@@ -182,7 +182,7 @@ def generate(tenant, n: int, users: int, procs: int) -> dict:
 # -- the timed queries -----------------------------------------------------------------------------------
 def _sql(variant: str, dims: int) -> str:
     if variant == "hnsw":
-        where = "tenant_id::text = %s AND user_id || '' = %s AND valid"
+        where = "tenant_id::text = %s AND user_id || '' = %s AND valid::int = 1"
     else:
         where = "tenant_id = %s AND user_id = %s AND valid"
     return (
