@@ -19,7 +19,7 @@ from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import build_q_object_from_lookup_parameters, flatten_fieldsets, unquote
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, Q, TextField
+from django.db.models import Count, Q, TextField, URLField
 from django.db.models.functions import Cast, Substr
 from django.forms.models import BaseInlineFormSet
 from django.template.response import TemplateResponse
@@ -30,20 +30,24 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.text import Truncator
 
+from sessions_app.admin_dashboard import dashboard_view
 from sessions_app.admin_paginator import EstimatedCountPaginator
 from sessions_app.models import (
     ApiKey,
     Conversation,
     LlmRequest,
     Message,
+    ModelPrice,
     Role,
     Session,
+    SessionModelUsage,
     StateVersion,
     Tenant,
     Turn,
     TurnStatus,
     UsageHourly,
 )
+from sessions_app.pricing import PriceBook
 from sessions_app.search import keyword_filter
 from sessions_app.services.apikeys import KEY_PREFIX, apikey_create, apikeys_revoke
 from sessions_app.services.sessions import session_end, session_update
@@ -748,6 +752,7 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
                     ),
                     ("input_tokens_display", "output_tokens_display", "total_tokens_display"),
                     ("cache_read_tokens_display", "cache_creation_tokens_display"),
+                    "cost_display",
                     "current_conversation",
                     "conversations_link",
                 ),
@@ -759,8 +764,43 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
 
     def get_readonly_fields(self, request, obj=None):
         editable = () if obj is not None and obj.deleted_at else SESSION_EDITABLE
+        if obj is not None and obj.messages:
+            # Its usage is counted under its project (services.sessions.FIXED_ONCE_USED).
+            editable = tuple(field for field in editable if field != "project")
         fields = flatten_fieldsets(self.fieldsets)
         return [field for field in fields if field not in editable]
+
+    @admin.display(description="cost")
+    def cost_display(self, obj):
+        """The session's usage by model, priced with today's model prices."""
+        if obj.pk is None:
+            return EMPTY
+        rows = list(SessionModelUsage.objects.filter(session=obj).order_by("-total_tokens"))
+        if not rows:
+            return EMPTY
+        book = PriceBook.load()
+        lines = []
+        total = 0
+        for row in rows:
+            price = book.price_for(row.model)
+            cost = price.cost(row.__dict__) if price else None
+            total += cost or 0
+            lines.append(
+                (
+                    row.model or "(no model)",
+                    number(row.requests),
+                    number(row.total_tokens),
+                    f"{cost:,.4f}" if cost is not None else "no price",
+                )
+            )
+        table = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", lines)
+        return format_html(
+            "<strong>USD {}</strong> at today's prices"
+            "<table><thead><tr><th>model</th><th>requests</th><th>tokens</th><th>USD</th></tr></thead>"
+            "<tbody>{}</tbody></table>",
+            f"{total:,.4f}",
+            table,
+        )
 
     def has_add_permission(self, request):
         return False  # sessions are opened by their clients, through the API
@@ -1320,9 +1360,17 @@ class LlmRequestAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, a
         "created_at",
         ("input_tokens_display", "output_tokens_display", "total_tokens_display"),
         ("cache_read_tokens_display", "cache_creation_tokens_display"),
+        "cost_display",
         "messages_list",
     )
     readonly_fields = flatten_fieldsets([(None, {"fields": fields})])
+
+    @admin.display(description="cost")
+    def cost_display(self, obj):
+        price = PriceBook.load().price_for(obj.model)
+        if price is None:
+            return format_html("no price for <code>{}</code>", obj.model or "(no model)")
+        return format_html("USD {} (price {})", f"{price.cost(obj.__dict__):,.6f}", price.pattern)
 
     input_tokens_display = counter_display("input_tokens", "input tokens")
     output_tokens_display = counter_display("output_tokens", "output tokens")
@@ -1394,7 +1442,9 @@ class UsageHourlyAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
         "tenant",
         "tool",
         "user_id",
+        "project",
         "model",
+        "sessions_display",
         "requests_display",
         "conversations_display",
         "messages_display",
@@ -1407,7 +1457,8 @@ class UsageHourlyAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
         "total_tokens_display",
     )
     list_filter = ("tool", "model", "tenant")
-    search_fields = ("=user_id",)
+    search_fields = ("=user_id", "=project")
+    search_help_text = "An exact user_id or project."
     date_hierarchy = "hour"
     ordering = ("-hour",)
     list_select_related = ("tenant",)
@@ -1418,14 +1469,69 @@ class UsageHourlyAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
         "hour",
         "tool",
         "user_id",
+        "project",
         "model",
+        "sessions_display",
         *(f"{field}_display" for field, _ in SESSION_COUNTERS),
     )
+    sessions_display = counter_display("sessions", "sessions")
+
+    def get_urls(self):
+        dashboard = path(
+            "dashboard/",
+            self.admin_site.admin_view(lambda request: dashboard_view(request, self)),
+            name="sessions_app_usage_dashboard",
+        )
+        return [dashboard, *super().get_urls()]
+
+
+@admin.register(ModelPrice)
+class ModelPriceAdmin(admin.ModelAdmin):
+    """List prices per model: edited here, they change every cost shown at once (costs are never stored)."""
+
+    list_display = (
+        "__str__",
+        "provider",
+        "input_usd_per_mtok",
+        "output_usd_per_mtok",
+        "cache_read_usd_per_mtok",
+        "cache_write_usd_per_mtok",
+        "checked_on",
+        "notes_preview",
+    )
+    list_display_links = ("__str__",)
+    list_filter = ("provider", "match")
+    search_fields = ("model", "notes")
+    search_help_text = "Part of the model name or of the notes."
+    ordering = ("provider", "model")
+    fieldsets = (
+        (None, {"fields": (("model", "match"), "provider")}),
+        (
+            "USD per million tokens",
+            {
+                "fields": (
+                    ("input_usd_per_mtok", "output_usd_per_mtok"),
+                    ("cache_read_usd_per_mtok", "cache_write_usd_per_mtok"),
+                )
+            },
+        ),
+        ("Where it comes from", {"fields": ("source", "checked_on", "notes", "updated_at")}),
+    )
+    readonly_fields = ("updated_at",)
+    formfield_overrides = {URLField: {"assume_scheme": "https"}}
+
+    @admin.display(description="notes")
+    def notes_preview(self, obj):
+        return Truncator(obj.notes).chars(80) or EMPTY
 
 
 # --------------------------------------------------------------------------------------------------------
 # Tenants and API keys
 # --------------------------------------------------------------------------------------------------------
+
+
+# The admin index links to the usage dashboard.
+admin.site.index_template = "admin/sessions_app/index.html"
 
 
 def key_display(api_key: ApiKey) -> str:

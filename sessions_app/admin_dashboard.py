@@ -1,0 +1,262 @@
+"""The usage dashboard of the admin: one tenant's totals, trend by day, breakdowns by tool, model, user and
+project, and its top sessions, with a CSV export of every table.
+
+It reads only the hourly roll-ups (one grouped query per table, each model's token sums priced with the
+model price table) and the session rows (top sessions: ORDER BY … LIMIT on an index, their usage by
+model for the cost). Served by UsageHourlyAdmin at /admin/sessions_app/usagehourly/dashboard/.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+from collections.abc import Iterable, Iterator
+
+from django import forms
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseBadRequest, StreamingHttpResponse
+from django.template.response import TemplateResponse
+from django.utils import timezone
+from django.utils.http import urlencode
+from django.utils.text import slugify
+
+from sessions_app.models import Tenant
+from sessions_app.pricing import PriceBook
+from sessions_app.selectors import (
+    USAGE_FIELDS,
+    UsageFilter,
+    top_sessions_by_cost,
+    top_sessions_by_tokens,
+    usage_grouped,
+)
+
+DEFAULT_DAYS = 30
+TOP_SESSIONS = 20
+TABLE_ROWS = 50  # shown per breakdown; the CSV has every row
+BREAKDOWNS = {
+    "tool": "By tool",
+    "model": "By model",
+    "user_id": "By user",
+    "project": "By project",
+    "day": "By day",
+}
+TOPS = {"top_tokens": "Top sessions by tokens", "top_cost": "Top sessions by cost"}
+TOKEN_KINDS = (
+    ("input_tokens", "input"),
+    ("output_tokens", "output"),
+    ("cache_read_tokens", "cache read"),
+    ("cache_creation_tokens", "cache write"),
+)
+MESSAGE_KINDS = (
+    ("message_user", "user"),
+    ("message_assistant", "assistant"),
+    ("message_toolresult", "tool results"),
+    ("message_error", "errors"),
+    ("message_system", "system"),
+)
+COST_FIELDS = ("cost_usd", "unpriced_tokens")
+SESSION_COLUMNS = ("session_id", "name", "tool", "user_id", "project", "started_at")
+
+
+class DashboardFilters(forms.Form):
+    tenant = forms.ModelChoiceField(queryset=Tenant.objects.order_by("name"), empty_label=None)
+    since = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}), help_text="first day (UTC)")
+    until = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}), help_text="last day, included")
+    tool = forms.CharField(required=False, widget=forms.TextInput(attrs={"list": "ace-tools", "size": 14}))
+    user_id = forms.CharField(
+        label="user", required=False, widget=forms.TextInput(attrs={"list": "ace-users", "size": 14})
+    )
+    project = forms.CharField(required=False, widget=forms.TextInput(attrs={"list": "ace-projects", "size": 18}))
+
+    def clean(self):
+        data = super().clean()
+        if data.get("since") and data.get("until") and data["since"] > data["until"]:
+            self.add_error("until", "Must not be before the first day.")
+        return data
+
+    @classmethod
+    def from_request(cls, request) -> DashboardFilters:
+        """The query's filters, with the defaults (first tenant, the last 30 days) for what it leaves out."""
+        today = timezone.now().date()
+        data = request.GET.copy()
+        defaults = {"since": today - datetime.timedelta(days=DEFAULT_DAYS - 1), "until": today}
+        first_tenant = Tenant.objects.order_by("name").values_list("pk", flat=True).first()
+        if first_tenant is not None:
+            defaults["tenant"] = first_tenant
+        for name, value in defaults.items():
+            if not data.get(name):
+                data[name] = str(value)
+        return cls(data)
+
+    def usage(self) -> UsageFilter:
+        data = self.cleaned_data
+        day_start = datetime.time.min.replace(tzinfo=datetime.UTC)
+        return UsageFilter(
+            tenant=data["tenant"],
+            since=datetime.datetime.combine(data["since"], day_start),
+            until=datetime.datetime.combine(data["until"] + datetime.timedelta(days=1), day_start),
+            tool=data.get("tool") or None,
+            user_id=data.get("user_id") or None,
+            project=data.get("project") or None,
+        )
+
+    def query(self, **extra) -> str:
+        params = {name: self.data.get(name, "") for name in self.fields}
+        params.update(extra)
+        return "?" + urlencode({k: v for k, v in params.items() if v not in (None, "")})
+
+
+def dashboard_view(request, model_admin):
+    if not model_admin.has_view_permission(request):
+        raise PermissionDenied
+    filters = DashboardFilters.from_request(request)
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": "Usage dashboard",
+        "subtitle": None,
+        "opts": model_admin.opts,
+        "app_label": model_admin.opts.app_label,
+        "filters": filters,
+    }
+    request.current_app = model_admin.admin_site.name
+    if not filters.is_valid():
+        return TemplateResponse(request, "admin/sessions_app/usage_dashboard.html", context, status=400)
+    usage = filters.usage()
+    book = PriceBook.load()
+    table = request.GET.get("table", "")
+    if request.GET.get("format") == "csv":
+        return csv_response(filters, usage, table, book)
+
+    grouped = {name: _grouped(usage, name, book) for name in BREAKDOWNS}
+    totals = grouped["day"]["totals"]
+    unpriced = sorted(set().union(*(g["unpriced_models"] for g in grouped.values())))
+    context.update(
+        {
+            "tenant": usage.tenant,
+            "since": filters.cleaned_data["since"],
+            "until": filters.cleaned_data["until"],
+            "totals": totals,
+            "token_totals": [(label, totals[field]) for field, label in TOKEN_KINDS],
+            "message_totals": [(label, totals[field]) for field, label in MESSAGE_KINDS],
+            "unpriced_models": unpriced,
+            "breakdowns": [_breakdown(filters, name, grouped[name]) for name in BREAKDOWNS if name != "day"],
+            "days": _breakdown(filters, "day", grouped["day"]),
+            "tops": [
+                {
+                    "name": name,
+                    "title": TOPS[name],
+                    "rows": rows,
+                    "csv_url": filters.query(format="csv", table=name),
+                }
+                for name, rows in (
+                    ("top_tokens", top_sessions_by_tokens(usage=usage, limit=TOP_SESSIONS, book=book)),
+                    ("top_cost", top_sessions_by_cost(usage=usage, limit=TOP_SESSIONS, book=book)),
+                )
+            ],
+            "chart": _chart_data(grouped, filters.cleaned_data["since"], filters.cleaned_data["until"]),
+            "choices": {
+                "tools": [r["key"] for r in grouped["tool"]["results"] if r["key"]],
+                "users": [r["key"] for r in grouped["user_id"]["results"] if r["key"]],
+                "projects": [r["key"] for r in grouped["project"]["results"] if r["key"]],
+            },
+        }
+    )
+    return TemplateResponse(request, "admin/sessions_app/usage_dashboard.html", context)
+
+
+def _grouped(usage: UsageFilter, group_by: str, book: PriceBook) -> dict:
+    return usage_grouped(
+        tenant=usage.tenant,
+        group_by=group_by,
+        since=usage.since,
+        until=usage.until,
+        tool=usage.tool,
+        user_id=usage.user_id,
+        project=usage.project,
+        book=book,
+    )
+
+
+def _breakdown(filters: DashboardFilters, name: str, grouped: dict) -> dict:
+    results = grouped["results"]
+    rows = []
+    for row in results[:TABLE_ROWS] if name != "day" else results:
+        # Clicking a tool, user or project narrows the dashboard to it.
+        filterable = name in ("tool", "user_id", "project") and row["key"]
+        filter_url = filters.query(**{name: row["key"]}) if filterable else ""
+        rows.append({**row, "filter_url": filter_url})
+    return {
+        "name": name,
+        "title": BREAKDOWNS[name],
+        "rows": rows,
+        "hidden": max(len(results) - len(rows), 0),
+        "csv_url": filters.query(format="csv", table=name),
+    }
+
+
+def _chart_data(grouped: dict, since: datetime.date, until: datetime.date) -> dict:
+    """Every day of the window (zeros where nothing happened): tokens by kind and cost; cost by model."""
+    by_day = {row["key"]: row for row in grouped["day"]["results"]}
+    days = []
+    day = since
+    while day <= until:
+        days.append(day.isoformat())
+        day += datetime.timedelta(days=1)
+    series = {field: [by_day.get(d, {}).get(field, 0) for d in days] for field, _ in TOKEN_KINDS}
+    return {
+        "days": days,
+        "tokens": [{"label": label, "data": series[field]} for field, label in TOKEN_KINDS],
+        "cost": [float(by_day[d]["cost_usd"]) if d in by_day else 0 for d in days],
+        "models": [row["key"] or "(none)" for row in grouped["model"]["results"][:15]],
+        "model_cost": [float(row["cost_usd"]) for row in grouped["model"]["results"][:15]],
+    }
+
+
+# -- CSV --------------------------------------------------------------------------------------------------
+class _Line:
+    """A file-like object whose write() returns the line, for csv.writer in a streaming response."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def _csv_lines(header: list[str], rows: Iterable[list]) -> Iterator[str]:
+    writer = csv.writer(_Line())
+    yield "\ufeff"  # a byte-order mark: spreadsheet programs then read the UTF-8 (Chinese names) right
+    yield writer.writerow(header)
+    for row in rows:
+        yield writer.writerow(row)
+
+
+def csv_response(filters: DashboardFilters, usage: UsageFilter, table: str, book: PriceBook):
+    if table in BREAKDOWNS:
+        grouped = _grouped(usage, table, book)
+        header = [table, *USAGE_FIELDS, *COST_FIELDS]
+        rows = (
+            [row["key"] or "", *(row[f] for f in USAGE_FIELDS), *(row[f] for f in COST_FIELDS)]
+            for row in grouped["results"]
+        )
+    elif table in TOPS:
+        select = top_sessions_by_tokens if table == "top_tokens" else top_sessions_by_cost
+        entries = select(usage=usage, limit=TOP_SESSIONS, book=book)
+        header = [*SESSION_COLUMNS, *USAGE_FIELDS, *COST_FIELDS]
+        rows = (
+            [
+                str(e["session"].pk),
+                e["session"].name,
+                e["session"].tool,
+                e["session"].user_id,
+                e["session"].project,
+                e["session"].started_at.isoformat(),
+                *(e[f] for f in USAGE_FIELDS),
+                *(e[f] for f in COST_FIELDS),
+            ]
+            for e in entries
+        )
+    else:
+        return HttpResponseBadRequest(f"Unknown table {table!r}: use one of {', '.join([*BREAKDOWNS, *TOPS])}.")
+    data = filters.cleaned_data
+    name = f"usage-{slugify(usage.tenant.name) or usage.tenant.pk}-{table}-{data['since']}-{data['until']}.csv"
+    response = StreamingHttpResponse(_csv_lines(header, rows), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response

@@ -1,0 +1,211 @@
+"""The admin's usage dashboard: staff only, one tenant's figures from the roll-ups (never the messages),
+filters, charts from our own static files, and CSV export of every table."""
+
+import csv
+import io
+from decimal import Decimal
+
+import pytest
+from django.contrib.staticfiles import finders
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from tests.factories import SessionFactory
+
+URL = reverse("admin:sessions_app_usage_dashboard")
+WINDOW = "since=2026-03-01&until=2026-03-02"
+SONNET = "claude-sonnet-4-5-20250929"
+
+
+@pytest.fixture
+def staff(client, django_user_model):
+    client.force_login(django_user_model.objects.create_superuser("auditor", "auditor@example.com", "x"))
+    return client
+
+
+def post(api, session, items):
+    assert api.post(f"/api/v1/sessions/{session.pk}/messages/", items, format="json").status_code == 201
+
+
+def answer(request_id, model, created_at, input_tokens, output_tokens, **extra):
+    return {
+        "role": "assistant",
+        "content": "…",
+        "request_id": request_id,
+        "model": model,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "created_at": created_at,
+        **extra,
+    }
+
+
+@pytest.fixture
+def usage(api, other_api):
+    """acme: a Claude Code session in project open-ace (Sonnet 4.5 and an unpriced model) and a Qwen Code
+    session in project weather; globex: one session of its own. Top sessions are those started in the window."""
+    code = SessionFactory(
+        tenant=api.tenant,
+        name="重构计费模块",
+        tool="claude-code",
+        user_id="alice",
+        project="open-ace",
+        started_at="2026-03-01T09:00:00Z",
+    )
+    post(
+        api,
+        code,
+        [
+            {"role": "user", "content": "q", "created_at": "2026-03-01T09:00:00Z"},
+            answer("r1", SONNET, "2026-03-01T09:00:01Z", 1000, 300, cache_read_tokens=5000, cache_creation_tokens=200),
+            {"role": "toolResult", "content": "{}", "created_at": "2026-03-01T09:00:02Z"},
+            answer("r2", "mystery-model-x", "2026-03-02T08:00:00Z", 100, 20),
+        ],
+    )
+    qwen = SessionFactory(
+        tenant=api.tenant,
+        name="weather",
+        tool="qwen-code",
+        user_id="bob",
+        project="weather",
+        started_at="2026-03-02T10:00:00Z",
+    )
+    post(
+        api,
+        qwen,
+        [
+            {"role": "user", "content": "天气", "created_at": "2026-03-02T10:00:00Z"},
+            answer("q1", "qwen3-coder-plus", "2026-03-02T10:00:01Z", 2000, 100),
+        ],
+    )
+    globex = SessionFactory(
+        tenant=other_api.tenant,
+        name="globex-secret",
+        tool="claude-code",
+        user_id="carol",
+        started_at="2026-03-01T12:00:00Z",
+    )
+    post(other_api, globex, [answer("g1", SONNET, "2026-03-01T12:00:00Z", 777_777, 1)])
+    return code, qwen
+
+
+def page(client, query=""):
+    response = client.get(f"{URL}?{query}")
+    assert response.status_code == 200, response.content[:500]
+    return response, response.content.decode()
+
+
+def test_the_dashboard_shows_the_tenants_figures(staff, api, usage):
+    code, qwen = usage
+    response, html = page(staff, f"tenant={api.tenant.pk}&{WINDOW}")
+    totals = response.context["totals"]
+    assert (totals["sessions"], totals["conversations"], totals["requests"], totals["messages"]) == (2, 2, 3, 6)
+    assert (totals["input_tokens"], totals["output_tokens"], totals["cache_read_tokens"]) == (3100, 420, 5000)
+    # Sonnet 4.5: 1000×3 + 300×15 + 5000×0.30 + 200×3.75 = 9750; qwen3-coder-plus: 2000×1 + 100×5 = 2500 (per 1M).
+    assert totals["cost_usd"] == Decimal("0.012250")
+    assert totals["unpriced_tokens"] == 120
+    assert 'data-total="input_tokens"' not in html  # cards show the total, split in the line below
+    assert ">3,520<" in html and ">6<" in html  # total tokens, messages
+    assert "mystery-model-x" in html and "unpriced" in html
+    for text in ("open-ace", "weather", "claude-code", "qwen-code", "alice", "bob", SONNET, "2026-03-02"):
+        assert text in html, text
+    # Top sessions link to the session and its timeline.
+    assert reverse("admin:sessions_app_session_change", args=[code.pk]) in html
+    assert reverse("admin:sessions_app_session_timeline", args=[qwen.pk]) in html
+    tops = {top["name"]: [row["session"].pk for row in top["rows"]] for top in response.context["tops"]}
+    # Qwen Code used more tokens (2,100 against 1,420), Claude Code cost more (cache, Sonnet's prices).
+    assert tops == {"top_tokens": [qwen.pk, code.pk], "top_cost": [code.pk, qwen.pk]}
+    # Charts: Chart.js from our static files, the data as JSON.
+    assert "sessions_app/vendor/chart.js/chart.umd.min.js" in html
+    assert 'id="ace-chart-data"' in html
+    assert response.context["chart"]["days"] == ["2026-03-01", "2026-03-02"]
+    assert "globex-secret" not in html
+
+
+def test_it_reads_the_roll_ups_never_the_messages(staff, api, usage):
+    with CaptureQueriesContext(connection) as queries:
+        page(staff, f"tenant={api.tenant.pk}&{WINDOW}")
+    sqls = [q["sql"] for q in queries.captured_queries]
+    assert not [sql for sql in sqls if "sessions_app_message" in sql or "sessions_app_llmrequest" in sql]
+    assert len(sqls) < 25
+
+
+def test_filters_narrow_the_figures(staff, api, usage):
+    response, html = page(staff, f"tenant={api.tenant.pk}&{WINDOW}&tool=qwen-code")
+    totals = response.context["totals"]
+    assert (totals["sessions"], totals["requests"], totals["input_tokens"]) == (1, 1, 2000)
+    assert totals["cost_usd"] == Decimal("0.002500")
+    response, _ = page(staff, f"tenant={api.tenant.pk}&{WINDOW}&project=open-ace&user_id=alice")
+    assert response.context["totals"]["requests"] == 2
+    response, _ = page(staff, f"tenant={api.tenant.pk}&since=2026-03-02&until=2026-03-02")
+    assert (response.context["totals"]["sessions"], response.context["totals"]["messages"]) == (1, 3)
+    bad = staff.get(f"{URL}?tenant={api.tenant.pk}&since=2026-03-05&until=2026-03-01")
+    assert bad.status_code == 400
+
+
+def test_each_tenant_sees_only_its_own(staff, other_api, usage):
+    response, html = page(staff, f"tenant={other_api.tenant.pk}&{WINDOW}")
+    assert response.context["totals"]["input_tokens"] == 777_777
+    assert "globex-secret" in html and "open-ace" not in html
+
+
+def test_csv_export_of_a_grouping(staff, api, usage):
+    response = staff.get(f"{URL}?tenant={api.tenant.pk}&{WINDOW}&format=csv&table=model")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    assert response["Content-Disposition"] == 'attachment; filename="usage-acme-model-2026-03-01-2026-03-02.csv"'
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig"))))
+    by_model = {row["model"]: row for row in rows}
+    assert set(by_model) == {SONNET, "mystery-model-x", "qwen3-coder-plus", ""}
+    assert (by_model[SONNET]["requests"], by_model[SONNET]["input_tokens"], by_model[SONNET]["cost_usd"]) == (
+        "1",
+        "1000",
+        "0.009750",
+    )
+    assert by_model["mystery-model-x"]["unpriced_tokens"] == "120"
+    assert list(rows[0])[:3] == ["model", "sessions", "requests"]
+
+
+def test_csv_export_of_every_table(staff, api, usage):
+    code, qwen = usage
+    base = f"{URL}?tenant={api.tenant.pk}&{WINDOW}&format=csv"
+    for table in ("day", "tool", "user_id", "project", "model", "top_tokens", "top_cost"):
+        response = staff.get(f"{base}&table={table}")
+        assert response.status_code == 200, table
+        rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig"))))
+        assert rows, table
+    top = list(
+        csv.DictReader(
+            io.StringIO(b"".join(staff.get(f"{base}&table=top_tokens").streaming_content).decode("utf-8-sig"))
+        )
+    )
+    assert (top[0]["session_id"], top[0]["total_tokens"]) == (str(qwen.pk), "2100")
+    assert (top[1]["session_id"], top[1]["name"], top[1]["cost_usd"]) == (str(code.pk), "重构计费模块", "0.009750")
+    assert staff.get(f"{base}&table=nope").status_code == 400
+
+
+def test_only_staff_with_the_view_permission_see_it(client, django_user_model, api, usage):
+    user = django_user_model.objects.create_user("someone", password="x")
+    client.force_login(user)
+    response = client.get(URL)
+    assert response.status_code == 302 and "/login/" in response["Location"]
+    user.is_staff = True
+    user.save()
+    assert client.get(URL).status_code == 403
+
+
+def test_the_admin_index_links_to_it_and_chart_js_is_vendored(staff, usage):
+    assert URL in staff.get(reverse("admin:index")).content.decode()
+    path = finders.find("sessions_app/vendor/chart.js/chart.umd.min.js")
+    assert path and "Chart.js v4.6.1" in open(path, encoding="utf-8").read(200)
+    assert finders.find("sessions_app/vendor/chart.js/LICENSE.md")
+    for name in ("sessions_app/usage_dashboard.js", "sessions_app/usage_dashboard.css"):
+        assert finders.find(name), name
+
+
+def test_defaults_and_an_empty_window(staff, api, usage):
+    response, html = page(staff)
+    assert response.context["tenant"] == api.tenant  # the first tenant by name
+    assert response.context["totals"]["messages"] == 0  # the last 30 days: nothing happened
+    assert "No usage in this window." in html
