@@ -1,0 +1,601 @@
+#!/usr/bin/env python
+"""Agent-log import throughput on a generated Claude Code tree, against reading and `json.loads`-ing it.
+
+    .venv/bin/python bench/imports.py            # a 200 MB tree
+    .venv/bin/python bench/imports.py --quick    # a 20 MB tree
+    .venv/bin/python bench/imports.py --profile  # also: cProfile of the import, top functions
+
+The tree (`.ace/bench-imports/<size>mb/.claude/projects/…`, generated once per size and seed, then reused)
+has the shapes of real Claude Code logs: many projects and sessions; responses streamed over several
+lines (thinking, text, tool_use) that share `message.id` with `output_tokens` growing; tool_use /
+tool_result pairs whose output is repeated in `toolUseResult` (file reads, shell output, a few KB to
+tens of KB); parallel tool calls; Task calls whose sub-agent writes `<session>/subagents/agent-<id>.jsonl`
+(with its `.meta.json`); older sessions with inline `isSidechain` lines; meta, command, summary,
+file-history-snapshot, turn_duration and api_error lines.
+
+Measured in the same run, on the same files (the page cache warm for both, one process, one thread):
+  (a) bare: open each file, iterate its lines, `json.loads` every one;
+  (b) parse: `importers.parse_file` on every file, no database (what the parsers cost);
+  (c) import: `services.imports.import_path` of the whole tree into a fresh tenant of the bench database
+      (ACE_DATA_DIR=.ace/bench): parsing, sessions, `messages_append` in batches of 1000 with every
+      counter and roll-up, the offsets and carries, one transaction per 16 MB chunk; then
+  (d) the database floor: the stored message rows copied with one INSERT … SELECT into a scratch table
+      like the message table (search vector, indexes): what storing them costs PostgreSQL alone;
+  (e) re-import: the same tree again (every file unchanged: a stat and no read).
+Target: (c) at no less than a third of (a) in MB/s.
+
+The signals `messages_append` sends after commit run as in production (strategy triggers score the new
+messages; the embedding task is queued), on a private in-memory broker so that no queued task reaches a
+worker of the shared bench database. The tenant and its rows are deleted afterwards unless --keep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import random
+import sys
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchlib  # noqa: E402
+
+TARGET_RATIO = 1 / 3
+TREE_ROOT = benchlib.PROJECT_DIR / ".ace" / "bench-imports"
+VERSIONS = ["1.0.98", "2.0.14", "2.0.37", "2.1.3"]
+MODELS = ["claude-sonnet-4-5-20250929", "claude-opus-4-1-20250805", "claude-haiku-4-5-20251001"]
+PROJECT_NAMES = [
+    "billing-api",
+    "web-frontend",
+    "data-pipeline",
+    "infra",
+    "mobile-app",
+    "search-service",
+    "auth",
+    "docs-site",
+    "ml-training",
+    "payments",
+    "notifications",
+    "admin-console",
+    "etl-jobs",
+    "cli-tools",
+    "monorepo",
+    "analytics",
+    "gateway",
+    "scheduler",
+    "crawler",
+    "chat-bot",
+    "reporting",
+    "devops-scripts",
+    "sdk-python",
+    "sdk-go",
+]
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mb", type=int, default=200, help="size of the generated tree in MB (default 200)")
+    parser.add_argument("--quick", action="store_true", help="a 20 MB tree")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--profile", action="store_true", help="profile the import (cProfile), print the top")
+    parser.add_argument("--keep", action="store_true", help="keep the imported tenant (default: delete it)")
+    parser.add_argument("--name", default=None, help="results file name (default imports or imports-quick)")
+    parser.add_argument("--tree-dir", type=Path, default=TREE_ROOT, help=f"where trees are generated ({TREE_ROOT})")
+    args = parser.parse_args()
+    if args.quick:
+        args.mb = 20
+    args.name = args.name or ("imports-quick" if args.quick else "imports")
+    return args
+
+
+# -- the generated tree -----------------------------------------------------------------------------------
+
+
+class SessionWriter:
+    """Writes one Claude Code session file (and its sub-agent files) line by line."""
+
+    def __init__(self, rng: random.Random, project_dir: Path, project: str, start: datetime, inline_sidechains: bool):
+        self.rng = rng
+        self.session_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        self.project_dir = project_dir
+        self.cwd = f"/home/dev/{project}"
+        self.version = rng.choice(VERSIONS)
+        self.branch = rng.choice(["main", "main", "develop", f"feature/{rng.randint(100, 999)}"])
+        self.model = rng.choice(MODELS)
+        self.now = start
+        self.inline_sidechains = inline_sidechains
+        self.path = project_dir / f"{self.session_id}.jsonl"
+        self.lines: list[str] = []
+        self.parent: str | None = None
+        self.bytes = 0
+
+    # ids and stamps
+    def uuid(self) -> str:
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+    def stamp(self, seconds: float = 3.0) -> str:
+        self.now += timedelta(seconds=seconds * (0.3 + self.rng.random()))
+        return self.now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def base(self, *, sidechain: bool = False, agent_id: str | None = None) -> dict:
+        entry = {
+            "parentUuid": self.parent,
+            "isSidechain": sidechain,
+            "userType": "external",
+            "cwd": self.cwd,
+            "sessionId": self.session_id,
+            "version": self.version,
+            "gitBranch": self.branch,
+        }
+        if agent_id:
+            entry["agentId"] = agent_id
+        return entry
+
+    def emit(self, lines: list[str], entry: dict) -> None:
+        text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+        lines.append(text)
+        self.bytes += len(text.encode()) + 1
+        if "uuid" in entry:
+            self.parent = entry["uuid"]
+
+    # entries
+    def user(self, lines, content, *, sidechain=False, agent_id=None, **extra) -> None:
+        entry = self.base(sidechain=sidechain, agent_id=agent_id)
+        entry.update(type="user", message={"role": "user", "content": content}, uuid=self.uuid(), **extra)
+        entry["timestamp"] = self.stamp(20)
+        self.emit(lines, entry)
+
+    def response(self, lines, *, blocks: list[dict], sidechain=False, agent_id=None, final: bool) -> list[dict]:
+        """One API response streamed as one line per content block, usage repeated with output growing."""
+        rng = self.rng
+        message_id = f"msg_01{uuid.UUID(int=rng.getrandbits(128)).hex[:22]}"
+        request_id = f"req_011C{uuid.UUID(int=rng.getrandbits(128)).hex[:20]}" if rng.random() > 0.1 else None
+        usage = {
+            "input_tokens": rng.randint(3, 3000),
+            "cache_creation_input_tokens": rng.choice([0, 0, rng.randint(200, 20000)]),
+            "cache_read_input_tokens": rng.randint(5000, 150000),
+            "output_tokens": 0,
+            "service_tier": "standard",
+        }
+        total_output = rng.randint(20, 4000)
+        model = "claude-haiku-4-5-20251001" if agent_id else self.model
+        for index, block in enumerate(blocks):
+            last = index == len(blocks) - 1
+            usage = {**usage, "output_tokens": total_output if last else max(1, total_output * (index + 1) // 4)}
+            stop = ("end_turn" if final else "tool_use") if last else None
+            entry = self.base(sidechain=sidechain, agent_id=agent_id)
+            entry.update(
+                type="assistant",
+                message={
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [block],
+                    "stop_reason": stop,
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+                uuid=self.uuid(),
+                timestamp=self.stamp(2),
+            )
+            if request_id:
+                entry["requestId"] = request_id
+            self.emit(lines, entry)
+        return blocks
+
+    def tool_call(self) -> tuple[dict, str, dict]:
+        """A tool_use block, the tool's output text and its `toolUseResult`."""
+        rng = self.rng
+        call_id = f"toolu_01{uuid.UUID(int=rng.getrandbits(128)).hex[:22]}"
+        kind = rng.random()
+        if kind < 0.45:
+            folder, module = rng.choice(["api", "core", "jobs", "models"]), rng.choice(["views", "tasks", "utils"])
+            path = f"{self.cwd}/src/{folder}/{module}.py"
+            content = code_block(rng, rng.randint(40, 400))
+            numbered = "\n".join(f"{i + 1:>6}→{line}" for i, line in enumerate(content.splitlines()))
+            result = {
+                "type": "text",
+                "file": {"filePath": path, "content": content, "numLines": content.count("\n") + 1, "startLine": 1},
+            }
+            return {"type": "tool_use", "id": call_id, "name": "Read", "input": {"file_path": path}}, numbered, result
+        if kind < 0.8:
+            command = rng.choice(["pytest -x -q", "git diff --stat", "ruff check .", "npm test", "ls -la src"])
+            output = "\n".join(rng.choice(benchlib.CODE_LINES) for _ in range(rng.randint(5, 200)))
+            result = {"stdout": output, "stderr": "", "interrupted": False, "isImage": False}
+            block = {"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": command}}
+            return block, output, result
+        if kind < 0.93:
+            pattern = rng.choice(["def retry", "TODO", "transaction.atomic", "import requests"])
+            files = [f"src/{rng.choice(['a', 'b', 'c'])}/{rng.randint(1, 99)}.py" for _ in range(rng.randint(1, 40))]
+            output = "\n".join(files)
+            result = {"mode": "files_with_matches", "filenames": files, "numFiles": len(files)}
+            return {"type": "tool_use", "id": call_id, "name": "Grep", "input": {"pattern": pattern}}, output, result
+        old = code_block(rng, rng.randint(3, 20))
+        new = code_block(rng, rng.randint(3, 20))
+        path = f"{self.cwd}/src/core/utils.py"
+        block = {
+            "type": "tool_use",
+            "id": call_id,
+            "name": "Edit",
+            "input": {"file_path": path, "old_string": old, "new_string": new},
+        }
+        result = {
+            "filePath": path,
+            "oldString": old,
+            "newString": new,
+            "structuredPatch": [{"lines": new.splitlines()}],
+        }
+        return block, f"The file {path} has been updated.", result
+
+    def tool_result(self, lines, call: dict, output: str, result: dict, *, sidechain=False, agent_id=None) -> None:
+        content = [{"tool_use_id": call["id"], "type": "tool_result", "content": output}]
+        self.user(lines, content, sidechain=sidechain, agent_id=agent_id, toolUseResult=result)
+
+    def steps(self, lines, *, sidechain=False, agent_id=None, count: int) -> None:
+        """Tool-using responses with their results, then the final answer."""
+        rng = self.rng
+        for _ in range(count):
+            blocks = []
+            if rng.random() < 0.5:
+                blocks.append({"type": "thinking", "thinking": benchlib.prose(rng, 100, 1200), "signature": "EqQB"})
+            if rng.random() < 0.6:
+                blocks.append({"type": "text", "text": benchlib.prose(rng, 40, 400)})
+            calls = [self.tool_call() for _ in range(2 if rng.random() < 0.15 else 1)]
+            blocks += [call for call, _, _ in calls]
+            self.response(lines, blocks=blocks, sidechain=sidechain, agent_id=agent_id, final=False)
+            for call, output, result in calls:
+                self.tool_result(lines, call, output, result, sidechain=sidechain, agent_id=agent_id)
+        final = [{"type": "text", "text": benchlib.prose(rng, 100, 1500)}]
+        self.response(lines, blocks=final, sidechain=sidechain, agent_id=agent_id, final=True)
+
+    def subagent(self, lines) -> None:
+        """A Task call: the sub-agent's own file under <session>/subagents/, then its result in the parent."""
+        rng = self.rng
+        agent_id = uuid.UUID(int=rng.getrandbits(128)).hex[:8]
+        call_id = f"toolu_01{uuid.UUID(int=rng.getrandbits(128)).hex[:22]}"
+        prompt = benchlib.prose(rng, 100, 600)
+        call = {
+            "type": "tool_use",
+            "id": call_id,
+            "name": "Task",
+            "input": {"description": "explore", "prompt": prompt},
+        }
+        self.response(lines, blocks=[call], final=False)
+        saved_parent, saved_now = self.parent, self.now
+        agent_lines: list[str] = []
+        self.parent = None
+        self.user(agent_lines, prompt, sidechain=True, agent_id=agent_id)
+        self.steps(agent_lines, sidechain=True, agent_id=agent_id, count=rng.randint(2, 8))
+        folder = self.project_dir / self.session_id / "subagents"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"agent-{agent_id}.jsonl").write_text("\n".join(agent_lines) + "\n", encoding="utf-8")
+        (folder / f"agent-{agent_id}.meta.json").write_text(
+            json.dumps({"agentType": "general-purpose", "description": "explore", "toolUseId": call_id})
+        )
+        self.parent = saved_parent
+        self.now = max(self.now, saved_now)
+        answer = benchlib.prose(rng, 200, 2000)
+        result = {"agentId": agent_id, "content": [{"type": "text", "text": answer}], "totalDurationMs": 61000}
+        self.tool_result(lines, call, answer, result)
+
+    def inline_sidechain(self, lines) -> None:
+        """Older versions: the sub-agent's lines in the session file itself, flagged isSidechain."""
+        saved = self.parent
+        self.parent = None
+        self.user(lines, benchlib.prose(self.rng, 80, 300), sidechain=True)
+        self.steps(lines, sidechain=True, count=self.rng.randint(1, 3))
+        self.parent = saved
+
+    def round(self, lines) -> None:
+        rng = self.rng
+        roll = rng.random()
+        if roll < 0.05:
+            self.user(lines, "<command-name>/model</command-name>\n<command-message>model</command-message>")
+            self.user(lines, "<local-command-stdout>Set model to sonnet</local-command-stdout>")
+        elif roll < 0.08:
+            self.user(lines, "Caveat: The messages below were generated by the user.", isMeta=True)
+        self.user(lines, benchlib.prose(rng, 30, 800))
+        if rng.random() < 0.03:
+            entry = self.base()
+            entry.update(type="system", subtype="api_error", level="error", uuid=self.uuid(), timestamp=self.stamp())
+            entry.update(error={"status": 529, "message": "Overloaded"}, retryAttempt=1, retryInMs=1000)
+            self.emit(lines, entry)
+        if rng.random() < 0.08:
+            self.subagent(lines)
+        if self.inline_sidechains and rng.random() < 0.15:
+            self.inline_sidechain(lines)
+        self.steps(lines, count=rng.choice([0, 1, 2, 3, 4, 6, 8]))
+        entry = self.base()
+        entry.update(type="system", subtype="turn_duration", durationMs=rng.randint(2000, 300000))
+        entry.update(isMeta=False, uuid=self.uuid(), timestamp=self.stamp())
+        self.emit(lines, entry)
+
+    def write(self, target_bytes: int) -> int:
+        lines: list[str] = []
+        if self.rng.random() < 0.3:
+            leaf = self.uuid()
+            self.emit(lines, {"type": "summary", "summary": benchlib.prose(self.rng, 20, 80), "leafUuid": leaf})
+        snapshot = {"type": "file-history-snapshot", "messageId": self.uuid(), "snapshot": {"trackedFileBackups": {}}}
+        self.emit(lines, snapshot)
+        while self.bytes < target_bytes:
+            self.round(lines)
+        self.path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return self.bytes
+
+
+def code_block(rng: random.Random, lines: int) -> str:
+    return "\n".join(rng.choice(benchlib.CODE_LINES) for _ in range(lines))
+
+
+def generate_tree(root: Path, megabytes: int, seed: int) -> Path:
+    """The tree under root/<size>mb (reused when its marker says it was made with these parameters)."""
+    tree = root / f"{megabytes}mb"
+    marker = tree / "generated.json"
+    params = {"mb": megabytes, "seed": seed, "generator": 2}
+    if marker.exists() and json.loads(marker.read_text()) == params:
+        return tree
+    if tree.exists():
+        import shutil
+
+        shutil.rmtree(tree)
+    rng = random.Random(seed)
+    target, written = megabytes * 1_000_000, 0
+    start = datetime(2025, 9, 1, tzinfo=UTC)
+    projects = tree / ".claude" / "projects"
+    while written < target:
+        project = rng.choice(PROJECT_NAMES)
+        folder = projects / f"-home-dev-{project}"
+        folder.mkdir(parents=True, exist_ok=True)
+        size = int(rng.lognormvariate(13.3, 0.8))  # median ~0.6 MB, a few sessions of several MB
+        session = SessionWriter(
+            rng, folder, project, start + timedelta(hours=rng.randint(0, 24 * 60)), inline_sidechains=rng.random() < 0.3
+        )
+        written += session.write(min(size, target - written + 10_000))  # sub-agent files included
+    marker.write_text(json.dumps(params))
+    return tree
+
+
+def tree_files(tree: Path) -> list[Path]:
+    return sorted(tree.rglob("*.jsonl"))
+
+
+# -- the measurements ---------------------------------------------------------------------------------------
+
+
+def bare_parse(files: list[Path]) -> dict:
+    lines = size = 0
+    loads = json.loads
+    started = time.perf_counter()
+    for path in files:
+        with path.open("rb") as handle:
+            for raw in handle:
+                size += len(raw)
+                loads(raw)
+                lines += 1
+    return {"seconds": time.perf_counter() - started, "bytes": size, "lines": lines}
+
+
+def parser_only(files: list[Path]) -> dict:
+    from sessions_app.importers import parse_file
+
+    lines = messages = size = 0
+    started = time.perf_counter()
+    for path in files:
+        result = parse_file(path, flush=True)
+        lines += result.lines_read
+        messages += len(result.messages)
+        size += result.end_offset
+    return {"seconds": time.perf_counter() - started, "bytes": size, "lines": lines, "messages": messages}
+
+
+class TimedSignal:
+    """Stands in for `messages_appended` in services.messages: the same receivers, timed."""
+
+    def __init__(self, signal):
+        self.signal = signal
+        self.seconds = 0.0
+
+    def send(self, **kwargs):
+        started = time.perf_counter()
+        try:
+            return self.signal.send(**kwargs)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+def import_tree(tenant, tree: Path, profile: bool) -> tuple[dict, str | None]:
+    from sessions_app.services import messages
+    from sessions_app.services.imports import import_path
+
+    profiler = cProfile.Profile() if profile else None
+    signal = messages.messages_appended = TimedSignal(messages.messages_appended)
+    started = time.perf_counter()
+    if profiler:
+        profiler.enable()
+    try:
+        summary = import_path(tenant=tenant, path=tree)
+    finally:
+        if profiler:
+            profiler.disable()
+        messages.messages_appended = signal.signal
+    seconds = time.perf_counter() - started
+    report = None
+    if profiler:
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(40)
+        out.write("\n--- by own time ---\n")
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)
+        report = out.getvalue()
+    return {
+        "seconds": seconds,
+        "signal_seconds": signal.seconds,
+        "bytes": summary.bytes_read,
+        "lines": summary.lines_read,
+        "messages": summary.messages,
+        "requests": summary.requests,
+        "sessions": summary.sessions_created,
+        "files": summary.files_imported,
+        "refused": summary.files_refused,
+        "issues": summary.issues_total,
+        "summary": summary.line(),
+    }, report
+
+
+def storage_floor(tenant, tree_bytes: int) -> dict:
+    """The database's own cost of storing the imported messages: the same rows copied with one
+    INSERT … SELECT into a scratch table with the message table's columns, generated search vector,
+    indexes and constraints (no Python, no bookkeeping). No import can be faster than this."""
+    from django.db import connection, transaction
+
+    from sessions_app.models import Message
+
+    columns = ", ".join(f'"{f.column}"' for f in Message._meta.concrete_fields if not f.generated)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE bench_imports_floor (LIKE sessions_app_message INCLUDING ALL)")
+        try:
+            cursor.execute("SELECT count(*) FROM sessions_app_message WHERE tenant_id = %s", [tenant.pk])
+            rows = cursor.fetchone()[0]
+            started = time.perf_counter()
+            cursor.execute(
+                f"INSERT INTO bench_imports_floor ({columns}) SELECT {columns} FROM sessions_app_message "
+                "WHERE tenant_id = %s",
+                [tenant.pk],
+            )
+            seconds = time.perf_counter() - started
+        finally:
+            cursor.execute("DROP TABLE bench_imports_floor")
+    return {"seconds": seconds, "bytes": tree_bytes, "lines": 0, "messages": rows}
+
+
+def delete_tenant(tenant) -> None:
+    """Remove the tenant and every row that names it or its sessions (foreign-key triggers off meanwhile:
+    the ORM's cascade would load every message into memory)."""
+    from django.db import connection, transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = 'public' AND column_name IN ('tenant_id', 'session_id')"
+        )
+        columns: dict[str, set[str]] = {}
+        for table, column in cursor.fetchall():
+            columns.setdefault(table, set()).add(column)
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        for table, names in columns.items():
+            if "session_id" in names and "tenant_id" not in names:
+                cursor.execute(
+                    f'DELETE FROM "{table}" WHERE session_id IN '
+                    "(SELECT id FROM sessions_app_session WHERE tenant_id = %s)",
+                    [tenant.pk],
+                )
+        for table, names in columns.items():
+            if "tenant_id" in names:
+                cursor.execute(f'DELETE FROM "{table}" WHERE tenant_id = %s', [tenant.pk])
+        cursor.execute("DELETE FROM sessions_app_tenant WHERE id = %s", [tenant.pk])
+
+
+def rate(part: dict) -> dict:
+    seconds = part["seconds"]
+    out = {
+        "seconds": round(seconds, 2),
+        "mb_per_s": round(part["bytes"] / 1e6 / seconds, 1),
+        "lines_per_s": round(part["lines"] / seconds),
+    }
+    if "messages" in part:
+        out["messages_per_s"] = round(part["messages"] / seconds)
+    return out
+
+
+def main():
+    args = parse_args()
+    # Queued tasks (embeddings, strategy runs) go to a private in-memory broker, never to a shared worker.
+    os.environ.setdefault("CELERY_BROKER_URL", "memory://")
+    benchlib.setup_django()
+    from sessions_app.services.apikeys import tenant_get_or_create
+
+    started = time.perf_counter()
+    tree = generate_tree(args.tree_dir, args.mb, args.seed)
+    generated_in = time.perf_counter() - started
+    files = tree_files(tree)
+    size = sum(path.stat().st_size for path in files)
+    subagents = sum(1 for path in files if "subagents" in path.parts)
+    print(
+        f"Tree: {tree} — {len(files):,} files ({subagents:,} sub-agent files), {size / 1e6:,.1f} MB "
+        f"(ready in {generated_in:.1f} s). Database: {benchlib.database_description()}, {benchlib.server_version()}."
+    )
+
+    bare_parse(files)  # warm the page cache: every measurement reads from memory
+    bare = bare_parse(files)
+    parsed = parser_only(files)
+    tenant = tenant_get_or_create(name=f"bench-imports-{datetime.now(UTC):%Y%m%d%H%M%S}")
+    try:
+        imported, profile = import_tree(tenant, tree, args.profile)
+        floor = storage_floor(tenant, imported["bytes"])
+        reimport_started = time.perf_counter()
+        again, _ = import_tree(tenant, tree, False)
+        again["seconds"] = time.perf_counter() - reimport_started
+    finally:
+        if not args.keep:
+            delete_tenant(tenant)
+
+    rows = [
+        ["(a) read + json.loads", *rate_row(bare)],
+        ["(b) parse_file (no database)", *rate_row(parsed)],
+        ["(c) import_path (database)", *rate_row(imported)],
+        ["(d) database floor: the messages' rows alone", *rate_row(floor)[:2], "", rate_row(floor)[3]],
+    ]
+    benchlib.print_table(["", "seconds", "MB/s", "lines/s", "messages/s"], rows, title="Claude Code tree import")
+    ratio = rate(imported)["mb_per_s"] / rate(bare)["mb_per_s"]
+    verdict = "met" if ratio >= TARGET_RATIO else "MISSED"
+    print(f"\nimport / bare parse = {ratio:.3f} (target ≥ {TARGET_RATIO:.2f}: {verdict})")
+    print(f"import: {imported['summary']}")
+    print(
+        f"of the import's {imported['seconds']:.1f} s: {floor['seconds']:.1f} s is the floor (d) of storing the "
+        f"message rows (search vector, indexes), {imported['signal_seconds']:.1f} s the receivers of "
+        "`messages_appended` after each commit (strategy triggers, embedding queue)"
+    )
+    print(f"re-import of the unchanged tree: {again['seconds']:.2f} s — {again['summary']}")
+    if parsed["messages"] != imported["messages"]:
+        print(f"WARNING: the parsers gave {parsed['messages']:,} messages, the import stored {imported['messages']:,}")
+    if profile:
+        print("\n" + profile)
+
+    path = benchlib.write_results(
+        args.name,
+        {
+            "machine": benchlib.machine(),
+            "database": benchlib.server_version(),
+            "tree": {"files": len(files), "subagent_files": subagents, "bytes": size, "lines": bare["lines"]},
+            "bare_parse": rate(bare),
+            "parse_file": rate(parsed),
+            "import": {
+                **rate(imported),
+                **{k: imported[k] for k in ("messages", "requests", "sessions", "files")},
+                "signal_receivers_seconds": round(imported["signal_seconds"], 2),
+            },
+            "database_floor": {k: v for k, v in rate(floor).items() if k != "lines_per_s"},
+            "reimport_seconds": round(again["seconds"], 2),
+            "import_to_bare_ratio": round(ratio, 3),
+            "target_ratio": round(TARGET_RATIO, 3),
+            "target_met": ratio >= TARGET_RATIO,
+        },
+    )
+    print(f"\nResults written to {path}")
+
+
+def rate_row(part: dict) -> list:
+    r = rate(part)
+    messages = f"{r['messages_per_s']:,}" if "messages_per_s" in r else ""
+    return [f"{r['seconds']:.2f}", f"{r['mb_per_s']:.1f}", f"{r['lines_per_s']:,}", messages]
+
+
+if __name__ == "__main__":
+    main()
