@@ -500,6 +500,14 @@ def test_bad_uploads_are_400_and_write_nothing(api, settings, tmp_path, files, f
     assert not uploads.exists() or not [p for p in uploads.rglob("*") if p.is_file()]
 
 
+def test_more_files_than_allowed_in_one_upload_is_400(api, settings, tmp_path):
+    settings.ACE_DATA_DIR = tmp_path
+    response = upload(api, *[(f"s{i}.jsonl", b"") for i in range(101)])
+    assert response.status_code == 400
+    assert response.json()["detail"]
+    assert not (tmp_path / "uploads").exists() or not list((tmp_path / "uploads").rglob("*.jsonl"))
+
+
 def test_a_garbage_file_next_to_a_good_one_is_refused_and_the_good_one_imported(api, settings, tmp_path):
     settings.ACE_DATA_DIR = tmp_path
     body = upload(api, ("seed.jsonl", (DATA / SEED).read_bytes()), ("junk.jsonl", (DATA / GARBAGE).read_bytes()))
@@ -562,6 +570,16 @@ def test_a_worker_collects_new_lines_from_every_enabled_source(celery_worker, tm
     assert stats(api, session) == expected(parse_file(DATA / QWEN).messages)
     report = ImportSource.objects.get(pk=source.pk).last_summary
     assert SUMMARY_LINE.match(report["summary"]) and report["files_imported"] == 1
+    assert ImportSource.objects.get(enabled=False).last_scan_at is None
+
+
+def test_a_source_whose_directory_is_gone_says_so_in_its_last_summary(api, tmp_path):
+    source = ImportSource.objects.create(tenant=api.tenant, path=str(tmp_path / "gone"))
+    summary = imports.import_source_scan(source=source)
+    assert summary.files_seen == 0
+    source.refresh_from_db()
+    assert source.last_scan_at is not None
+    assert "not scanned" in source.last_summary["issues"][0]["message"]
 
 
 # -- the admin ------------------------------------------------------------------------------------------
