@@ -191,7 +191,8 @@ def import_path(
 
 
 def import_files(*, tenant: Tenant, paths: list[Path], tool: str = "auto", user_id: str | None = None) -> ImportSummary:
-    """Import the given files (uploads: `uploaded=True` semantics), sessions before sub-agent files."""
+    """Import files received through the API (their owner on this server says nothing about the user),
+    sessions before sub-agent files."""
     files = sorted((Path(p).absolute() for p in paths), key=lambda p: (describe_layout(p).is_subagent, str(p)))
     known = ImportedFile.objects.filter(tenant=tenant, path__in=[str(p) for p in files])
     return _import_files(tenant=tenant, files=files, known=known, tool=tool, user_id=user_id, uploaded=True)
@@ -334,6 +335,9 @@ class _ImportRun:
             self._read(path, stat, idle, result)
         except Session.DoesNotExist:
             result.status, result.reason = "refused", "its session was deleted through the API; not imported"
+            self.summary.add_issues([ParseIssue(str(path), 0, result.reason)])
+        except OSError as error:  # unreadable, or gone while being read: the next import tries again
+            result.status, result.reason = "refused", f"cannot read the file: {error.strerror or error}"
             self.summary.add_issues([ParseIssue(str(path), 0, result.reason)])
         self.summary.add_file(result)
 

@@ -336,6 +336,35 @@ def test_a_path_that_does_not_exist_is_an_error(api, tmp_path):
         import_path(tenant=api.tenant, path=tmp_path / "missing")
 
 
+def test_an_unreadable_file_is_refused_and_the_others_imported(api, tmp_path, monkeypatch):
+    copy(SEED, tmp_path)
+    locked = copy(QWEN, tmp_path)
+    real_parse = imports.parse_file
+
+    def parse(path, **kwargs):
+        if path == locked:
+            raise PermissionError(13, "Permission denied")
+        return real_parse(path, **kwargs)
+
+    monkeypatch.setattr(imports, "parse_file", parse)
+    summary = import_path(tenant=api.tenant, path=tmp_path)
+    assert (summary.files_imported, summary.files_refused) == (1, 1)
+    assert next(f.reason for f in summary.files if f.status == "refused") == "cannot read the file: Permission denied"
+    assert not ImportedFile.objects.filter(path=str(locked)).exists()
+
+
+def test_a_file_whose_session_was_deleted_is_not_imported_into_it(api, tmp_path):
+    path = copy(SEED, tmp_path, upto=line_start(DATA / SEED, 4))
+    import_path(tenant=api.tenant, path=path)
+    session = only_session(api)
+    assert session.messages >= 1
+    assert api.delete(f"/api/v1/sessions/{session.pk}/").status_code == 204
+    path.write_bytes((DATA / SEED).read_bytes())
+    summary = import_path(tenant=api.tenant, path=path)
+    assert summary.files_refused == 1 and "deleted" in summary.files[0].reason
+    assert Session.objects.get(pk=session.pk).messages == session.messages
+
+
 def test_an_empty_file_is_left_for_later(api, tmp_path):
     (tmp_path / "new.jsonl").write_bytes(b"")
     summary = import_path(tenant=api.tenant, path=tmp_path)
