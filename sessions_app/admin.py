@@ -45,6 +45,7 @@ from sessions_app.models import (
     Tenant,
     Turn,
     TurnStatus,
+    UsageDaily,
     UsageHourly,
 )
 from sessions_app.pricing import PriceBook
@@ -1483,6 +1484,44 @@ class UsageHourlyAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
             name="sessions_app_usage_dashboard",
         )
         return [dashboard, *super().get_urls()]
+
+
+@admin.register(UsageDaily)
+class UsageDailyAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The hourly roll-ups summed per UTC day: what the dashboard reads."""
+
+    list_display = (
+        "day",
+        "tenant",
+        "tool",
+        "user_id",
+        "project",
+        "model",
+        "sessions_display",
+        "requests_display",
+        "conversations_display",
+        "messages_display",
+        "input_tokens_display",
+        "output_tokens_display",
+        "total_tokens_display",
+    )
+    list_filter = ("tool", "model", "tenant")
+    search_fields = ("=user_id", "=project")
+    search_help_text = "An exact user_id or project."
+    date_hierarchy = "day"
+    ordering = ("-day",)
+    list_select_related = ("tenant",)
+    fields = readonly_fields = (
+        "tenant",
+        "day",
+        "tool",
+        "user_id",
+        "project",
+        "model",
+        "sessions_display",
+        *(f"{field}_display" for field, _ in SESSION_COUNTERS),
+    )
+    sessions_display = counter_display("sessions", "sessions")
 
 
 @admin.register(ModelPrice)

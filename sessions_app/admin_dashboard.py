@@ -27,6 +27,7 @@ from sessions_app.selectors import (
     UsageFilter,
     top_sessions_by_cost,
     top_sessions_by_tokens,
+    usage_breakdowns,
     usage_grouped,
 )
 
@@ -127,7 +128,7 @@ def dashboard_view(request, model_admin):
     if request.GET.get("format") == "csv":
         return csv_response(filters, usage, table, book)
 
-    grouped = {name: _grouped(usage, name, book) for name in BREAKDOWNS}
+    grouped = usage_breakdowns(usage=usage, group_bys=list(BREAKDOWNS), book=book)  # one scan of the roll-ups
     totals = grouped["day"]["totals"]
     unpriced = sorted(set().union(*(g["unpriced_models"] for g in grouped.values())))
     context.update(

@@ -359,6 +359,33 @@ class UsageHourly(UsageCounters):
         return f"{self.hour:%Y-%m-%d %H}:00 {self.tool or '-'} {self.user_id or '-'} {self.model or '-'}"
 
 
+class UsageDaily(UsageCounters):
+    """The hourly roll-ups summed per UTC day, maintained with them: what the dashboard and whole-day
+    statistics read (a quarter of the rows or fewer, so a 90-day window sums quickly)."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+    day = models.DateField()
+    tool = models.CharField(max_length=64, blank=True)
+    user_id = models.CharField(max_length=255, blank=True)
+    project = models.CharField(max_length=255, blank=True)
+    model = models.CharField(max_length=255, blank=True)
+    conversations = models.BigIntegerField(default=0)
+    sessions = models.BigIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "daily usage"
+        verbose_name_plural = "daily usage"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "day", "tool", "user_id", "project", "model"], name="usage_daily_key"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.day:%Y-%m-%d} {self.tool or '-'} {self.user_id or '-'} {self.model or '-'}"
+
+
 class SessionModelUsage(models.Model):
     """A session's requests and tokens per model, kept beside the hourly roll-ups: what a session's cost
     is computed from (a price applies per model), without reading its requests."""

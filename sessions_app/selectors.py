@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection
-from django.db.models import Count, F, Sum
-from django.db.models.functions import TruncDate
+from django.db.models import Count, Sum
 
-from sessions_app.models import COUNTER_FIELDS, Session, SessionModelUsage, Tenant, UsageHourly
-from sessions_app.pricing import PRICED_TOKENS, Cost, PriceBook
+from sessions_app.models import COUNTER_FIELDS, Session, SessionModelUsage, Tenant, UsageDaily, UsageHourly
+from sessions_app.pricing import PRICED_TOKEN_FIELDS, PRICED_TOKENS, Cost, PriceBook
 
 # The contract's counters, in the contract's order, plus `message_system`.
 STATS_FIELDS = (
@@ -90,20 +89,29 @@ class UsageFilter:
     project: str | None = None
     model: str | None = None
 
-    def hourly(self) -> tuple:
-        """The filtered roll-up rows, and the window they cover (rounded out to whole UTC hours)."""
-        rows = UsageHourly.objects.filter(tenant=self.tenant)
-        window = {"since": None, "until": None}
-        if self.since is not None:
-            window["since"] = _floor_hour(self.since)
-            rows = rows.filter(hour__gte=window["since"])
-        if self.until is not None:
-            window["until"] = _ceil_hour(self.until)
-            rows = rows.filter(hour__lt=window["until"])
+    def rollups(self) -> tuple:
+        """The filtered roll-up rows, the window they cover (rounded out to whole UTC hours), and the SQL of
+        their UTC day. A window of whole UTC days (or none) reads the daily roll-ups, else the hourly."""
+        window = {
+            "since": _floor_hour(self.since) if self.since is not None else None,
+            "until": _ceil_hour(self.until) if self.until is not None else None,
+        }
+        if all(moment is None or moment.astimezone(UTC).hour == 0 for moment in window.values()):
+            rows, day = UsageDaily.objects.filter(tenant=self.tenant), "day"
+            if window["since"] is not None:
+                rows = rows.filter(day__gte=window["since"].astimezone(UTC).date())
+            if window["until"] is not None:
+                rows = rows.filter(day__lt=window["until"].astimezone(UTC).date())
+        else:
+            rows, day = UsageHourly.objects.filter(tenant=self.tenant), "(hour AT TIME ZONE 'UTC')::date"
+            if window["since"] is not None:
+                rows = rows.filter(hour__gte=window["since"])
+            if window["until"] is not None:
+                rows = rows.filter(hour__lt=window["until"])
         for field in ("tool", "user_id", "project", "model"):
             if getattr(self, field) is not None:
                 rows = rows.filter(**{field: getattr(self, field)})
-        return rows, window
+        return rows, window, day
 
     def sessions(self):
         sessions = Session.objects.filter(tenant=self.tenant)
@@ -148,40 +156,90 @@ def usage_grouped(
     if group_by == "session":
         return _usage_by_session(usage=usage, limit=limit, book=book)
 
-    rows, window = usage.hourly()
-    key = {
-        "day": TruncDate("hour"),
-        "tool": F("tool"),
-        "user_id": F("user_id"),
-        "project": F("project"),
-        "model": F("model"),
-    }[group_by]
-    grouped = rows.annotate(key=key).values("key", "model").annotate(**{f: Sum(f) for f in USAGE_FIELDS}).order_by()
-    counters: dict = defaultdict(lambda: defaultdict(int))
-    costs: dict = defaultdict(Cost)
-    total_counters: dict = defaultdict(int)
-    total_cost = Cost()
-    for row in grouped:
-        value = row["key"]
-        value = value.isoformat() if hasattr(value, "isoformat") else (value or None)
-        for field in USAGE_FIELDS:
-            counters[value][field] += int(row[field] or 0)
-            total_counters[field] += int(row[field] or 0)
-        costs[value].add(book, row["model"], row)
-    for cost in costs.values():
-        total_cost.merge(cost)
-    results = [{"key": value, **_usage_row(counters[value], costs[value])} for value in counters]
-    if group_by == "day":
-        results.sort(key=lambda r: r["key"])
-    else:
-        results.sort(key=lambda r: (-r["total_tokens"], -r["messages"], r["key"] or ""))
-    return {
-        "group_by": group_by,
-        **window,
-        "results": results,
-        "totals": _usage_row(total_counters, total_cost),
-        "unpriced_models": sorted(total_cost.unpriced_models),
+    return usage_breakdowns(usage=usage, group_bys=[group_by], book=book)[group_by]
+
+
+# Each grouping's key in a roll-up row ("day": UTC days, from UsageFilter.rollups).
+_GROUP_KEYS = ("day", "tool", "user_id", "project", "model")
+
+
+def usage_breakdowns(*, usage: UsageFilter, group_bys, book: PriceBook | None = None) -> dict[str, dict]:
+    """Several groupings of the same roll-up rows in one scan (GROUP BY GROUPING SETS): {group_by: the body
+    of usage_grouped}. Each set sums per (key, model), so that each model's token sums can be priced;
+    the model grouping is summed from another set when there is one."""
+    book = book or PriceBook.load()
+    rows, window, day = usage.rollups()
+    where, params = rows.query.where.as_sql(rows.query.get_compiler(connection=connection), connection)
+    expressions = {"day": day, "tool": "tool", "user_id": "user_id", "project": "project", "model": "model"}
+    scanned = [name for name in group_bys if name != "model"] or ["model"]
+    names = [name for name in _GROUP_KEYS if name in scanned or name == "model"]
+    sets = ", ".join(f"({expressions[g]}, model)" if g != "model" else "(model)" for g in scanned)
+    # GROUPING(...) has a bit set for each key a row is not grouped by: it tells which set a row sums.
+    grouping_of = {
+        sum(1 << (len(names) - 1 - i) for i, other in enumerate(names) if other not in (name, "model")): name
+        for name in scanned
     }
+    sql = f"""
+        SELECT GROUPING({", ".join(expressions[n] for n in names)}) AS grouping_set,
+               {", ".join(f"{expressions[n]} AS {n}" for n in names)},
+               {", ".join(f"SUM({f})::bigint AS {f}" for f in USAGE_FIELDS)}
+        FROM {rows.model._meta.db_table}
+        WHERE {where}
+        GROUP BY GROUPING SETS ({sets})
+    """
+    folds = {name: _Fold() for name in group_bys}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        columns = [c.name for c in cursor.description]
+        for values in cursor.fetchall():
+            row = dict(zip(columns, values, strict=True))
+            name = grouping_of[row["grouping_set"]]
+            folds[name].add(row[name], row)
+            if name == scanned[0] and "model" in folds and name != "model":
+                folds["model"].add(row["model"], row)
+    return {
+        name: {"group_by": name, **window, **folds[name].body(book=book, sort_by_key=name == "day")}
+        for name in group_bys
+    }
+
+
+class _Fold:
+    """The rows of one grouping: counters summed per key; token sums per (key, model), priced once each."""
+
+    def __init__(self):
+        self.counters: dict = defaultdict(lambda: dict.fromkeys(USAGE_FIELDS, 0))
+        self.tokens: dict = defaultdict(lambda: dict.fromkeys(PRICED_TOKEN_FIELDS, 0))
+
+    def add(self, key, row: dict) -> None:
+        key = key.isoformat() if hasattr(key, "isoformat") else (key or None)
+        counters = self.counters[key]
+        for field in USAGE_FIELDS:
+            counters[field] += row[field]
+        tokens = self.tokens[(key, row["model"])]
+        for field in PRICED_TOKEN_FIELDS:
+            tokens[field] += row[field]
+
+    def body(self, *, book: PriceBook, sort_by_key: bool) -> dict:
+        costs: dict = defaultdict(Cost)
+        for (key, model), tokens in self.tokens.items():
+            costs[key].add(book, model, tokens)
+        total_counters = dict.fromkeys(USAGE_FIELDS, 0)
+        total_cost = Cost()
+        results = []
+        for key, counters in self.counters.items():
+            for field in USAGE_FIELDS:
+                total_counters[field] += counters[field]
+            total_cost.merge(costs[key])
+            results.append({"key": key, **_usage_row(counters, costs[key])})
+        if sort_by_key:
+            results.sort(key=lambda r: r["key"])
+        else:
+            results.sort(key=lambda r: (-r["total_tokens"], -r["messages"], r["key"] or ""))
+        return {
+            "results": results,
+            "totals": _usage_row(total_counters, total_cost),
+            "unpriced_models": sorted(total_cost.unpriced_models),
+        }
 
 
 def _usage_by_session(*, usage: UsageFilter, limit: int, book: PriceBook) -> dict:
@@ -234,24 +292,26 @@ def top_sessions_by_cost(*, usage: UsageFilter, limit: int = 20, book: PriceBook
     prices = [(model, price) for model, price in prices if price is not None]
     if not prices:
         return []
-    sessions = usage.sessions().filter(deleted_at__isnull=True)
+    sessions = usage.sessions().filter(deleted_at__isnull=True).order_by()
     session_sql, session_params = sessions.values("pk").query.sql_with_params()
-    values = ", ".join(["(%s, %s::numeric, %s::numeric, %s::numeric, %s::numeric)"] * len(prices))
+    values = ", ".join(["(%s, %s::float8, %s::float8, %s::float8, %s::float8)"] * len(prices))
     value_params = [
         value for model, price in prices for value in (model, *(getattr(price, rate) for _, rate in PRICED_TOKENS))
     ]
-    cost = " + ".join(f"u.{tokens} * p.{rate}" for tokens, rate in PRICED_TOKENS)
+    # Ranked in floating point (numeric arithmetic over every row costs ~3x more); the costs shown are
+    # then computed exactly for the sessions ranked.
+    cost = " + ".join(f"u.{tokens}::float8 * p.{rate}" for tokens, rate in PRICED_TOKENS)
     sql = f"""
-        SELECT u.session_id, SUM({cost}) / 1000000 AS cost
+        SELECT u.session_id, SUM({cost}) AS cost
         FROM {SessionModelUsage._meta.db_table} u
         JOIN (VALUES {values}) AS p(model, {", ".join(rate for _, rate in PRICED_TOKENS)}) ON p.model = u.model
-        WHERE u.session_id IN ({session_sql})
+        WHERE u.tenant_id = %s AND u.session_id IN ({session_sql})
         GROUP BY u.session_id
         ORDER BY cost DESC
         LIMIT %s
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*value_params, *session_params, limit])
+        cursor.execute(sql, [*value_params, usage.tenant.pk, *session_params, limit])
         ranked = cursor.fetchall()
     by_id = Session.objects.only("id", "name", "tool", "user_id", "project", "started_at", *STATS_FIELDS).in_bulk(
         [session_id for session_id, _ in ranked]
@@ -423,14 +483,15 @@ HAVING {" OR ".join(f"SUM({f}) <> 0" for f in _MODEL_FIELDS)}
 """
 )
 _HOURLY_KEY = ("hour", "tool", "user_id", "project", "model")
+_DAILY_KEY = ("day", "tool", "user_id", "project", "model")
 _HOURLY_FIELDS = (*COUNTER_FIELDS, "conversations", "sessions")
 
 
 def rollup_drift(*, tenant: Tenant) -> dict[str, list]:
     """The tenant's roll-ups compared with a recount from its messages (a scan of them).
 
-    {"hourly": [(key, {counter: (maintained, recounted)})], "session_model": [...]}: every row that
-    disagrees (rows whose counters are all zero count as absent); both lists empty when all agree.
+    {"hourly": [(key, {counter: (maintained, recounted)})], "daily": [...], "session_model": [...]}: every
+    row that disagrees (rows whose counters are all zero count as absent); all lists empty when all agree.
     """
     with connection.cursor() as cursor:
         cursor.execute(ROLLUP_RECOUNT_SQL, {"tenant": tenant.pk})
@@ -450,6 +511,16 @@ def rollup_drift(*, tenant: Tenant) -> dict[str, list]:
         for row in UsageHourly.objects.filter(tenant=tenant).values(*_HOURLY_KEY, *_HOURLY_FIELDS)
         if any(row[f] for f in _HOURLY_FIELDS)
     }
+    recounted_days: dict = defaultdict(lambda: dict.fromkeys(_HOURLY_FIELDS, 0))
+    for (hour, *rest), counters in recounted.items():
+        day = recounted_days[(hour.astimezone(UTC).date(), *rest)]
+        for field in _HOURLY_FIELDS:
+            day[field] += counters[field]
+    maintained_days = {
+        tuple(row[k] for k in _DAILY_KEY): {f: row[f] for f in _HOURLY_FIELDS}
+        for row in UsageDaily.objects.filter(tenant=tenant).values(*_DAILY_KEY, *_HOURLY_FIELDS)
+        if any(row[f] for f in _HOURLY_FIELDS)
+    }
     maintained_models = {
         (row["session_id"], row["model"]): {f: row[f] for f in _MODEL_FIELDS}
         for row in SessionModelUsage.objects.filter(tenant=tenant).values("session_id", "model", *_MODEL_FIELDS)
@@ -457,6 +528,7 @@ def rollup_drift(*, tenant: Tenant) -> dict[str, list]:
     }
     return {
         "hourly": _differences(maintained, recounted, _HOURLY_FIELDS),
+        "daily": _differences(maintained_days, recounted_days, _HOURLY_FIELDS),
         "session_model": _differences(maintained_models, recounted_models, _MODEL_FIELDS),
     }
 

@@ -282,11 +282,16 @@ MODEL_COUNTERS = "requests, input_tokens, output_tokens, cache_read_tokens, cach
 
 
 def rebuild_rollups(apps, schema_editor):
-    """Every tenant's roll-ups recounted from its messages: rows per project, and sessions counted."""
+    """Every tenant's roll-ups recounted from its messages: rows per project, sessions counted, the daily
+    roll-ups summed from the hourly ones."""
     Tenant = apps.get_model("sessions_app", "Tenant")
     hourly = f"tenant_id, hour, tool, user_id, project, model, {COUNTERS}, conversations, sessions"
+    daily = f"tenant_id, day, tool, user_id, project, model, {COUNTERS}, conversations, sessions"
+    day_sums = ", ".join(f"SUM({c.strip()})" for c in f"{COUNTERS}, conversations, sessions".split(","))
     by_model = f"tenant_id, session_id, model, {MODEL_COUNTERS}"
     with schema_editor.connection.cursor() as cursor:
+        # Checked at once, not at commit: a pending check would forbid later ALTERs in this transaction.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute("DELETE FROM sessions_app_usagehourly")
         for tenant_id in Tenant.objects.values_list("pk", flat=True):
             params = {"tenant": tenant_id}
@@ -299,16 +304,24 @@ def rebuild_rollups(apps, schema_editor):
                 f"SELECT {by_model} FROM ({SESSION_MODEL_RECOUNT_SQL}) AS r",
                 params,
             )
+        cursor.execute(
+            f"INSERT INTO sessions_app_usagedaily ({daily}) "
+            f"SELECT tenant_id, (hour AT TIME ZONE 'UTC')::date, tool, user_id, project, model, {day_sums} "
+            "FROM sessions_app_usagehourly GROUP BY 1, 2, 3, 4, 5, 6"
+        )
+        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
 
 
 # Going back: one roll-up row per (tenant, hour, tool, user, model) again, the projects merged.
 MERGE_PROJECTS_SQL = f"""
+SET CONSTRAINTS ALL IMMEDIATE;
 WITH removed AS (DELETE FROM sessions_app_usagehourly RETURNING *)
 INSERT INTO sessions_app_usagehourly (tenant_id, hour, tool, user_id, project, model, {COUNTERS}, conversations, sessions)
 SELECT tenant_id, hour, tool, user_id, '', model,
        {", ".join(f"SUM({c.strip()})" for c in COUNTERS.split(","))}, SUM(conversations), SUM(sessions)
 FROM removed
-GROUP BY tenant_id, hour, tool, user_id, model
+GROUP BY tenant_id, hour, tool, user_id, model;
+SET CONSTRAINTS ALL DEFERRED;
 """
 
 
@@ -406,6 +419,37 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name='sessionmodelusage',
             constraint=models.UniqueConstraint(fields=('session', 'model'), name='session_model_usage_key'),
+        ),
+        migrations.CreateModel(
+            name='UsageDaily',
+            fields=[
+                ('requests', models.BigIntegerField(default=0)),
+                ('messages', models.BigIntegerField(default=0)),
+                ('message_user', models.BigIntegerField(default=0)),
+                ('message_assistant', models.BigIntegerField(default=0)),
+                ('message_toolresult', models.BigIntegerField(default=0)),
+                ('message_error', models.BigIntegerField(default=0)),
+                ('message_system', models.BigIntegerField(default=0)),
+                ('input_tokens', models.BigIntegerField(default=0)),
+                ('output_tokens', models.BigIntegerField(default=0)),
+                ('cache_read_tokens', models.BigIntegerField(default=0)),
+                ('cache_creation_tokens', models.BigIntegerField(default=0)),
+                ('total_tokens', models.BigIntegerField(default=0)),
+                ('id', models.BigAutoField(primary_key=True, serialize=False)),
+                ('day', models.DateField()),
+                ('tool', models.CharField(blank=True, max_length=64)),
+                ('user_id', models.CharField(blank=True, max_length=255)),
+                ('project', models.CharField(blank=True, max_length=255)),
+                ('model', models.CharField(blank=True, max_length=255)),
+                ('conversations', models.BigIntegerField(default=0)),
+                ('sessions', models.BigIntegerField(default=0)),
+                ('tenant', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='sessions_app.tenant')),
+            ],
+            options={
+                'verbose_name': 'daily usage',
+                'verbose_name_plural': 'daily usage',
+                'constraints': [models.UniqueConstraint(fields=('tenant', 'day', 'tool', 'user_id', 'project', 'model'), name='usage_daily_key')],
+            },
         ),
         migrations.RunPython(load_prices, unload_prices),
         migrations.RunPython(rebuild_rollups, migrations.RunPython.noop),

@@ -1,6 +1,6 @@
-"""Applying counter changes to the hourly roll-ups and to the sessions' usage by model (the session and
-conversation rows are updated by their writers, which hold the session's row lock), and rebuilding both
-from the messages when an audit finds them wrong."""
+"""Applying counter changes to the hourly and daily roll-ups and to the sessions' usage by model (the
+session and conversation rows are updated by their writers, which hold the session's row lock), and
+rebuilding them from the messages when an audit finds them wrong."""
 
 from __future__ import annotations
 
@@ -9,10 +9,19 @@ from datetime import UTC, datetime
 
 from django.db import connection, transaction
 
-from sessions_app.models import COUNTER_FIELDS, TOKEN_FIELDS, Session, SessionModelUsage, Tenant, UsageHourly
+from sessions_app.models import (
+    COUNTER_FIELDS,
+    TOKEN_FIELDS,
+    Session,
+    SessionModelUsage,
+    Tenant,
+    UsageDaily,
+    UsageHourly,
+)
 
 ROLLUP_FIELDS = (*COUNTER_FIELDS, "conversations", "sessions")
 ROLLUP_KEY = ("tenant_id", "hour", "tool", "user_id", "project", "model")
+DAILY_KEY = ("tenant_id", "day", "tool", "user_id", "project", "model")
 SESSION_MODEL_FIELDS = ("requests", *TOKEN_FIELDS)
 
 
@@ -35,21 +44,32 @@ def _upsert(table: str, key: tuple[str, ...], fields: tuple[str, ...], rows: lis
 
 
 def rollup_add(*, session: Session, deltas: dict[tuple[datetime, str], Counter]) -> None:
-    """Add `deltas` ({(hour, model): counters}) to the session's tenant/tool/user/project roll-up rows, and
-    their requests and tokens to the session's usage by model. Called inside the writer's transaction."""
+    """Add `deltas` ({(hour, model): counters}) to the session's tenant/tool/user/project roll-up rows (hourly
+    and daily), and their requests and tokens to the session's usage by model. Called inside the writer's
+    transaction."""
     deltas = {key: delta for key, delta in deltas.items() if any(delta.values())}
     if not deltas:
         return
     rows = []
+    by_day: dict[tuple, Counter] = defaultdict(Counter)
     by_model: dict[str, Counter] = defaultdict(Counter)
     for (hour, model), delta in sorted(deltas.items()):  # one fixed order for every writer: no deadlocks
         rows.append(
             [session.tenant_id, hour, session.tool, session.user_id, session.project, model]
             + [delta.get(field, 0) for field in ROLLUP_FIELDS]
         )
+        by_day[(hour.astimezone(UTC).date(), model)].update(delta)
         for field in SESSION_MODEL_FIELDS:
             by_model[model][field] += delta.get(field, 0)
     _upsert(UsageHourly._meta.db_table, ROLLUP_KEY, ROLLUP_FIELDS, rows)
+    day_rows = [
+        [session.tenant_id, day, session.tool, session.user_id, session.project, model]
+        + [delta.get(field, 0) for field in ROLLUP_FIELDS]
+        for (day, model), delta in sorted(by_day.items())
+        if any(delta.values())
+    ]
+    if day_rows:
+        _upsert(UsageDaily._meta.db_table, DAILY_KEY, ROLLUP_FIELDS, day_rows)
     model_rows = [
         [session.tenant_id, session.pk, model] + [delta[field] for field in SESSION_MODEL_FIELDS]
         for model, delta in sorted(by_model.items())
@@ -66,7 +86,7 @@ def rollup_add(*, session: Session, deltas: dict[tuple[datetime, str], Counter])
 
 
 def rollups_rebuild(*, tenant: Tenant) -> dict[str, int]:
-    """Replace the tenant's hourly roll-ups and sessions' usage by model with a recount from its messages.
+    """Replace the tenant's roll-ups (hourly, daily) and sessions' usage by model with a recount from its messages.
 
     Both tables are locked against writers (EXCLUSIVE: readers go on) for the duration, so messages
     appended meanwhile wait, then add to the rebuilt rows: none is lost or counted twice. This scans
@@ -74,22 +94,32 @@ def rollups_rebuild(*, tenant: Tenant) -> dict[str, int]:
     from sessions_app.selectors import ROLLUP_RECOUNT_SQL, SESSION_MODEL_RECOUNT_SQL
 
     hourly = UsageHourly._meta.db_table
+    daily = UsageDaily._meta.db_table
     by_model = SessionModelUsage._meta.db_table
     rollup_columns = ", ".join([*ROLLUP_KEY, *ROLLUP_FIELDS])
+    daily_columns = ", ".join([*DAILY_KEY, *ROLLUP_FIELDS])
+    day_sums = ", ".join(f"SUM({field})" for field in ROLLUP_FIELDS)
     model_columns = ", ".join(["tenant_id", "session_id", "model", *SESSION_MODEL_FIELDS])
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"LOCK TABLE {hourly}, {by_model} IN EXCLUSIVE MODE")
-        cursor.execute(f"DELETE FROM {hourly} WHERE tenant_id = %s", [tenant.pk])
-        cursor.execute(f"DELETE FROM {by_model} WHERE tenant_id = %s", [tenant.pk])
+        cursor.execute(f"LOCK TABLE {hourly}, {daily}, {by_model} IN EXCLUSIVE MODE")
+        for table in (hourly, daily, by_model):
+            cursor.execute(f"DELETE FROM {table} WHERE tenant_id = %s", [tenant.pk])
         cursor.execute(
             f"INSERT INTO {hourly} ({rollup_columns}) SELECT {rollup_columns} FROM ({ROLLUP_RECOUNT_SQL}) AS recount",
             {"tenant": tenant.pk},
         )
         hourly_rows = cursor.rowcount
         cursor.execute(
+            f"INSERT INTO {daily} ({daily_columns}) "
+            f"SELECT tenant_id, (hour AT TIME ZONE 'UTC')::date, tool, user_id, project, model, {day_sums} "
+            f"FROM {hourly} WHERE tenant_id = %s GROUP BY 1, 2, 3, 4, 5, 6",
+            [tenant.pk],
+        )
+        daily_rows = cursor.rowcount
+        cursor.execute(
             f"INSERT INTO {by_model} ({model_columns}) "
             f"SELECT {model_columns} FROM ({SESSION_MODEL_RECOUNT_SQL}) AS recount",
             {"tenant": tenant.pk},
         )
         model_rows = cursor.rowcount
-    return {"hourly_rows": hourly_rows, "session_model_rows": model_rows}
+    return {"hourly_rows": hourly_rows, "daily_rows": daily_rows, "session_model_rows": model_rows}

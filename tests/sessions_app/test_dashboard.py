@@ -197,6 +197,8 @@ def test_only_staff_with_the_view_permission_see_it(client, django_user_model, a
 
 def test_the_admin_index_links_to_it_and_chart_js_is_vendored(staff, usage):
     assert URL in staff.get(reverse("admin:index")).content.decode()
+    for name in ("usagedaily", "usagehourly", "modelprice"):
+        assert staff.get(reverse(f"admin:sessions_app_{name}_changelist")).status_code == 200, name
     path = finders.find("sessions_app/vendor/chart.js/chart.umd.min.js")
     assert path and "Chart.js v4.6.1" in open(path, encoding="utf-8").read(200)
     assert finders.find("sessions_app/vendor/chart.js/LICENSE.md")

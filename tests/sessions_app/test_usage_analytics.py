@@ -4,7 +4,7 @@ counted once, filters, tenant isolation, and roll-ups that agree with a recount 
 import pytest
 from django.core.management import call_command
 
-from sessions_app.models import SessionModelUsage, UsageHourly
+from sessions_app.models import SessionModelUsage, UsageDaily, UsageHourly
 from sessions_app.selectors import rollup_drift
 from sessions_app.services.counters import rollups_rebuild
 from tests.factories import SessionFactory
@@ -207,6 +207,14 @@ def test_filters_narrow_every_grouping(api, workload):
     assert (body["since"][:19], body["until"][:19]) == ("2026-03-02T00:00:00", "2026-03-03T00:00:00")
 
 
+def test_whole_days_read_the_daily_roll_ups_and_agree_with_the_hourly(api, workload):
+    daily, daily_totals, body = grouped(api, "?group_by=model&since=2026-03-01T00:00:00Z&until=2026-03-03T00:00:00Z")
+    # 23:30 rounds down to 23:00, not a day's start: the hourly roll-ups answer, with the same figures.
+    hourly, hourly_totals, _ = grouped(api, "?group_by=model&since=2026-02-28T23:30:00Z&until=2026-03-03T00:00:00Z")
+    assert daily == hourly and daily_totals == hourly_totals
+    assert pick(daily_totals, *COUNTS) == (3, 4, 6, 12)
+
+
 def test_group_by_session_filters_by_project_and_refuses_a_model(api, workload):
     _, s2, s3 = workload
     rows, totals, _ = grouped(api, "?group_by=session&project=weather")
@@ -236,7 +244,7 @@ def test_the_project_is_fixed_once_the_session_has_messages(api):
 
 
 def test_roll_ups_agree_with_a_recount_from_the_messages(api, workload):
-    assert rollup_drift(tenant=api.tenant) == {"hourly": [], "session_model": []}
+    assert rollup_drift(tenant=api.tenant) == {"hourly": [], "daily": [], "session_model": []}
     # A turn (the streaming flow) moves its answer's counters when it completes: still exact.
     s1, *_ = workload
     turn = api.post(f"/api/v1/sessions/{s1.pk}/turns/", {"content": "and?"}, format="json").json()["turn"]
@@ -253,24 +261,30 @@ def test_roll_ups_agree_with_a_recount_from_the_messages(api, workload):
     # A client clock with a half-hour offset: the message counts in its UTC hour.
     post(api, s1, [{"role": "user", "content": "India", "created_at": "2026-03-05T10:10:00+05:30"}])
     assert UsageHourly.objects.filter(tenant=api.tenant, hour="2026-03-05T04:00:00Z").exists()
-    assert rollup_drift(tenant=api.tenant) == {"hourly": [], "session_model": []}
+    assert rollup_drift(tenant=api.tenant) == {"hourly": [], "daily": [], "session_model": []}
 
 
 def test_a_corrupted_roll_up_is_reported_and_rebuilt(api, workload):
     def snapshot():
         hourly = UsageHourly.objects.filter(tenant=api.tenant).order_by("hour", "tool", "user_id", "project", "model")
+        daily = UsageDaily.objects.filter(tenant=api.tenant).order_by("day", "tool", "user_id", "project", "model")
         by_model = SessionModelUsage.objects.filter(tenant=api.tenant).order_by("session_id", "model")
-        return [r for r in hourly.values() if r.pop("id")], [r for r in by_model.values() if r.pop("id")]
+        return [[r for r in rows.values() if r.pop("id")] for rows in (hourly, daily, by_model)]
 
     before = snapshot()
     call_command("ace_recount", "--rollups", "--tenant", api.tenant.name)  # agrees: no exit
     UsageHourly.objects.filter(tenant=api.tenant, project="weather").update(requests=99)
+    UsageDaily.objects.filter(tenant=api.tenant, project="open-ace").delete()
     SessionModelUsage.objects.filter(tenant=api.tenant, model=SONNET).delete()
     drift = rollup_drift(tenant=api.tenant)
-    assert drift["hourly"] and drift["session_model"]
+    assert drift["hourly"] and drift["daily"] and drift["session_model"]
     with pytest.raises(SystemExit):
         call_command("ace_recount", "--rollups", "--tenant", api.tenant.name)
     call_command("ace_recount", "--rollups", "--fix", "--tenant", api.tenant.name)
     assert snapshot() == before
-    assert rollups_rebuild(tenant=api.tenant) == {"hourly_rows": len(before[0]), "session_model_rows": len(before[1])}
+    assert rollups_rebuild(tenant=api.tenant) == {
+        "hourly_rows": len(before[0]),
+        "daily_rows": len(before[1]),
+        "session_model_rows": len(before[2]),
+    }
     assert snapshot() == before

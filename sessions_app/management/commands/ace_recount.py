@@ -8,7 +8,7 @@ from sessions_app.services.counters import rollups_rebuild
 class Command(BaseCommand):
     help = (
         "Audit the maintained counters: recount sessions from their messages and report any difference. "
-        "With --rollups, also each tenant's hourly roll-ups and sessions' usage by model (a scan of the "
+        "With --rollups, also each tenant's hourly and daily roll-ups and sessions' usage by model (a scan of the "
         "tenant's messages); --fix rebuilds those from the messages. "
         "Exits with status 1 when counters disagree (and were not fixed)."
     )
@@ -51,20 +51,21 @@ class Command(BaseCommand):
         unfixed = 0
         for tenant in tenants.order_by("name"):
             drift = rollup_drift(tenant=tenant)
-            if not (drift["hourly"] or drift["session_model"]):
+            if not any(drift.values()):
                 self.stdout.write(f"Tenant {tenant}: roll-ups agree with the messages.")
                 continue
             for table, rows in drift.items():
                 for key, diff in rows[:20]:
                     details = ", ".join(f"{k}: counted {a}, messages say {b}" for k, (a, b) in diff.items())
                     self.stdout.write(self.style.ERROR(f"Tenant {tenant} {table} {key}: {details}"))
-            summary = f"{len(drift['hourly'])} hourly rows and {len(drift['session_model'])} session-model rows"
+            summary = ", ".join(f"{len(rows)} {table} rows" for table, rows in drift.items())
             if fix:
                 written = rollups_rebuild(tenant=tenant)
                 self.stdout.write(
                     self.style.SUCCESS(
-                        f"Tenant {tenant}: {summary} differed; rebuilt {written['hourly_rows']} hourly rows and "
-                        f"{written['session_model_rows']} session-model rows from the messages."
+                        f"Tenant {tenant}: {summary} differed; rebuilt {written['hourly_rows']} hourly, "
+                        f"{written['daily_rows']} daily and {written['session_model_rows']} session-model rows "
+                        "from the messages."
                     )
                 )
             else:
