@@ -252,3 +252,7 @@ ACE_STRATEGY_BATCH = env.int("ACE_STRATEGY_BATCH", default=500)
 ACE_STRATEGY_RELATED = env.int("ACE_STRATEGY_RELATED", default=50)
 # The scheduled run of a strategy looks at sessions with messages in the last N days.
 ACE_STRATEGY_SCHEDULE_LOOKBACK_DAYS = env.int("ACE_STRATEGY_SCHEDULE_LOOKBACK_DAYS", default=7)
+# Recall's vector side: under a filter keeping at most this many rows (one user's records), exact distances
+# over all of them; above it, a shortlist of the nearest by sign-bit Hamming distance, re-ranked exactly.
+ACE_RECALL_EXACT_UP_TO = env.int("ACE_RECALL_EXACT_UP_TO", default=2000)
+ACE_RECALL_SHORTLIST = env.int("ACE_RECALL_SHORTLIST", default=400)

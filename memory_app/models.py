@@ -19,9 +19,29 @@ class RecordType(models.TextChoices):
     CUSTOM = "custom", "custom"
 
 
+class BitStringField(models.Field):
+    """PostgreSQL `bit varying`: here, the sign bits of a vector (pgvector's binary_quantize)."""
+
+    description = "bit string"
+
+    def db_type(self, connection):
+        return "bit varying"
+
+
+def sign_bits(vector_field: str) -> models.GeneratedField:
+    """One bit per dimension of the vector, kept by PostgreSQL beside it. Recall shortlists a big user's rows
+    by Hamming distance on these (48 bytes a row at 384 dimensions, read from a covering index) and re-ranks
+    the shortlist by exact cosine distance: a fraction of reading every row's full vector from the heap."""
+    return models.GeneratedField(
+        expression=models.Func(F(vector_field), function="binary_quantize", output_field=BitStringField()),
+        output_field=BitStringField(),
+        db_persist=True,
+    )
+
+
 class RecordManager(models.Manager):
     def get_queryset(self):
-        return super().get_queryset().defer("search_vector")  # only ever used in WHERE clauses
+        return super().get_queryset().defer("search_vector", "embedding_bits")  # only used inside SQL
 
 
 class Record(models.Model):
@@ -59,6 +79,7 @@ class Record(models.Model):
     # of the configured key, so two models never mix.
     embedding = VectorField(null=True, blank=True)
     embedding_key = models.CharField(max_length=160, blank=True)
+    embedding_bits = sign_bits("embedding")
 
     objects = RecordManager()
 
@@ -69,6 +90,12 @@ class Record(models.Model):
             models.Index(fields=["tenant", "-updated_at"], name="record_tenant_updated"),
             models.Index(fields=["tenant", "strategy"], name="record_strategy", condition=~Q(strategy="")),
             GinIndex(fields=["search_vector"], name="record_search"),
+            models.Index(
+                fields=["tenant", "user_id", "embedding_key"],
+                include=["id", "embedding_bits"],  # the shortlist is an index-only scan
+                condition=Q(valid=True),
+                name="record_user_bits",
+            ),
         ]
 
     def __str__(self):
@@ -86,9 +113,16 @@ class MessageEmbedding(models.Model):
     created_at = models.DateTimeField()
     embedding = VectorField()
     embedding_key = models.CharField(max_length=160)
+    embedding_bits = sign_bits("embedding")
 
     class Meta:
-        indexes = [models.Index(fields=["tenant", "user_id", "embedding_key"], name="message_embedding_user")]
+        indexes = [
+            models.Index(
+                fields=["tenant", "user_id", "embedding_key"],
+                include=["message_id", "embedding_bits"],  # the shortlist is an index-only scan
+                name="message_embedding_bits",
+            )
+        ]
 
     def __str__(self):
         return f"embedding of {self.message_id}"

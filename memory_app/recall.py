@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
 
@@ -51,23 +52,49 @@ class RecallResult:
     detail: str = ""
 
 
-def _vector_ids(sql_table: str, where: str, params: list, vector: list[float], dims: int, key: str) -> list[str]:
-    """Nearest rows of one embedder's space under `where`, best first.
+def vector_sql(table: str, where: str, dims: int, *, shortlist: bool) -> str:
+    """The nearest-rows query of `_vector_ids`: parameters (vector, key, *where params, vector).
 
-    pgvector's iterative index scan keeps reading the HNSW graph until LIMIT rows pass the filter, so a
-    selective filter (one user among millions of rows) does not silently return too few.
+    `shortlist`: for a filter that keeps many rows (a heavy user), rank them first by the Hamming distance of
+    their sign bits — read from a covering index, 48 bytes a row — and compute exact distances for the
+    nearest ACE_RECALL_SHORTLIST only. Otherwise exact distances over the filtered rows, or HNSW with pgvector's
+    iterative index scan when the planner prefers it (it keeps reading the graph until LIMIT rows pass the
+    filter, so a selective filter does not silently return too few).
     """
-    literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
-    sql = (
-        f"SELECT id FROM (SELECT {'message_id' if sql_table == MessageEmbedding._meta.db_table else 'id'} AS id, "
-        f"(embedding::vector({dims})) <=> %s::vector({dims}) AS distance FROM {sql_table} "
-        f"WHERE embedding_key = %s AND {where} "
-        f"ORDER BY (embedding::vector({dims})) <=> %s::vector({dims}) LIMIT {CANDIDATES}) AS nearest "
+    id_column = "message_id" if table == MessageEmbedding._meta.db_table else "id"
+    distance = f"(embedding::vector({dims})) <=> %s::vector({dims})"
+    if shortlist:
+        size = max(int(settings.ACE_RECALL_SHORTLIST), CANDIDATES)
+        return (
+            f"WITH shortlist AS (SELECT {id_column} AS id FROM {table} WHERE embedding_key = %s AND {where} "
+            f"ORDER BY embedding_bits <~> binary_quantize(%s::vector({dims})) LIMIT {size}) "
+            f"SELECT {id_column} FROM {table} WHERE {id_column} IN (SELECT id FROM shortlist) "
+            f"ORDER BY {distance} LIMIT {CANDIDATES}"
+        )
+    return (
+        f"SELECT id FROM (SELECT {id_column} AS id, {distance} AS distance FROM {table} "
+        f"WHERE embedding_key = %s AND {where} ORDER BY {distance} LIMIT {CANDIDATES}) AS nearest "
         "ORDER BY distance"  # relaxed_order may return near-ties slightly out of order
     )
+
+
+def count_sql(table: str, where: str) -> str:
+    """Whether the filter keeps more than ACE_RECALL_EXACT_UP_TO rows (parameters: key, *where params)."""
+    limit = int(settings.ACE_RECALL_EXACT_UP_TO) + 1
+    return f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE embedding_key = %s AND {where} LIMIT {limit}) n"
+
+
+def _vector_ids(sql_table: str, where: str, params: list, vector: list[float], dims: int, key: str) -> list[str]:
+    """Nearest rows of one embedder's space under `where`, best first (see vector_sql)."""
+    literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 100")
-        cursor.execute(sql, [literal, key, *params, literal])
+        cursor.execute(count_sql(sql_table, where), [key, *params])
+        shortlist = cursor.fetchone()[0] > settings.ACE_RECALL_EXACT_UP_TO
+        if shortlist:
+            cursor.execute(vector_sql(sql_table, where, dims, shortlist=True), [key, *params, literal, literal])
+        else:
+            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 100")
+            cursor.execute(vector_sql(sql_table, where, dims, shortlist=False), [literal, key, *params, literal])
         return [str(row[0]) for row in cursor.fetchall()]
 
 

@@ -105,6 +105,49 @@ def test_a_selective_filter_still_fills_top_k_through_the_index(api):
     assert all(r["text"].startswith("museum ticket") for r in results)
 
 
+def test_a_heavy_user_is_ranked_through_the_sign_bit_shortlist_like_an_exact_scan(api, settings):
+    """Above ACE_RECALL_EXACT_UP_TO rows, the nearest by Hamming distance of the sign bits are re-ranked
+    exactly: the same best records as computing every exact distance, and never fewer than asked for."""
+    places = ["Hangzhou", "Lisbon", "Kyoto", "Chengdu", "Berlin", "Austin", "Lyon", "Xiamen"]
+    things = ["museum", "tea house", "night market", "bookshop", "temple", "harbour", "garden", "jazz bar"]
+    for n in range(120):
+        Record.objects.create(
+            tenant=api.tenant,
+            user_id="heavy",
+            type="fact",
+            content=f"Visited the {things[n % 8]} in {places[(n // 8) % 8]} on trip {n}",
+        )
+    records_embed(record_ids=list(Record.objects.values_list("pk", flat=True)))
+    from memory_app.embedders import get_embedder
+    from memory_app.recall import _vector_ids
+
+    embedder = get_embedder()
+    vector = embedder.embed(["which tea house did he visit in Kyoto"])[0]
+
+    def nearest(**limits):
+        for name, value in limits.items():
+            setattr(settings, name, value)
+        where, params = "tenant_id = %s AND user_id = %s AND valid", [api.tenant.pk, "heavy"]
+        return _vector_ids("memory_app_record", where, params, vector, embedder.dimensions, embedder.key)
+
+    def distances(ids):  # near-ties make ids an unstable comparison; their distances are not
+        literal = "[" + ",".join(repr(x) for x in vector) + "]"
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT id::text, (embedding::vector({embedder.dimensions})) <=> %s::vector FROM memory_app_record "
+                "WHERE id::text = ANY(%s)",
+                [literal, ids],
+            )
+            found = dict(cursor.fetchall())
+        return [round(found[i], 6) for i in ids]
+
+    exact = nearest(ACE_RECALL_EXACT_UP_TO=10_000)
+    shortlisted = nearest(ACE_RECALL_EXACT_UP_TO=50, ACE_RECALL_SHORTLIST=70)
+    assert len(exact) == len(shortlisted) == 50  # never fewer than asked for
+    assert distances(shortlisted[:10]) == distances(exact[:10])
+    assert distances(exact[:10]) != distances(exact[-10:])  # the query does separate near from far
+
+
 def test_an_embedder_that_is_down_degrades_to_keywords(api, settings):
     remember(api.tenant, "偏好博物馆")
     settings.ACE_EMBEDDER = "openai"
