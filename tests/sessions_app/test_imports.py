@@ -611,6 +611,19 @@ def test_a_source_whose_directory_is_gone_says_so_in_its_last_summary(api, tmp_p
     assert "not scanned" in source.last_summary["issues"][0]["message"]
 
 
+def test_bootstrap_registers_the_directories_of_ace_import_dirs_once(db, settings, tmp_path, capsys):
+    settings.ACE_DATA_DIR = tmp_path
+    settings.ACE_IMPORT_DIRS = [str(tmp_path / "claude"), str(tmp_path / "qwen")]
+    call_command("ace_bootstrap", "--tenant", "bootstrapped")
+    call_command("ace_bootstrap", "--tenant", "bootstrapped")
+    sources = ImportSource.objects.filter(tenant__name="bootstrapped").order_by("path")
+    assert [(s.path, s.enabled, s.tool) for s in sources] == [
+        (str(tmp_path / "claude"), True, "auto"),
+        (str(tmp_path / "qwen"), True, "auto"),
+    ]
+    assert capsys.readouterr().out.count("Import source added") == 2
+
+
 # -- the admin ------------------------------------------------------------------------------------------
 
 
