@@ -30,7 +30,7 @@ def hour_of(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
-def _upsert(table: str, key: tuple[str, ...], fields: tuple[str, ...], rows: list[list], conflict=None) -> None:
+def _upsert_sql(table: str, key: tuple[str, ...], fields: tuple[str, ...], rows: list[list], conflict=None):
     """INSERT rows of (*key, *fields) values; on a conflict on `conflict` (default: key) add the fields."""
     columns = [*key, *fields]
     values = ", ".join("(" + ", ".join(["%s"] * len(columns)) + ")" for _ in rows)
@@ -39,14 +39,13 @@ def _upsert(table: str, key: tuple[str, ...], fields: tuple[str, ...], rows: lis
         f"INSERT INTO {table} ({', '.join(columns)}) VALUES {values} "
         f"ON CONFLICT ({', '.join(conflict or key)}) DO UPDATE SET {updates}"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [value for row in rows for value in row])
+    return sql, [value for row in rows for value in row]
 
 
 def rollup_add(*, session: Session, deltas: dict[tuple[datetime, str], Counter]) -> None:
     """Add `deltas` ({(hour, model): counters}) to the session's tenant/tool/user/project roll-up rows (hourly
     and daily), and their requests and tokens to the session's usage by model. Called inside the writer's
-    transaction."""
+    transaction; one statement (the three upserts as WITH clauses), so one round trip."""
     deltas = {key: delta for key, delta in deltas.items() if any(delta.values())}
     if not deltas:
         return
@@ -61,7 +60,7 @@ def rollup_add(*, session: Session, deltas: dict[tuple[datetime, str], Counter])
         by_day[(hour.astimezone(UTC).date(), model)].update(delta)
         for field in SESSION_MODEL_FIELDS:
             by_model[model][field] += delta.get(field, 0)
-    _upsert(UsageHourly._meta.db_table, ROLLUP_KEY, ROLLUP_FIELDS, rows)
+    upserts = [_upsert_sql(UsageHourly._meta.db_table, ROLLUP_KEY, ROLLUP_FIELDS, rows)]
     day_rows = [
         [session.tenant_id, day, session.tool, session.user_id, session.project, model]
         + [delta.get(field, 0) for field in ROLLUP_FIELDS]
@@ -69,20 +68,29 @@ def rollup_add(*, session: Session, deltas: dict[tuple[datetime, str], Counter])
         if any(delta.values())
     ]
     if day_rows:
-        _upsert(UsageDaily._meta.db_table, DAILY_KEY, ROLLUP_FIELDS, day_rows)
+        upserts.append(_upsert_sql(UsageDaily._meta.db_table, DAILY_KEY, ROLLUP_FIELDS, day_rows))
     model_rows = [
         [session.tenant_id, session.pk, model] + [delta[field] for field in SESSION_MODEL_FIELDS]
         for model, delta in sorted(by_model.items())
         if any(delta.values())
     ]
     if model_rows:
-        _upsert(
-            SessionModelUsage._meta.db_table,
-            ("tenant_id", "session_id", "model"),
-            SESSION_MODEL_FIELDS,
-            model_rows,
-            conflict=("session_id", "model"),
+        upserts.append(
+            _upsert_sql(
+                SessionModelUsage._meta.db_table,
+                ("tenant_id", "session_id", "model"),
+                SESSION_MODEL_FIELDS,
+                model_rows,
+                conflict=("session_id", "model"),
+            )
         )
+    # Unreferenced data-modifying WITH clauses run to completion in the order written: every writer
+    # locks hourly, then daily, then usage-by-model rows, each in sorted order.
+    *clauses, (last_sql, last_params) = upserts
+    sql = "".join(f"{'WITH' if i == 0 else ','} u{i} AS ({clause}) " for i, (clause, _) in enumerate(clauses))
+    params = [value for _, clause_params in upserts for value in clause_params]
+    with connection.cursor() as cursor:
+        cursor.execute(sql + last_sql, params)
 
 
 def rollups_rebuild(*, tenant: Tenant) -> dict[str, int]:

@@ -288,3 +288,58 @@ def test_a_corrupted_roll_up_is_reported_and_rebuilt(api, workload):
         "session_model_rows": len(before[2]),
     }
     assert snapshot() == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_sessions_sharing_roll_up_rows_stay_exact():
+    """Eight sessions of one user, tool and project write at once: they share hourly, daily and model rows."""
+    import threading
+
+    from django.db import connection
+
+    from tests.conftest import make_client
+
+    api = make_client("rollup-race")
+    sessions = [SessionFactory(tenant=api.tenant, tool="claude-code", user_id="u", project="p") for _ in range(8)]
+    start, errors = threading.Barrier(len(sessions)), []
+
+    def writer(session):
+        client = make_client("rollup-race")
+        try:
+            start.wait()
+            for batch in range(4):
+                body = [
+                    {"role": "user", "content": "q", "created_at": "2026-03-01T09:10:00Z"},
+                    answer_line(f"r{batch}", SONNET, "2026-03-01T09:10:01Z", 10, 2),
+                    answer_line(f"h{batch}", "claude-haiku-4-5", "2026-03-01T10:10:01Z", 5, 1),
+                ]
+                response = client.post(f"/api/v1/sessions/{session.pk}/messages/", body, format="json")
+                if response.status_code != 201:
+                    errors.append(response.content)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(repr(exc))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=writer, args=(s,)) for s in sessions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert rollup_drift(tenant=api.tenant) == {"hourly": [], "daily": [], "session_model": []}
+    rows, totals, _ = grouped(api, "?group_by=model")
+    assert (totals["sessions"], totals["requests"], totals["messages"]) == (8, 64, 96)
+    assert (rows[SONNET]["input_tokens"], rows["claude-haiku-4-5"]["input_tokens"]) == (320, 160)
+
+
+def answer_line(request_id, model, created_at, input_tokens, output_tokens):
+    return {
+        "role": "assistant",
+        "content": "a",
+        "request_id": request_id,
+        "model": model,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "created_at": created_at,
+    }
