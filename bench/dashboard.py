@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import io
 import math
+import os
 import random
 import sys
 import time
@@ -526,6 +527,7 @@ def main() -> int:
     )
     print(f"Tenant {tenant.name}: {described}")
     print(f"Timing: {args.runs} runs after {args.warmup} warm-up runs; scans {args.scan_runs} runs…")
+    load_before = os.getloadavg()
 
     today = datetime.now(UTC).date()
     day = datetime.min.time().replace(tzinfo=UTC)
@@ -704,6 +706,7 @@ def main() -> int:
             f"the scan {by_label[scan]['p50_ms']:,.0f} ms ({factor:,.0f}×)"
         )
     statements = [s for row in bench.rows for s in row.get("_stmts", [])]
+    print(f"  load average (1/5/15 min) before {load_before}, after {os.getloadavg()} on {os.cpu_count()} cores")
     worst = max(statements, key=lambda s: s["p95_ms"])
     print(f"  slowest single SQL statement: p95 {worst['p95_ms']:.1f} ms — {worst['sql'][:160]}")
     if args.explain:
@@ -724,7 +727,7 @@ def main() -> int:
             "config": {k: v for k, v in vars(args).items() if k != "name"},
             "database": benchlib.database_description(),
             "server": benchlib.server_version(),
-            "machine": benchlib.machine(),
+            "machine": {**benchlib.machine(), "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
             "data": {
                 **data,
                 "messages": messages,
