@@ -72,11 +72,6 @@ def _ceil_hour(moment: datetime) -> datetime:
     return floor if floor == moment else floor + timedelta(hours=1)
 
 
-def _sums(queryset, fields=STATS_FIELDS) -> dict[str, int]:
-    totals = queryset.aggregate(**{field: Sum(field) for field in fields})
-    return {field: int(totals[field] or 0) for field in fields}
-
-
 @dataclass(frozen=True)
 class UsageFilter:
     """What a usage query is narrowed to. `since`/`until` select roll-up hours, or session start times."""
@@ -142,12 +137,13 @@ def usage_grouped(
     limit: int = 100,
     book: PriceBook | None = None,
 ) -> dict:
-    """Usage counters and cost grouped by day, tool, user, project, model (hourly roll-ups) or session
-    (session counters). One query: the roll-ups summed per (group, model), each model's sums priced.
+    """Usage counters and cost grouped by day, tool, user, project, model (roll-ups) or session (session
+    counters). One query: the roll-ups summed per (group, model), each model's sums priced.
 
-    Roll-ups are hourly, so `since` is rounded down and `until` up to whole UTC hours; the window that
-    was actually counted is returned. Grouped by session, the window selects sessions by start time
-    (and `model` cannot narrow sessions: a session has many models).
+    Roll-ups are hourly, so `since` is rounded down and `until` up to whole UTC hours (a window of whole
+    UTC days reads the daily roll-ups); the window that was actually counted is returned. Grouped by
+    session, the window selects sessions by start time (and `model` cannot narrow sessions: a session has
+    many models).
     """
     usage = UsageFilter(
         tenant=tenant, since=since, until=until, tool=tool, user_id=user_id, project=project, model=model
@@ -285,7 +281,8 @@ def _usage_by_session(*, usage: UsageFilter, limit: int, book: PriceBook) -> dic
 
 def top_sessions_by_cost(*, usage: UsageFilter, limit: int = 20, book: PriceBook | None = None) -> list[dict]:
     """The `limit` costliest sessions started in the window: their usage by model priced in SQL (the
-    prices of the tenant's models passed as a VALUES list), summed per session, highest first."""
+    prices of the tenant's models passed as a VALUES list), summed per session, highest first. Ranked by
+    their priced tokens; each entry still reports its unpriced tokens."""
     book = book or PriceBook.load()
     models = SessionModelUsage.objects.filter(tenant=usage.tenant).values_list("model", flat=True).distinct()
     prices = [(model, book.price_for(model)) for model in models]
