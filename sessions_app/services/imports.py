@@ -471,7 +471,7 @@ class _ImportRun:
             raise Session.DoesNotExist
         return session
 
-    def _describe_session(self, session: Session, info: ParsedSession, messages) -> None:
+    def _describe_session(self, session: Session, info: ParsedSession, messages, *, has_messages: bool) -> None:
         """Name, project, start and metadata from what the log says (written only when something changed)."""
         metadata = dict(session.metadata)
         changed = set()
@@ -488,7 +488,8 @@ class _ImportRun:
             for name, value in info.metadata.items():
                 if name not in ("agent_meta",) and isinstance(value, str | int | bool | list | dict):
                     metadata[name] = value
-            if info.project and not session.project:
+            # Roll-ups are keyed by project: once the session has messages its project is fixed.
+            if info.project and not session.project and not has_messages:
                 session.project = info.project[:255]
                 changed.add("project")
         name, source = "", ""
@@ -533,7 +534,7 @@ class _ImportRun:
         if not parsed.messages:
             return 0
         before = _counters(session)  # the row stays locked until this chunk commits
-        self._describe_session(session, parsed.session, parsed.messages)
+        self._describe_session(session, parsed.session, parsed.messages, has_messages=bool(before["messages"]))
         created = 0
         for start in range(0, len(parsed.messages), BATCH):
             items = [_ingest_item(message) for message in parsed.messages[start : start + BATCH]]
