@@ -386,6 +386,7 @@ MESSAGE_COLUMNS = (
     "external_id",
     "feishu_conversation_id",
     "metadata",
+    "thinking_mode",
     "created_at",
     "received_at",
 )
@@ -442,6 +443,7 @@ def copy_rows(
             item.get("external_id"),
             item.get("feishu_conversation_id", ""),
             json.dumps(item.get("metadata") or {}),
+            item.get("thinking_mode", ""),
             item.get("created_at") or received_at,
             received_at,
         )
