@@ -17,11 +17,13 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
+from django.db.models import Sum
 
 from memory_app.embedders import EmbedderError, get_embedder
 from memory_app.embeddings import ensure_vector_index
 from memory_app.models import MessageEmbedding, Record
-from sessions_app.models import Message, Tenant
+from sessions_app.db import within_time
+from sessions_app.models import Message, Session, Tenant
 from sessions_app.search import CJK_RUN, SEARCH_CONFIG
 
 logger = logging.getLogger(__name__)
@@ -29,6 +31,8 @@ logger = logging.getLogger(__name__)
 RRF_K = 60
 CANDIDATES = 50  # per list (vector/keyword × records/messages) before fusion
 KEYWORD_POOL = 2000  # keyword matches ranked per list: the newest ones
+KEYWORD_SCAN_UP_TO = 20_000  # rows a keyword search tests one by one rather than probing the GIN index first
+KEYWORD_PROBE_MS = 40  # above that, matches through the GIN index, if it answers this fast
 
 
 @dataclass
@@ -131,15 +135,39 @@ def _window(where: list[str], params: list, column: str, since, until) -> None:
         params.append(value)
 
 
-def _keyword_ids(queryset, terms: SearchQuery, *, newest: str) -> list[str]:
+def _keyword_ids(queryset, terms: SearchQuery, *, newest: str, rows: int) -> list[str]:
     """The best CANDIDATES keyword matches by ts_rank, ranked among the newest KEYWORD_POOL matches.
 
     Ranking reads every match's stored vector; for a user with tens of thousands of matching rows that is
     most of the query's time, so only the newest pool is ranked (exact for everyone with fewer matches).
+
+    Which rows match is found one of two ways, chosen by `rows` (about how many the filter keeps). Recall
+    matches *any* query word, and a common word's GIN posting list spans every user: PostgreSQL's estimate
+    of it is poor, and intersecting it with one user's rows can take hundreds of milliseconds. A user with
+    at most KEYWORD_SCAN_UP_TO rows has them read through the user index and tested one by one (about a
+    microsecond a row). For a bigger user the GIN index goes first, given KEYWORD_PROBE_MS: quick when the
+    words are rare; abandoned for the per-row test when they are not.
     """
-    pool = queryset.filter(search_vector=terms).order_by(f"-{newest}").values("pk")[:KEYWORD_POOL]
+    pool = queryset.filter(search_vector=terms).order_by(f"-{newest}").values_list("pk", flat=True)[:KEYWORD_POOL]
+    ids = None
+    if rows > KEYWORD_SCAN_UP_TO:
+        ids = within_time(
+            lambda: list(pool),
+            milliseconds=KEYWORD_PROBE_MS,
+            using=queryset.db,
+            planner={"enable_seqscan": "off", "enable_indexscan": "off"},  # matches from the GIN index
+        )
+    if ids is None:
+        ids = within_time(
+            lambda: list(pool),
+            milliseconds=60_000,  # no probe: the settings are only scoped to this query
+            using=queryset.db,
+            planner={"enable_bitmapscan": "off"},  # the filter's rows through its btree index, tested one by one
+        )
+    if not ids:
+        return []
     ranked = (
-        queryset.model.objects.filter(pk__in=pool)
+        queryset.model.objects.filter(pk__in=ids)
         .annotate(rank=SearchRank("search_vector", terms))
         .order_by("-rank")
         .values_list("pk", flat=True)[:CANDIDATES]
@@ -190,7 +218,9 @@ def recall_search(
             records = records.filter(source_sessions=session)
         records = records.filter(**_window_lookups("updated_at", since, until))
         if terms is not None:
-            rankings.append(("keyword", ["r:" + i for i in _keyword_ids(records, terms, newest="updated_at")]))
+            rows = records.values("pk")[: KEYWORD_SCAN_UP_TO + 1].count()
+            ids = _keyword_ids(records, terms, newest="updated_at", rows=rows)
+            rankings.append(("keyword", ["r:" + i for i in ids]))
         if vector is not None:
             where, params = ["tenant_id = %s", "user_id = %s", "valid"], [tenant.pk, user_id]
             if types:
@@ -210,7 +240,12 @@ def recall_search(
             messages = messages.filter(session=session)
         messages = messages.filter(**_window_lookups("created_at", since, until))
         if terms is not None:
-            rankings.append(("keyword", ["m:" + i for i in _keyword_ids(messages, terms, newest="created_at")]))
+            sessions = Session.objects.filter(tenant=tenant, user_id=user_id, deleted_at__isnull=True)
+            if session is not None:
+                sessions = sessions.filter(pk=session)
+            rows = sessions.aggregate(rows=Sum("messages"))["rows"] or 0  # the sessions' own counters
+            ids = _keyword_ids(messages, terms, newest="created_at", rows=rows)
+            rankings.append(("keyword", ["m:" + i for i in ids]))
         if vector is not None:
             where, params = ["tenant_id = %s", "user_id = %s"], [tenant.pk, user_id]
             if session is not None:

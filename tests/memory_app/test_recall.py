@@ -148,6 +148,27 @@ def test_a_heavy_user_is_ranked_through_the_sign_bit_shortlist_like_an_exact_sca
     assert distances(exact[:10]) != distances(exact[-10:])  # the query does separate near from far
 
 
+def test_keyword_matches_are_the_same_through_the_gin_index_or_row_by_row(api, monkeypatch):
+    """A small user's rows are tested one by one; a big one's matches come from the GIN index first."""
+    from memory_app import recall as recall_module
+
+    for n in range(30):
+        Record.objects.create(tenant=api.tenant, user_id="xiaoming", type="fact", content=f"walked the dog, day {n}")
+    Record.objects.create(tenant=api.tenant, user_id="xiaoming", type="fact", content="Allergic to 芒果 (mango)")
+    Record.objects.create(tenant=api.tenant, user_id="other", type="fact", content="Allergic to mango as well")
+
+    def keyword_hits():
+        hits = recall_module.recall_search(
+            tenant=api.tenant, query="mango allergy", user_id="xiaoming", include_messages=False
+        )
+        return [(h.text, h.matched_by) for h in hits.results if "keyword" in h.matched_by]
+
+    row_by_row = keyword_hits()
+    monkeypatch.setattr(recall_module, "KEYWORD_SCAN_UP_TO", 5)  # xiaoming counts as a big user now
+    through_gin = keyword_hits()
+    assert row_by_row == through_gin == [("Allergic to 芒果 (mango)", ["keyword"])]
+
+
 def test_an_embedder_that_is_down_degrades_to_keywords(api, settings):
     remember(api.tenant, "偏好博物馆")
     settings.ACE_EMBEDDER = "openai"
