@@ -12,12 +12,16 @@ from __future__ import annotations
 import logging
 
 from django.db import connection, transaction
+from django.db.models import Case, Value, When
+from django.db.models.functions import Substr
 
 from sessions_app.models import Message, Session
 from strategies_app.models import Strategy, Trigger, Watermark
 from strategies_app.services.runs import run_request
 
 logger = logging.getLogger(__name__)
+
+SCORED_CHARS = 2000  # the scorer rates a message by its start
 
 
 def _strategies(tenant_id) -> list[Strategy]:
@@ -58,7 +62,7 @@ def _on_messages(*, tenant_id, session_id, messages: list[dict]) -> None:
         if scores is None:
             from strategies_app.extractors.rules import score
 
-            scores = [(score(m["content"] or "", m["role"]), m["seq"]) for m in messages]
+            scores = [(score(m["head"] or "", m["role"]), m["seq"]) for m in messages]
         best, best_seq = max(scores)
         if strategy.message_threshold is not None and best >= strategy.message_threshold:
             run_request(
@@ -93,18 +97,25 @@ def _guarded(handler):
     return receiver
 
 
+def _scored_rows(message_ids, roles=None) -> list[dict]:
+    """role, seq and the start of the content (what the scorer reads): a tool's output, often most of the
+    bytes, is never read back — the scorer rates tool messages by role alone."""
+    rows = Message.objects.filter(pk__in=message_ids)
+    if roles:
+        rows = rows.filter(role__in=roles)
+    head = Case(When(role__in=["user", "assistant"], then=Substr("content", 1, SCORED_CHARS)), default=Value(""))
+    return list(rows.annotate(head=head).values("role", "seq", "head").order_by("seq"))
+
+
 @_guarded
 def messages_appended_trigger(*, session_id, tenant_id, message_ids, **kwargs):
-    rows = list(Message.objects.filter(pk__in=message_ids).values("role", "content", "seq").order_by("seq"))
-    _on_messages(tenant_id=tenant_id, session_id=session_id, messages=rows)
+    _on_messages(tenant_id=tenant_id, session_id=session_id, messages=_scored_rows(message_ids))
 
 
 @_guarded
 def turn_completed_trigger(*, session_id, tenant_id, tool_names, message_ids, **kwargs):
     # The assistant's final text exists only now (its placeholder was empty when it was appended).
-    rows = list(
-        Message.objects.filter(pk__in=message_ids, role="assistant").values("role", "content", "seq").order_by("seq")
-    )
+    rows = _scored_rows(message_ids, roles=["assistant"])
     if tool_names:
         session = Session.objects.get(pk=session_id)
         for strategy in _strategies(tenant_id):
