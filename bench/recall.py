@@ -414,6 +414,30 @@ def parse_args():
     return parser.parse_args()
 
 
+def print_database_part(db: dict, title: str) -> None:
+    """The table of time_queries' results: per user set and variant, latency, recall@10, plan counts."""
+    rows = []
+    for name, r in db.items():
+        for variant in SETTINGS:
+            recall = r.get(f"{variant}_recall@10")
+            rows.append(
+                [
+                    f"{name} (median {r['user_rows_median']:,} rows)",
+                    variant,
+                    r[f"{variant}_ms"]["p50_ms"],
+                    r[f"{variant}_ms"]["p95_ms"],
+                    "1 (truth)" if variant == "exact" else f"{recall:.3f}",
+                    r.get(f"{variant}_fewer_than_asked", ""),
+                    f"{r['app_shortlist']}/{r['queries']} · {r['app_plan_uses_hnsw']}/{r['queries']}"
+                    if variant == "app"
+                    else "",
+                ]
+            )
+    benchlib.print_table(
+        ["users", "query", "p50 ms", "p95 ms", "recall@10", "short", "shortlist · HNSW"], rows, title=title
+    )
+
+
 def main() -> int:
     args = parse_args()
     benchlib.setup_django()
@@ -435,27 +459,8 @@ def main() -> int:
         users_by_count = cursor.fetchall()
     print(f"  {len(users_by_count):,} users; heaviest {users_by_count[0][1]:,} rows, index {data['index_size']}")
     db = time_queries(tenant, users_by_count, args.queries, args.warmup, args.seed)
-    rows = []
-    for name, r in db.items():
-        for variant in SETTINGS:
-            recall = r.get(f"{variant}_recall@10")
-            rows.append(
-                [
-                    f"{name} (median {r['user_rows_median']:,} rows)",
-                    variant,
-                    r[f"{variant}_ms"]["p50_ms"],
-                    r[f"{variant}_ms"]["p95_ms"],
-                    "1 (truth)" if variant == "exact" else f"{recall:.3f}",
-                    r.get(f"{variant}_fewer_than_asked", ""),
-                    f"{r['app_shortlist']}/{r['queries']} · {r['app_plan_uses_hnsw']}/{r['queries']}"
-                    if variant == "app"
-                    else "",
-                ]
-            )
-    benchlib.print_table(
-        ["users", "query", "p50 ms", "p95 ms", "recall@10", "short", "shortlist · HNSW"],
-        rows,
-        title=f"Database part ({args.records:,} records in the tenant, {data['index_rows']:,} in the index)",
+    print_database_part(
+        db, f"Database part ({args.records:,} records in the tenant, {data['index_rows']:,} in the index)"
     )
     e2e = end_to_end(tenant, users_by_count, args.queries // 2, args.seed)
     benchlib.print_table(

@@ -176,28 +176,7 @@ def main() -> int:
         users_by_count = cursor.fetchall()
     print(f"  {len(users_by_count):,} users; heaviest {users_by_count[0][1]:,} rows, index {data['index_size']}")
     db = recall.time_queries(tenant, users_by_count, args.queries, args.warmup, args.seed, embedder=space)
-    rows = []
-    for name, r in db.items():
-        for variant in recall.SETTINGS:
-            value = r.get(f"{variant}_recall@10")
-            rows.append(
-                [
-                    f"{name} (median {r['user_rows_median']:,} rows)",
-                    variant,
-                    r[f"{variant}_ms"]["p50_ms"],
-                    r[f"{variant}_ms"]["p95_ms"],
-                    "1 (truth)" if variant == "exact" else f"{value:.3f}",
-                    r.get(f"{variant}_fewer_than_asked", ""),
-                    f"{r['app_shortlist']}/{r['queries']} · {r['app_plan_uses_hnsw']}/{r['queries']}"
-                    if variant == "app"
-                    else "",
-                ]
-            )
-    benchlib.print_table(
-        ["users", "query", "p50 ms", "p95 ms", "recall@10", "short", "shortlist · HNSW"],
-        rows,
-        title=f"Database part, dense vectors ({args.records:,} records)",
-    )
+    recall.print_database_part(db, f"Database part, dense vectors ({args.records:,} records)")
     worst_p95 = max(r["app_ms"]["p95_ms"] for r in db.values())
     worst_recall = min(r["app_recall@10"] for r in db.values())
     met = worst_p95 < recall.TARGET_P95_MS and worst_recall >= recall.TARGET_RECALL

@@ -331,20 +331,31 @@ class StateVersion(models.Model):
         return f"v{self.version}"
 
 
-class UsageHourly(UsageCounters):
-    """Counters per tenant, UTC hour, tool, user, project and model: what grouped statistics and the
-    dashboard read. A message counts in the hour it was created; a conversation in the hour of the
-    message that started it; a session once, in the hour (and under the model) of its first message."""
+class UsageRollup(UsageCounters):
+    """The dimensions and counters every usage roll-up shares; each adds its time bucket."""
 
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
-    hour = models.DateTimeField()
     tool = models.CharField(max_length=64, blank=True)
     user_id = models.CharField(max_length=255, blank=True)
     project = models.CharField(max_length=255, blank=True)
     model = models.CharField(max_length=255, blank=True)
     conversations = models.BigIntegerField(default=0)
     sessions = models.BigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+    def _dimensions(self) -> str:
+        return f"{self.tool or '-'} {self.user_id or '-'} {self.model or '-'}"
+
+
+class UsageHourly(UsageRollup):
+    """Counters per tenant, UTC hour, tool, user, project and model: what grouped statistics and the
+    dashboard read. A message counts in the hour it was created; a conversation in the hour of the
+    message that started it; a session once, in the hour (and under the model) of its first message."""
+
+    hour = models.DateTimeField()
 
     class Meta:
         verbose_name = "hourly usage"
@@ -356,22 +367,14 @@ class UsageHourly(UsageCounters):
         ]
 
     def __str__(self):
-        return f"{self.hour:%Y-%m-%d %H}:00 {self.tool or '-'} {self.user_id or '-'} {self.model or '-'}"
+        return f"{self.hour:%Y-%m-%d %H}:00 {self._dimensions()}"
 
 
-class UsageDaily(UsageCounters):
+class UsageDaily(UsageRollup):
     """The hourly roll-ups summed per UTC day, maintained with them: what the dashboard and whole-day
     statistics read (a quarter of the rows or fewer, so a 90-day window sums quickly)."""
 
-    id = models.BigAutoField(primary_key=True)
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     day = models.DateField()
-    tool = models.CharField(max_length=64, blank=True)
-    user_id = models.CharField(max_length=255, blank=True)
-    project = models.CharField(max_length=255, blank=True)
-    model = models.CharField(max_length=255, blank=True)
-    conversations = models.BigIntegerField(default=0)
-    sessions = models.BigIntegerField(default=0)
 
     class Meta:
         verbose_name = "daily usage"
@@ -383,7 +386,7 @@ class UsageDaily(UsageCounters):
         ]
 
     def __str__(self):
-        return f"{self.day:%Y-%m-%d} {self.tool or '-'} {self.user_id or '-'} {self.model or '-'}"
+        return f"{self.day:%Y-%m-%d} {self._dimensions()}"
 
 
 class SessionModelUsage(models.Model):
