@@ -1,6 +1,5 @@
 """The Memory endpoints of ../shared/CONTRACT.md: records with provenance and history."""
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -102,12 +101,6 @@ class RecordViewSet(
 
     def filter_queryset(self, queryset):
         return super().filter_queryset(queryset) if self.action == "list" else queryset
-
-    def get_object(self):
-        try:
-            return super().get_object()
-        except (Record.DoesNotExist, DjangoValidationError):
-            raise Http404 from None
 
 
 class RecallView(TenantScopedMixin, APIView):

@@ -1,7 +1,5 @@
 """The Strategies endpoints of ../shared/CONTRACT.md."""
 
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -34,14 +32,6 @@ class NewestRunPage(CursorPage):
     ordering = "-queued_at"
 
 
-class _TenantObject:
-    def get_object(self):
-        try:
-            return super().get_object()
-        except (self.model.DoesNotExist, DjangoValidationError):
-            raise Http404 from None
-
-
 @extend_schema_view(
     list=extend_schema(summary="The tenant's strategies (the three built-in ones exist from the start)"),
     retrieve=extend_schema(summary="One strategy at its current version"),
@@ -51,7 +41,6 @@ class _TenantObject:
     ),
 )
 class StrategyViewSet(
-    _TenantObject,
     TenantScopedMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -122,7 +111,7 @@ class StrategyViewSet(
     list=extend_schema(summary="Strategy runs, newest first"),
     retrieve=extend_schema(summary="One run: version, trigger, message range, decisions, counts, tokens, status"),
 )
-class StrategyRunViewSet(_TenantObject, TenantScopedMixin, viewsets.ReadOnlyModelViewSet):
+class StrategyRunViewSet(TenantScopedMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = StrategyRunSerializer
     filterset_class = StrategyRunFilter
     pagination_class = NewestRunPage

@@ -177,3 +177,9 @@ def test_a_changed_number_is_a_new_fact_and_a_restatement_keeps_the_newest_wordi
     assert again.json()["content"] == "The trip budget is 5000 CNY!"
     history = api.get(f"/api/v1/records/{first['id']}/history/").json()["results"]
     assert history[-1]["content"] == "Trip budget is 5000 CNY"  # the earlier wording stays in the history
+
+
+def test_malformed_record_ids_are_404_not_500(api):
+    for url in ("/api/v1/records/nope/", "/api/v1/records/nope/history/"):
+        assert api.get(url).status_code == 404, url
+    assert api.delete("/api/v1/records/nope/").status_code == 404

@@ -103,3 +103,13 @@ def test_another_tenants_strategies_and_runs_are_not_found(api, other_api, sessi
     assert other_api.patch(f"/api/v1/strategies/{strategy.pk}/", {"enabled": False}, format="json").status_code == 404
     assert other_api.get(f"/api/v1/strategy-runs/{run}/").status_code == 404
     assert other_api.get("/api/v1/strategy-runs/").json()["results"] == []
+
+
+def test_unknown_and_malformed_ids_are_404_not_500(api):
+    for url in (
+        "/api/v1/strategies/nope/",
+        "/api/v1/strategies/00000000-0000-0000-0000-000000000000/",
+        "/api/v1/strategies/nope/versions/",
+        "/api/v1/strategy-runs/nope/",
+    ):
+        assert api.get(url).status_code == 404, url
