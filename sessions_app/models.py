@@ -12,7 +12,7 @@ import uuid
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
-from django.db.models import F, Func, Q
+from django.db.models import Func, Q
 from django.utils import timezone
 
 
@@ -282,11 +282,12 @@ class Message(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
     received_at = models.DateTimeField(default=timezone.now, editable=False)
-    search_vector = models.GeneratedField(
-        expression=CjkSearchVector(F("content")), output_field=SearchVectorField(), db_persist=True
-    )
+    # Filled by the database (migration 0008): on insert for content up to search.INLINE_CHARS characters,
+    # after the commit (sessions_app.tasks.index_messages) for longer content. Never written by Python.
+    search_vector = SearchVectorField(null=True, editable=False)
 
     objects = MessageManager()
+    db_computed_fields = ("search_vector",)  # left out of COPY (services.messages._copy_insert)
 
     class Meta:
         ordering = ["session", "seq"]
@@ -303,6 +304,8 @@ class Message(models.Model):
             models.Index(fields=["tenant", "-created_at"], name="message_tenant_created"),
             models.Index(fields=["-created_at"], name="message_created"),
             GinIndex(fields=["search_vector"], name="message_search"),
+            # Long messages waiting for their search vector (a handful at any time).
+            models.Index(fields=["received_at"], name="message_unindexed", condition=Q(search_vector__isnull=True)),
             # Auditors look a message up by the client's or the LLM provider's id.
             models.Index(fields=["external_id"], name="message_external_id", condition=Q(external_id__isnull=False)),
             models.Index(fields=["request_id"], name="message_request_id", condition=~Q(request_id="")),

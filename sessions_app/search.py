@@ -6,12 +6,23 @@ and turns each CJK run into a quoted phrase, so "查看天气" matches exactly t
 """
 
 import json
+import logging
 import re
 
 from django.contrib.postgres.search import SearchQuery
-from django.db import connections
+from django.db import connection, connections, transaction
 
 from sessions_app.db import within_time
+
+logger = logging.getLogger(__name__)
+
+# A message of up to INLINE_CHARS characters gets its search vector as it is written (the trigger of
+# migration 0008, which holds the same number); a longer one right after its commit, from a task. Only
+# the first INDEX_MAX_CHARS characters of a very long message are indexed: a tsvector holds at most 1 MB,
+# and 200,000 characters cannot make more than about half of that, whatever the text.
+INLINE_CHARS = 2000
+INDEX_MAX_CHARS = 200_000
+INDEX_BATCH = 200
 
 CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 SEARCH_CONFIG = "english"
@@ -68,3 +79,51 @@ def keyword_filter(queryset, query: str):
     if hits is not None and len(hits) <= RARE_HITS:
         return queryset.filter(pk__in=hits)
     return matching  # many hits after all (or too many to gather quickly): the index walk finds a page fast
+
+
+# -- indexing long messages after their write ------------------------------------------------------------
+def needs_index(content: str | None) -> bool:
+    return content is not None and len(content) > INLINE_CHARS
+
+
+def messages_index(ids) -> int:
+    """Give the listed messages that still lack one their search vector; how many were indexed. Safe to run
+    twice, or beside the sweep: rows already indexed are skipped (and a row being indexed is waited for)."""
+    ids = list(ids)
+    done = 0
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), INDEX_BATCH):
+            cursor.execute(
+                "UPDATE sessions_app_message SET search_vector = ace_tsvector(left(content, %s)) "
+                "WHERE id = ANY(%s) AND search_vector IS NULL",
+                [INDEX_MAX_CHARS, ids[start : start + INDEX_BATCH]],
+            )
+            done += cursor.rowcount
+    return done
+
+
+def messages_unindexed(limit: int) -> list:
+    """Ids of long messages still waiting for their search vector, oldest write first (partial index)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM sessions_app_message WHERE search_vector IS NULL ORDER BY received_at LIMIT %s", [limit]
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def index_after_commit(ids) -> None:
+    """Queue the indexing of these (long) messages once the current transaction commits. Never fails the
+    write: the periodic sweep (tasks.index_pending_messages) catches up with anything not queued."""
+    ids = [str(pk) for pk in ids]
+    if not ids:
+        return
+
+    def enqueue():
+        from sessions_app.tasks import index_messages
+
+        try:
+            index_messages.delay(ids)
+        except Exception:  # noqa: BLE001 - any broker failure
+            logger.warning("could not queue indexing of %d messages; the periodic sweep will", len(ids), exc_info=True)
+
+    transaction.on_commit(enqueue)

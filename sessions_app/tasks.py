@@ -4,6 +4,7 @@ from celery import shared_task
 from django.conf import settings
 
 from sessions_app.models import ImportSource
+from sessions_app.search import messages_index, messages_unindexed
 from sessions_app.services.imports import import_source_scan
 from sessions_app.services.turns import turns_close_abandoned
 
@@ -33,3 +34,15 @@ def scan_import_source(source_id: str) -> str:
         return "not found or disabled"
     summary = import_source_scan(source=source)
     return "skipped: a scan is running" if summary is None else summary.line()
+
+
+@shared_task(acks_late=True, time_limit=300, soft_time_limit=240)
+def index_messages(message_ids: list[str]) -> int:
+    """Build the search vectors of long messages after their write (see sessions_app.search)."""
+    return messages_index(message_ids)
+
+
+@shared_task(acks_late=True, time_limit=600, soft_time_limit=540)
+def index_pending_messages(limit: int = 20_000) -> int:
+    """Periodic (every minute): index long messages whose task never ran (a broker outage, a lost worker)."""
+    return messages_index(messages_unindexed(limit))

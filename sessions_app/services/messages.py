@@ -29,6 +29,7 @@ from sessions_app.models import (
     Session,
     Tenant,
 )
+from sessions_app.search import index_after_commit, needs_index
 from sessions_app.services.counters import hour_of, rollup_add
 from sessions_app.signals import messages_appended
 
@@ -269,7 +270,8 @@ def _copy_insert(model, objects: list) -> None:
     nothing has to come back (bulk_create would also return each message's generated search vector)."""
     if not objects:
         return
-    fields = [f for f in model._meta.concrete_fields if not f.generated]
+    skip = getattr(model, "db_computed_fields", ())
+    fields = [f for f in model._meta.concrete_fields if not f.generated and f.attname not in skip]
     json_fields = {f.attname for f in fields if isinstance(f, models.JSONField)}
     attnames = [f.attname for f in fields]
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
@@ -321,6 +323,7 @@ def messages_append(*, tenant: Tenant, session_id: uuid.UUID, items: list[dict])
         if new_messages:
             append.write(new_messages)
             message_ids = [m.pk for m in new_messages]
+            index_after_commit([m.pk for m in new_messages if needs_index(m.content)])
             transaction.on_commit(
                 lambda: messages_appended.send(
                     sender=Session, session_id=session.pk, tenant_id=session.tenant_id, message_ids=message_ids

@@ -38,6 +38,7 @@ from sessions_app.models import (
     TurnStatus,
 )
 from sessions_app.redaction import redact_secrets
+from sessions_app.search import index_after_commit, needs_index
 from sessions_app.services.counters import hour_of, rollup_add
 from sessions_app.services.messages import messages_append
 from sessions_app.signals import turn_completed
@@ -143,6 +144,8 @@ def turn_checkpoint(*, tenant: Tenant, turn_id, content: str | None = None, thin
         fields = {name: value for name, value in (("content", content), ("thinking", thinking)) if value is not None}
         if fields:
             Message.objects.filter(pk=turn.assistant_message_id).update(**fields)
+            if needs_index(content):
+                index_after_commit([turn.assistant_message_id])
         turn.last_activity_at = now
         turn.save(update_fields=["last_activity_at"])
     return turn
@@ -209,6 +212,8 @@ def _finish(*, session: Session, turn: Turn, data: dict, status: str, digest: st
     if data.get("error"):
         assistant.metadata["error"] = data["error"]
     assistant.save()
+    if needs_index(assistant.content):
+        index_after_commit([assistant.pk])
 
     user_fields = {}
     if "skill_names" in data:
