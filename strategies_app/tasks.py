@@ -62,6 +62,15 @@ def run_strategy(self, run_id: str) -> str:
     return run.status
 
 
+@shared_task(acks_late=True, time_limit=120, soft_time_limit=100)
+def messages_triggers(session_id: str, tenant_id: str, message_ids: list[str]) -> None:
+    """Evaluate the triggers of newly appended messages (queued by the messages_appended receiver). A lost
+    evaluation costs latency only: the strategy's schedule reads every message it has not read."""
+    from strategies_app.triggers import messages_evaluate
+
+    messages_evaluate(session_id=session_id, tenant_id=tenant_id, message_ids=message_ids)
+
+
 @shared_task(acks_late=True, time_limit=300, soft_time_limit=240)
 def strategy_scheduled(strategy_id: str, limit: int = 1000) -> int:
     """The strategy's periodic run (django-celery-beat): queue a run for every recently active session

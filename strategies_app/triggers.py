@@ -1,4 +1,5 @@
-"""Triggers: the signals of sessions_app (sent after commit) that ask for strategy runs.
+"""Triggers: the signals of sessions_app (sent after commit) that ask for strategy runs. New messages are
+evaluated by a task (the receiver only queues it); completed turns and state changes right away.
 
 - tool-call completion: a `toolResult` message arrives, or a turn with tool calls completes;
 - task stage change: a state key the strategy watches changes value;
@@ -107,9 +108,23 @@ def _scored_rows(message_ids, roles=None) -> list[dict]:
     return list(rows.annotate(head=head).values("role", "seq", "head").order_by("seq"))
 
 
-@_guarded
-def messages_appended_trigger(*, session_id, tenant_id, message_ids, **kwargs):
-    _on_messages(tenant_id=tenant_id, session_id=session_id, messages=_scored_rows(message_ids))
+def messages_appended_trigger(sender, *, session_id, tenant_id, message_ids, **kwargs):
+    """Receiver: scoring reads the new messages back and may queue runs, so it happens in the worker
+    (tasks.messages_triggers), never in the write — an import or a bulk append does not wait for it."""
+    from strategies_app.tasks import messages_triggers
+
+    if not message_ids:
+        return
+    try:
+        messages_triggers.delay(str(session_id), str(tenant_id), [str(pk) for pk in message_ids])
+    except Exception:  # noqa: BLE001 - any broker failure; the data has committed
+        logger.warning("could not queue triggers for %d messages; the schedule will", len(message_ids), exc_info=True)
+
+
+def messages_evaluate(*, session_id, tenant_id, message_ids) -> None:
+    """What new messages start: tool-result and threshold triggers (tasks.messages_triggers)."""
+    with transaction.atomic():
+        _on_messages(tenant_id=tenant_id, session_id=session_id, messages=_scored_rows(message_ids))
 
 
 @_guarded
