@@ -15,6 +15,7 @@ from datetime import datetime
 
 from django.db import connection, models, transaction
 from django.db.models import F
+from django.db.models.base import ModelState
 from django.db.models.functions import Greatest
 from django.utils import timezone
 from psycopg.types.json import Jsonb
@@ -126,9 +127,10 @@ class _Append:
     # -- per message ---------------------------------------------------------------------------------
     def _new_conversation(self, *, external_id: str, item: dict, created_at: datetime) -> Conversation:
         self.conversation_count += 1
-        conversation = Conversation(
+        conversation = _new(
+            Conversation,
             tenant_id=self.session.tenant_id,
-            session=self.session,
+            session_id=self.session.pk,
             ordinal=self.conversation_count,
             conversation_id=external_id,
             feishu_conversation_id=item.get("feishu_conversation_id") or "",
@@ -165,10 +167,11 @@ class _Append:
         request_id = item.get("request_id") or ""
         request = self.requests_by_id.get(request_id) if request_id else None
         if request is None and (request_id or item.get("auth_type")):
-            request = LlmRequest(
+            request = _new(
+                LlmRequest,
                 tenant_id=self.session.tenant_id,
-                session=self.session,
-                conversation=conversation,
+                session_id=self.session.pk,
+                conversation_id=conversation.pk if conversation else None,
                 request_id=request_id,
                 auth_type=item.get("auth_type") or "",
                 model=item.get("model") or "",
@@ -221,16 +224,20 @@ class _Append:
         self.seq += 1
         fields = {name: item[name] for name in MESSAGE_INPUT_FIELDS if item.get(name) is not None}
         fields.update({name: value for name, value in tokens.items() if value is not None})
-        return Message(
+        message = _new(
+            Message,
             tenant_id=self.session.tenant_id,
-            session=self.session,
-            conversation=conversation,
-            llm_request=request,
+            session_id=self.session.pk,
+            conversation_id=conversation.pk if conversation else None,
+            llm_request_id=request.pk if request else None,
             seq=self.seq,
             created_at=created_at,
             received_at=self.now,
             **fields,
         )
+        cache = message._state.fields_cache
+        cache["session"], cache["conversation"], cache["llm_request"] = self.session, conversation, request
+        return message
 
     # -- writing -------------------------------------------------------------------------------------
     def write(self, messages: list[Message]) -> None:
@@ -263,6 +270,38 @@ class _Append:
             last_message_at=Greatest(F("last_message_at"), self.last_message_at),
         )
         rollup_add(session=self.session, deltas=self.rollup)
+
+
+def _defaults(model) -> tuple[dict, list]:
+    """The model's field defaults: (constant values by attname, [(attname, callable)])."""
+    cached = _DEFAULTS.get(model)
+    if cached is None:
+        constants, calls = {}, []
+        for field in model._meta.concrete_fields:
+            if field.has_default() and callable(field.default):
+                calls.append((field.attname, field.default))
+            else:
+                constants[field.attname] = field.get_default()
+        cached = _DEFAULTS[model] = (constants, calls)
+    return cached
+
+
+_DEFAULTS: dict = {}
+
+
+def _new(model_class, /, **values):
+    """A new, unsaved instance with every field set, without Model.__init__: a bulk append makes one per
+    message, and __init__ (signals, descriptors, per-field checks) cost more than the rest of the append."""
+    constants, calls = _defaults(model_class)
+    instance = model_class.__new__(model_class)
+    instance._state = ModelState()
+    attributes = instance.__dict__
+    attributes.update(constants)
+    for attname, default in calls:
+        if attname not in values:
+            attributes[attname] = default()
+    attributes.update(values)
+    return instance
 
 
 def _copy_insert(model, objects: list) -> None:
