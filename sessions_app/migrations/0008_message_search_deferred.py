@@ -4,8 +4,8 @@ PostgreSQL's `to_tsvector` reads about 5–6 MB of text a second on one core, an
 tool output: as a generated column, the search vector was ~97 % of the cost of storing an imported
 message. The column becomes a plain one that a trigger fills on insert (and when the content changes)
 for messages of up to INLINE_CHARS characters — chat messages, searchable at once as before — and leaves
-NULL for longer ones, which `sessions_app.tasks.index_messages` (queued after the commit) and the
-periodic sweep below fill within seconds. A partial index finds the ones still waiting.
+NULL for longer ones, and for every message of a bulk import (which sets `ace.defer_search`): the task
+`sessions_app.tasks.index_messages` (queued after the commit) and the periodic sweep below fill them. A partial index finds the ones still waiting.
 
 `ace_tsvector` also skips its two regular-expression passes when the text has no CJK characters or
 CJK punctuation (the passes change nothing then; the result is identical): twice as fast on short text.
@@ -50,7 +50,10 @@ ALTER TABLE sessions_app_message ALTER COLUMN search_vector DROP EXPRESSION;
 CREATE FUNCTION ace_message_search_vector() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'INSERT' OR NEW.content IS DISTINCT FROM OLD.content THEN
-    IF length(NEW.content) <= {INLINE_CHARS} THEN
+    -- octet_length is free, length counts characters: only short text is counted. A bulk import sets
+    -- ace.defer_search for its transaction and leaves all of its messages to the indexing task.
+    IF NEW.content = '' OR (octet_length(NEW.content) <= {INLINE_CHARS * 4} AND length(NEW.content) <= {INLINE_CHARS}
+                            AND coalesce(current_setting('ace.defer_search', true), '') <> 'on') THEN
       NEW.search_vector := ace_tsvector(NEW.content);
     ELSE
       NEW.search_vector := NULL;  -- indexed after the commit (sessions_app.tasks.index_messages)

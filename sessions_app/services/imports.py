@@ -538,7 +538,7 @@ class _ImportRun:
         created = 0
         for start in range(0, len(parsed.messages), BATCH):
             items = [_ingest_item(message) for message in parsed.messages[start : start + BATCH]]
-            created += messages_append(tenant=self.tenant, session_id=session.pk, items=items).created
+            created += messages_append(tenant=self.tenant, session_id=session.pk, items=items, index_later=True).created
         after = _counters(session)
         self.summary.messages += created
         self.summary.requests += after["requests"] - before["requests"]

@@ -94,3 +94,24 @@ def test_changing_a_message_rebuilds_its_vector(api, session):
     index_pending_messages()
     assert found(api, session, "axolotl") == [1]
     assert Session.objects.get(pk=session.pk).messages == 1
+
+
+def test_an_import_leaves_text_analysis_to_the_indexer_and_is_then_searchable(api):
+    from pathlib import Path
+
+    from sessions_app.services.imports import import_path
+
+    logs = Path(__file__).resolve().parent.parent / "data" / "agent_logs" / "claude"
+    import_path(tenant=api.tenant, path=logs, user_id="dev")
+    session = Session.objects.get(tenant=api.tenant, agent_session_id="5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11")
+    imported = Message.objects.filter(session=session).exclude(content="")
+    assert imported.exists() and not imported.filter(search_vector__isnull=False).exists()
+    assert found(api, session, "rain") == []
+
+    assert index_pending_messages() == Message.objects.filter(tenant=api.tenant).exclude(content="").count()
+    assert found(api, session, "rain") != []
+    assert found(api, session, "晴天") != []
+
+    # The import's setting ends with its transaction: a message sent through the API is searchable at once.
+    api.post(url(session), {"role": "user", "content": "what about the weekend forecast"}, format="json")
+    assert found(api, session, "weekend") == [Session.objects.get(pk=session.pk).last_seq]
