@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 TOOLS = ("claude-code", "qwen-code", "openclaw")
 ROLES = ("user", "assistant", "toolResult", "error", "system")
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens")
@@ -276,19 +278,22 @@ class JsonlReader:
                         continue
                 number = self.next_line
                 complete = raw.endswith(b"\n")
-                text, replaced = _decode(raw)
-                stripped = text.strip().lstrip("\ufeff")
-                if not complete:
-                    data = _loads_object(stripped) if stripped else None
-                    if data is None:
-                        if stripped:
-                            self._issue(
-                                number,
-                                f"line {number} is incomplete (no newline and not yet valid JSON); "
-                                "left unread for the next import",
-                                "warning",
-                            )
-                        return
+                data = _fast_loads(raw) if complete else None
+                replaced = False
+                if data is None:
+                    text, replaced = _decode(raw)
+                    stripped = text.strip().lstrip("\ufeff")
+                    if not complete:
+                        data = _loads_object(stripped) if stripped else None
+                        if data is None:
+                            if stripped:
+                                self._issue(
+                                    number,
+                                    f"line {number} is incomplete (no newline and not yet valid JSON); "
+                                    "left unread for the next import",
+                                    "warning",
+                                )
+                            return
                 offset += len(raw)
                 self.end_offset = offset
                 self.next_line += 1
@@ -296,17 +301,28 @@ class JsonlReader:
                 self.line_open = not complete
                 if replaced:
                     self._issue(number, "bytes that are not UTF-8 were replaced with U+FFFD", "warning")
-                if not stripped:
-                    continue
-                try:
-                    data = json.loads(stripped)
-                except ValueError as error:
-                    self._issue(number, f"not valid JSON ({error.msg} at column {error.colno}); line skipped")
-                    continue
+                if data is None:
+                    if not stripped:
+                        continue
+                    try:
+                        data = json.loads(stripped)
+                    except ValueError as error:
+                        self._issue(number, f"not valid JSON ({error.msg} at column {error.colno}); line skipped")
+                        continue
                 if not isinstance(data, dict):
                     self._issue(number, f"a JSON {type(data).__name__}, not an object; line skipped")
                     continue
                 yield JsonLine(number=number, end_offset=offset, data=data)
+
+
+def _fast_loads(raw: bytes) -> Any:
+    """orjson, at over twice json's speed on these logs, for the common case: a valid UTF-8 line of standard
+    JSON. None when it cannot (a blank line, NaN, integers over 64 bits, lone surrogates, bytes that are
+    not UTF-8, a byte order mark, not JSON): `json` then reads the line exactly as before."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _decode(raw: bytes) -> tuple[str, bool]:

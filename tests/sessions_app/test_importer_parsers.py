@@ -166,6 +166,29 @@ def test_claude_code_reports_bad_lines_with_their_numbers_and_keeps_going(claude
     assert claude.lines_read == 26 and claude.pending == 0
 
 
+def test_lines_the_fast_json_reader_refuses_are_read_as_json_reads_them(tmp_path):
+    # orjson reads nearly every line; NaN, integers over 64 bits, lone surrogates and a byte order mark it
+    # refuses, and the parser then reads them exactly as Python's json does (nothing is lost or changed).
+    lines = (DATA / CLAUDE).read_bytes().splitlines(keepends=True)
+    user = next(i for i, line in enumerate(lines) if "查看天气".encode() in line)  # a real prompt
+    entry = json.loads(lines[user])
+    odd = [
+        json.dumps({**entry, "uuid": "odd-1", "costUSD": float("nan")}),
+        json.dumps({**entry, "uuid": "odd-2", "counter": 2**70}),
+        json.dumps({**entry, "uuid": "odd-3", "message": {"role": "user", "content": "broken emoji \ud83d"}}),
+        "\ufeff" + json.dumps({**entry, "uuid": "odd-4", "message": {"role": "user", "content": "after a BOM"}}),
+    ]
+    path = tmp_path / ".claude" / "projects" / "-home-dev-weather" / f"{CLAUDE_SESSION}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"".join(lines[: user + 1]) + "".join(line + "\n" for line in odd).encode("utf-8", "surrogatepass"))
+
+    parsed = parse_file(path)
+    contents = [m.content for m in parsed.messages if m.role == "user"]
+    assert contents[-2:] == ["broken emoji \ud83d", "after a BOM"]
+    assert contents.count(contents[0]) == 3  # the original prompt, then the NaN and the 2**70 copies
+    assert not [issue for issue in parsed.issues if issue.level == "error"]
+
+
 def test_claude_code_session(claude):
     session = claude.session
     assert (session.tool, session.agent_session_id, session.cwd, session.project) == (
