@@ -662,17 +662,22 @@ def parse_timestamp(value: Any) -> datetime | None:
     return None
 
 
+MAX_COUNT = 2**53  # more tokens than any model has read; beyond this a number is not a count (nor exact as JSON)
+
+
 def as_int(value: Any) -> int | None:
-    """A non-negative token count, or None when the value is not a number."""
+    """A non-negative token count, or None when the value is not a number (or an absurd one)."""
     if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return max(value, 0)
-    if isinstance(value, float) and math.isfinite(value):
-        return max(int(value), 0)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
+        count = None
+    elif isinstance(value, int):
+        count = max(value, 0)
+    elif isinstance(value, float) and math.isfinite(value):
+        count = max(int(value), 0)
+    elif isinstance(value, str) and value.strip().isdigit():
+        count = int(value.strip())
+    else:
+        count = None
+    return count if count is None or count <= MAX_COUNT else None
 
 
 def join_texts(parts: Iterable[str | None], separator: str = "\n\n") -> str:

@@ -17,6 +17,7 @@ from sessions_app.importers import (
     explain_detection,
     parse_file,
 )
+from sessions_app.importers.core import as_int
 from sessions_app.importers.openclaw import feishu_context, parse_inbound_metadata
 from sessions_app.importers.qwen_code import normalise_usage
 from sessions_app.serializers import MessageInSerializer
@@ -167,8 +168,9 @@ def test_claude_code_reports_bad_lines_with_their_numbers_and_keeps_going(claude
 
 
 def test_lines_the_fast_json_reader_refuses_are_read_as_json_reads_them(tmp_path):
-    # orjson reads nearly every line; NaN, integers over 64 bits, lone surrogates and a byte order mark it
-    # refuses, and the parser then reads them exactly as Python's json does (nothing is lost or changed).
+    # orjson reads nearly every line; NaN, lone surrogates and a byte order mark it refuses, and the parser
+    # then reads them exactly as Python's json does (nothing is lost or changed). An integer over 64 bits
+    # orjson reads as a float: harmless in a field we do not count, and refused as a token count.
     lines = (DATA / CLAUDE).read_bytes().splitlines(keepends=True)
     user = next(i for i, line in enumerate(lines) if "查看天气".encode() in line)  # a real prompt
     entry = json.loads(lines[user])
@@ -180,13 +182,20 @@ def test_lines_the_fast_json_reader_refuses_are_read_as_json_reads_them(tmp_path
     ]
     path = tmp_path / ".claude" / "projects" / "-home-dev-weather" / f"{CLAUDE_SESSION}.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_bytes(b"".join(lines[: user + 1]) + "".join(line + "\n" for line in odd).encode("utf-8", "surrogatepass"))
+    path.write_bytes(
+        b"".join(lines[: user + 1]) + "".join(line + "\n" for line in odd).encode("utf-8", "surrogatepass")
+    )
 
     parsed = parse_file(path)
     contents = [m.content for m in parsed.messages if m.role == "user"]
     assert contents[-2:] == ["broken emoji \ud83d", "after a BOM"]
     assert contents.count(contents[0]) == 3  # the original prompt, then the NaN and the 2**70 copies
     assert not [issue for issue in parsed.issues if issue.level == "error"]
+
+
+def test_a_token_count_no_tokenizer_could_produce_is_not_counted():
+    assert as_int(2**70) is None and as_int(float(2**70)) is None and as_int(str(2**70)) is None
+    assert as_int(2**53) == 2**53 and as_int("1200") == 1200 and as_int(-5) == 0 and as_int(12.0) == 12
 
 
 def test_claude_code_session(claude):
