@@ -2,10 +2,11 @@
 
 PostgreSQL's `to_tsvector` reads about 5–6 MB of text a second on one core, and agent logs are mostly
 tool output: as a generated column, the search vector was ~97 % of the cost of storing an imported
-message. The column becomes a plain one that a trigger fills on insert (and when the content changes)
+message. The column becomes a plain one that triggers fill on insert (and when the content changes)
 for messages of up to INLINE_CHARS characters — chat messages, searchable at once as before — and leaves
 NULL for longer ones, and for every message of a bulk import (which sets `ace.defer_search`): the task
-`sessions_app.tasks.index_messages` (queued after the commit) and the periodic sweep below fill them. A partial index finds the ones still waiting.
+`sessions_app.tasks.index_messages` (queued after the commit) and the periodic sweep below fill them.
+A partial index finds the ones still waiting.
 
 `ace_tsvector` also skips its two regular-expression passes when the text has no CJK characters or
 CJK punctuation (the passes change nothing then; the result is identical): twice as fast on short text.
@@ -49,23 +50,26 @@ TRIGGER = f"""
 ALTER TABLE sessions_app_message ALTER COLUMN search_vector DROP EXPRESSION;
 CREATE FUNCTION ace_message_search_vector() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF TG_OP = 'INSERT' OR NEW.content IS DISTINCT FROM OLD.content THEN
-    -- octet_length is free, length counts characters: only short text is counted. A bulk import sets
-    -- ace.defer_search for its transaction and leaves all of its messages to the indexing task.
-    IF NEW.content = '' OR (octet_length(NEW.content) <= {INLINE_CHARS * 4} AND length(NEW.content) <= {INLINE_CHARS}
-                            AND coalesce(current_setting('ace.defer_search', true), '') <> 'on') THEN
-      NEW.search_vector := ace_tsvector(NEW.content);
-    ELSE
-      NEW.search_vector := NULL;  -- indexed after the commit (sessions_app.tasks.index_messages)
-    END IF;
+  IF length(NEW.content) <= {INLINE_CHARS} THEN
+    NEW.search_vector := ace_tsvector(NEW.content);
+  ELSE
+    NEW.search_vector := NULL;  -- indexed after the commit (sessions_app.tasks.index_messages)
   END IF;
   RETURN NEW;
 END $$;
-CREATE TRIGGER message_search_vector BEFORE INSERT OR UPDATE OF content ON sessions_app_message
-  FOR EACH ROW EXECUTE FUNCTION ace_message_search_vector();
+-- The conditions are checked before the function is called (a call costs more than the row's other
+-- work): an insert of long text, or during a bulk import, leaves the column NULL for the indexing task.
+CREATE TRIGGER message_search_vector_insert BEFORE INSERT ON sessions_app_message FOR EACH ROW
+  WHEN (octet_length(NEW.content) <= {INLINE_CHARS * 4}
+        AND current_setting('ace.defer_search', true) IS DISTINCT FROM 'on')
+  EXECUTE FUNCTION ace_message_search_vector();
+CREATE TRIGGER message_search_vector_update BEFORE UPDATE OF content ON sessions_app_message FOR EACH ROW
+  WHEN (OLD.content IS DISTINCT FROM NEW.content)
+  EXECUTE FUNCTION ace_message_search_vector();
 """
 REVERSE_TRIGGER = """
-DROP TRIGGER message_search_vector ON sessions_app_message;
+DROP TRIGGER message_search_vector_insert ON sessions_app_message;
+DROP TRIGGER message_search_vector_update ON sessions_app_message;
 DROP FUNCTION ace_message_search_vector();
 DROP INDEX IF EXISTS message_search;
 ALTER TABLE sessions_app_message DROP COLUMN search_vector;

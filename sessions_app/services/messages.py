@@ -370,12 +370,12 @@ def messages_append(
             results.append(message)
         if new_messages:
             if index_later:
-                _defer_search(True)  # read by the trigger of migration 0008, for this write only
+                _defer_search(True)  # read by the insert trigger of migration 0008, for this write only
             append.write(new_messages)
             if index_later:
                 _defer_search(False)
             message_ids = [m.pk for m in new_messages]
-            index_after_commit([m.pk for m in new_messages if (m.content if index_later else needs_index(m.content))])
+            index_after_commit([m.pk for m in new_messages if index_later or needs_index(m.content)])
             transaction.on_commit(
                 lambda: messages_appended.send(
                     sender=Session, session_id=session.pk, tenant_id=session.tenant_id, message_ids=message_ids
