@@ -45,35 +45,35 @@ def _upsert_sql(table: str, key: tuple[str, ...], fields: tuple[str, ...], rows:
 def rollup_add(*, session: Session, deltas: dict[tuple[datetime, str], Counter]) -> None:
     """Add `deltas` ({(hour, model): counters}) to the session's tenant/tool/user/project roll-up rows (hourly
     and daily), and their requests and tokens to the session's usage by model. Called inside the writer's
-    transaction; one statement (the three upserts as WITH clauses), so one round trip."""
-    deltas = {key: delta for key, delta in deltas.items() if any(delta.values())}
-    if not deltas:
+    transaction."""
+    rollups_add(entries=[(session, deltas)])
+
+
+def rollups_add(*, entries: list[tuple[Session, dict[tuple[datetime, str], dict]]]) -> None:
+    """`rollup_add` for several sessions in one statement (the three upserts as WITH clauses), so one round
+    trip. Sessions that share a tenant, tool, user and project share roll-up rows: their deltas are summed."""
+    hourly: dict[tuple, Counter] = defaultdict(Counter)
+    daily: dict[tuple, Counter] = defaultdict(Counter)
+    by_model: dict[tuple, Counter] = defaultdict(Counter)
+    for session, deltas in entries:
+        for (hour, model), delta in deltas.items():
+            if not any(delta.values()):
+                continue
+            hourly[(session.tenant_id, hour, session.tool, session.user_id, session.project, model)].update(delta)
+            daily[
+                (session.tenant_id, hour.astimezone(UTC).date(), session.tool, session.user_id, session.project, model)
+            ].update(delta)
+            model_delta = by_model[(session.tenant_id, session.pk, model)]
+            for name in SESSION_MODEL_FIELDS:
+                model_delta[name] += delta.get(name, 0)
+    if not hourly:
         return
-    rows = []
-    by_day: dict[tuple, Counter] = defaultdict(Counter)
-    by_model: dict[str, Counter] = defaultdict(Counter)
-    for (hour, model), delta in sorted(deltas.items()):  # one fixed order for every writer: no deadlocks
-        rows.append(
-            [session.tenant_id, hour, session.tool, session.user_id, session.project, model]
-            + [delta.get(field, 0) for field in ROLLUP_FIELDS]
-        )
-        by_day[(hour.astimezone(UTC).date(), model)].update(delta)
-        for field in SESSION_MODEL_FIELDS:
-            by_model[model][field] += delta.get(field, 0)
-    upserts = [_upsert_sql(UsageHourly._meta.db_table, ROLLUP_KEY, ROLLUP_FIELDS, rows)]
-    day_rows = [
-        [session.tenant_id, day, session.tool, session.user_id, session.project, model]
-        + [delta.get(field, 0) for field in ROLLUP_FIELDS]
-        for (day, model), delta in sorted(by_day.items())
-        if any(delta.values())
+    # One fixed order of rows for every writer (sorted keys), so writers sharing rows cannot deadlock.
+    upserts = [
+        _upsert_sql(UsageHourly._meta.db_table, ROLLUP_KEY, ROLLUP_FIELDS, _rows(hourly, ROLLUP_FIELDS)),
+        _upsert_sql(UsageDaily._meta.db_table, DAILY_KEY, ROLLUP_FIELDS, _rows(daily, ROLLUP_FIELDS)),
     ]
-    if day_rows:
-        upserts.append(_upsert_sql(UsageDaily._meta.db_table, DAILY_KEY, ROLLUP_FIELDS, day_rows))
-    model_rows = [
-        [session.tenant_id, session.pk, model] + [delta[field] for field in SESSION_MODEL_FIELDS]
-        for model, delta in sorted(by_model.items())
-        if any(delta.values())
-    ]
+    model_rows = _rows(by_model, SESSION_MODEL_FIELDS)
     if model_rows:
         upserts.append(
             _upsert_sql(
@@ -91,6 +91,14 @@ def rollup_add(*, session: Session, deltas: dict[tuple[datetime, str], Counter])
     params = [value for _, clause_params in upserts for value in clause_params]
     with connection.cursor() as cursor:
         cursor.execute(sql + last_sql, params)
+
+
+def _rows(deltas: dict[tuple, Counter], fields: tuple[str, ...]) -> list[list]:
+    return [
+        [*key, *(delta.get(name, 0) for name in fields)]
+        for key, delta in sorted(deltas.items())
+        if any(delta.get(name, 0) for name in fields)
+    ]
 
 
 def rollups_rebuild(*, tenant: Tenant) -> dict[str, int]:

@@ -23,24 +23,27 @@ import hashlib
 import json
 import os
 import pwd
+import queue
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
+from psycopg.errors import DeadlockDetected, SerializationFailure
 
 from sessions_app.importers import ParsedSession, ParseIssue, ParseResult, describe_layout, parse_file
 from sessions_app.importers.core import read_head
 from sessions_app.importers.detect import explain_detection
-from sessions_app.models import COUNTER_FIELDS, TOKEN_FIELDS, ImportedFile, ImportSource, Message, Session, Tenant
-from sessions_app.services.messages import messages_append
+from sessions_app.models import TOKEN_FIELDS, ImportedFile, ImportSource, Message, Session, Tenant
+from sessions_app.services.messages import messages_append_to_sessions
 
 CHUNK_BYTES = 16 * 1024 * 1024  # read per transaction
-BATCH = 1000  # messages per messages_append call
+RETRIES = 3  # a chunk whose transaction met a deadlock is read again
 FINGERPRINT_BYTES = 4096
 MAX_ISSUES = 200  # issues kept in a summary (all are counted)
 UNKNOWN_USER = "unknown"
@@ -99,6 +102,27 @@ class ImportSummary:
     def add_refused(self, path: str, reason: str) -> None:
         self.add_issues([ParseIssue(path, 0, reason)])
         self.add_file(FileResult(path, "refused", reason=reason))
+
+    def merge(self, other: ImportSummary) -> None:
+        """Add what another summary counted (one file's, from a worker thread) to this one."""
+        for name in (
+            "files_seen",
+            "files_imported",
+            "files_unchanged",
+            "files_refused",
+            "sessions_created",
+            "messages",
+            "requests",
+            "lines_read",
+            "bytes_read",
+            "issues_total",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.tokens.update(other.tokens)
+        room = MAX_ISSUES - len(self.issues)
+        if room > 0:
+            self.issues.extend(other.issues[:room])
+        self.files.extend(other.files)
 
     def add_file(self, result: FileResult) -> None:
         self.files_seen += 1
@@ -201,10 +225,49 @@ def import_files(*, tenant: Tenant, paths: list[Path], tool: str = "auto", user_
 def _import_files(*, tenant, files, known, tool, user_id, source=None, uploaded=False) -> ImportSummary:
     run = _ImportRun(tenant=tenant, tool=None if tool in ("", "auto", None) else tool, user_id=user_id or "")
     run.source, run.uploaded = source, uploaded
-    records = {record.path: record for record in known}
-    for file_path in files:
-        run.import_file(file_path, records.get(str(file_path)))
-    return run.summary
+    run.records = {record.path: record for record in known}
+    run.load_sessions(files)
+    reports = run.import_all(files, workers=settings.ACE_IMPORT_WORKERS)
+    summary = ImportSummary()
+    for report in reports:  # in the order of `files`, whichever worker read them
+        summary.merge(report)
+    return summary
+
+
+def work_plan(files: list[Path]) -> list[list[list[Path]]]:
+    """The files in phases of groups. A group is one session's file and its sub-agent files, in order (one
+    worker reads a group, so a sub-agent finds the round of its parent that spawned it, and a session's
+    messages keep their order); groups are largest first, so workers finish together. Sub-agent files
+    whose path does not name their parent come in a second phase, after every session file."""
+    groups: dict[tuple, list[Path]] = {}
+    orphans: dict[tuple, list[Path]] = {}
+    for path in files:
+        layout = describe_layout(path)
+        if layout.is_subagent and not layout.parent_session_id:
+            orphans.setdefault((layout.tool, str(path.parent)), []).append(path)
+        else:
+            groups.setdefault(_session_key(layout), []).append(path)
+    for paths in groups.values():
+        paths.sort(key=lambda path: (describe_layout(path).is_subagent, str(path)))
+    phases = [sorted(groups.values(), key=_group_size, reverse=True)]
+    if orphans:
+        phases.append(sorted(orphans.values(), key=_group_size, reverse=True))
+    return phases
+
+
+def _session_key(layout) -> tuple:
+    """Which session a file's messages go to, as far as its path tells."""
+    return (layout.tool, layout.project_dir, layout.parent_session_id if layout.is_subagent else layout.file_key)
+
+
+def _group_size(paths: list[Path]) -> int:
+    total = 0
+    for path in paths:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            pass
+    return total
 
 
 def file_refusal(path: Path, *, tool: str | None = None) -> ParseIssue | None:
@@ -298,22 +361,111 @@ def _file_owner(stat: os.stat_result) -> str:
 _NAME_RANK = {"": 0, "fallback": 1, "prompt": 2, "summary": 3, "title": 4}
 
 
+@dataclass
+class _Chunk:
+    """What one chunk's transaction read and stored."""
+
+    record_id: object
+    start_offset: int
+    parsed: ParseResult
+    issues: list[ParseIssue]
+    created: int = 0
+    counters: dict = field(default_factory=dict)
+    sessions_created: int = 0
+    session_id: object = None
+
+
 class _ImportRun:
+    """One import: the files' rows and sessions loaded once, then the files read by one or more workers."""
+
     def __init__(self, *, tenant: Tenant, tool: str | None, user_id: str):
         self.tenant = tenant
         self.tool = tool
         self.user_id = user_id
         self.source: ImportSource | None = None
         self.uploaded = False
-        self.summary = ImportSummary()
+        self.records: dict[str, ImportedFile] = {}
         self.idle = timedelta(seconds=settings.ACE_IMPORT_IDLE_SECONDS)
+        # Sessions by (tool, agent session id), and the ids known to have none yet: looked up once per run.
+        self.sessions: dict[tuple[str, str], Session] = {}
+        self.absent: set[str] = set()
+        # The rounds in which a session spawned its sub-agents, from the messages read in this run:
+        # {(session pk, "agent" | "tool_use", id): conversation reference}.
+        self.spawns: dict[tuple, str | None] = {}
 
-    def import_file(self, path: Path, record: ImportedFile | None) -> None:
+    # -- the run -----------------------------------------------------------------------------------------
+    def load_sessions(self, files: list[Path]) -> None:
+        """The tenant's sessions that the files' paths name, in one query (a file's own content may name
+        another; that one is looked up when it is met)."""
+        ids = set()
+        for path in files:
+            layout = describe_layout(path)
+            ids.add((layout.parent_session_id if layout.is_subagent else layout.file_key)[:255])
+        ids.discard("")
+        if not ids:
+            return
+        found = Session.objects.filter(tenant=self.tenant, agent_session_id__in=ids).order_by("created_at")
+        for session in found:
+            self.sessions.setdefault((session.tool, session.agent_session_id), session)
+        self.absent = ids - {key[1] for key in self.sessions}
+
+    def import_all(self, files: list[Path], *, workers: int) -> list[ImportSummary]:
+        """Import every file; one summary per file, in the order given. With `workers` > 1 (and not inside
+        a transaction of the caller's), that many threads read groups of files side by side, each with its
+        own database connection: parsing in one overlaps PostgreSQL storing another's rows."""
+        reports: dict[Path, ImportSummary] = {}
+        for phase in work_plan(files):
+            if workers > 1 and len(phase) > 1 and not connection.in_atomic_block:
+                self._in_threads(phase, reports, min(workers, len(phase)))
+            else:
+                for group in phase:
+                    for path in group:
+                        reports[path] = self.import_file(path)
+        return [reports[path] for path in files]
+
+    def _in_threads(self, groups: list[list[Path]], reports: dict, workers: int) -> None:
+        pending: queue.SimpleQueue = queue.SimpleQueue()
+        for group in groups:
+            pending.put(group)
+        failures: list[BaseException] = []
+
+        def work():
+            try:
+                while not failures:
+                    try:
+                        group = pending.get_nowait()
+                    except queue.Empty:
+                        return
+                    for path in group:
+                        reports[path] = self.import_file(path)
+            except BaseException as error:  # noqa: BLE001 - handed to the caller's thread below
+                failures.append(error)
+            finally:
+                connection.close()  # this thread's own connection
+
+        threads = [threading.Thread(target=work, name=f"ace-import-{n}", daemon=True) for n in range(workers)]
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                thread.join()
+        except BaseException as error:  # e.g. a task's soft time limit: the workers stop after their chunk
+            failures.append(error)
+            for thread in threads:
+                thread.join()
+            raise
+        if failures:
+            raise failures[0]
+
+    # -- one file ----------------------------------------------------------------------------------------
+    def import_file(self, path: Path) -> ImportSummary:
+        summary = ImportSummary()
+        record = self.records.get(str(path))
         try:
             stat = path.stat()
         except OSError as error:
-            self.summary.add_refused(str(path), f"cannot read the file: {error.strerror or error}")
-            return
+            summary.add_refused(str(path), f"cannot read the file: {error.strerror or error}")
+            return summary
         mtime = _mtime(stat)
         idle = timezone.now() - mtime >= self.idle
         if (
@@ -323,73 +475,95 @@ class _ImportRun:
             and record.mtime == mtime
             and not (record.pending and idle)
         ):
-            self.summary.add_file(FileResult(str(path), "unchanged", record.tool, _str(record.session_id)))
-            return
+            summary.add_file(FileResult(str(path), "unchanged", record.tool, _str(record.session_id)))
+            return summary
         if record is None or not record.tool:
             refusal = file_refusal(path, tool=self.tool)
             if refusal:
-                self.summary.add_refused(str(path), refusal.message)
-                return
+                summary.add_refused(str(path), refusal.message)
+                return summary
         result = FileResult(str(path), "unchanged")
         try:
-            self._read(path, stat, idle, result)
+            self._read(path, stat, idle, result, summary)
         except Session.DoesNotExist:
             result.status, result.reason = "refused", "its session was deleted through the API; not imported"
-            self.summary.add_issues([ParseIssue(str(path), 0, result.reason)])
+            summary.add_issues([ParseIssue(str(path), 0, result.reason)])
         except OSError as error:  # unreadable, or gone while being read: the next import tries again
             result.status, result.reason = "refused", f"cannot read the file: {error.strerror or error}"
-            self.summary.add_issues([ParseIssue(str(path), 0, result.reason)])
-        self.summary.add_file(result)
+            summary.add_issues([ParseIssue(str(path), 0, result.reason)])
+        summary.add_file(result)
+        return summary
 
-    def _read(self, path: Path, stat: os.stat_result, idle: bool, result: FileResult) -> None:
+    def _read(self, path: Path, stat: os.stat_result, idle: bool, result: FileResult, summary: ImportSummary) -> None:
         """Read the file chunk by chunk from its stored offset; one transaction per chunk."""
         record_id = None
         while True:
-            with transaction.atomic():
-                record, restarted = self._lock_record(path, record_id)
-                record_id = record.pk
-                offset, carry = record.offset, record.carry or None
-                if offset == 0 and not carry:
-                    carry = self._subagent_seed(path)
-                parsed = parse_file(
-                    path,
-                    start_offset=offset,
-                    tool=record.tool or self.tool,
-                    carry=carry,
-                    flush=idle,
-                    max_bytes=CHUNK_BYTES,
-                )
-                issues = list(restarted) + parsed.issues
-                if parsed.tool is None:  # not recognisable (yet): nothing read, nothing stored
-                    transaction.set_rollback(True)
-                    refused = any(issue.level == "error" for issue in issues)
-                    result.status = "refused" if refused else "unchanged"
-                    result.reason = "; ".join(issue.message for issue in issues if issue.line == 0)
-                    self.summary.add_issues(issues)
-                    return
-                created = self._ingest(record, parsed, path, stat, result)
-                self._save_record(record, parsed, stat, issues, created)
-            self.summary.add_issues(issues)
-            self.summary.lines_read += parsed.lines_read
-            self.summary.bytes_read += parsed.end_offset - offset
+            for attempt in range(1, RETRIES + 1):
+                try:
+                    with transaction.atomic():
+                        chunk = self._read_chunk(path, stat, idle, record_id)
+                    break
+                except OperationalError as error:
+                    # Another writer took the same roll-up rows in another order: the chunk is read again.
+                    if attempt == RETRIES or not isinstance(error.__cause__, DeadlockDetected | SerializationFailure):
+                        raise
+            record_id = chunk.record_id
+            summary.add_issues(chunk.issues)
+            parsed = chunk.parsed
+            if parsed.tool is None:  # not recognisable (yet): nothing read, nothing stored
+                refused = any(issue.level == "error" for issue in chunk.issues)
+                result.status = "refused" if refused else "unchanged"
+                result.reason = "; ".join(issue.message for issue in chunk.issues if issue.line == 0)
+                return
+            summary.sessions_created += chunk.sessions_created
+            summary.messages += chunk.created
+            summary.requests += chunk.counters.get("requests", 0)
+            for name in TOKEN_FIELDS:
+                summary.tokens[name] += chunk.counters.get(name, 0)
+            summary.lines_read += parsed.lines_read
+            summary.bytes_read += parsed.end_offset - chunk.start_offset
             result.tool = parsed.tool
+            result.session_id = _str(chunk.session_id)
             result.lines_read += parsed.lines_read
-            result.messages += created
-            if parsed.lines_read or created:
+            result.messages += chunk.created
+            if parsed.lines_read or chunk.created:
                 result.status = "imported"
             if parsed.complete:
                 return
 
+    def _read_chunk(self, path: Path, stat: os.stat_result, idle: bool, record_id) -> _Chunk:
+        """One chunk, inside its transaction: lock the file's row, parse from its offset, store the messages
+        and the new offset and carry."""
+        record, restarted = self._lock_record(path, record_id)
+        offset, carry = record.offset, record.carry or None
+        if offset == 0 and not carry:
+            carry = self._subagent_seed(path)
+        parsed = parse_file(
+            path, start_offset=offset, tool=record.tool or self.tool, carry=carry, flush=idle, max_bytes=CHUNK_BYTES
+        )
+        chunk = _Chunk(record_id=record.pk, start_offset=offset, parsed=parsed, issues=list(restarted) + parsed.issues)
+        if parsed.tool is None:
+            transaction.set_rollback(True)
+            return chunk
+        chunk.created, chunk.counters, chunk.sessions_created = self._ingest(record, parsed, path, stat)
+        chunk.session_id = record.session_id
+        self._save_record(record, parsed, stat, chunk.issues, chunk.created)
+        return chunk
+
     def _lock_record(self, path: Path, record_id) -> tuple[ImportedFile, list[ParseIssue]]:
         """The file's row, locked for this chunk (a concurrent import of the same file waits, then goes on
         from where this one stopped); reset to offset 0 when the file was truncated or replaced."""
-        if record_id is None:
-            ImportedFile.objects.get_or_create(
-                tenant=self.tenant, path=str(path), defaults={"source": self.source, "tool": self.tool or ""}
+        if record_id is not None:
+            return ImportedFile.objects.select_for_update().get(pk=record_id), []
+        known = self.records.get(str(path))
+        if known is None:
+            ImportedFile.objects.bulk_create(
+                [ImportedFile(tenant=self.tenant, path=str(path), source=self.source, tool=self.tool or "")],
+                ignore_conflicts=True,
             )
             record = ImportedFile.objects.select_for_update().get(tenant=self.tenant, path=str(path))
         else:
-            return ImportedFile.objects.select_for_update().get(pk=record_id), []
+            record = ImportedFile.objects.select_for_update().get(pk=known.pk)
         if record.offset:
             size = path.stat().st_size
             if size < record.offset:
@@ -412,12 +586,7 @@ class _ImportRun:
         parent = self._find_session(tool, layout.parent_session_id) if tool else None
         if parent is None or not layout.agent_id:
             return None
-        spawn = (
-            Message.objects.filter(session=parent, metadata__spawned_agent_id=layout.agent_id)
-            .exclude(conversation=None)
-            .values_list("conversation__conversation_id", flat=True)
-            .first()
-        )
+        spawn = self._spawn_round(parent, "agent", layout.agent_id)
         if not spawn:
             meta = path.with_name(path.name.removesuffix(".jsonl") + ".meta.json")
             try:
@@ -425,30 +594,58 @@ class _ImportRun:
             except (OSError, ValueError, AttributeError):
                 tool_use_id = None
             if isinstance(tool_use_id, str) and tool_use_id:
-                spawn = (
-                    Message.objects.filter(session=parent, role="assistant", tool_calls__contains=[{"id": tool_use_id}])
-                    .exclude(conversation=None)
-                    .values_list("conversation__conversation_id", flat=True)
-                    .first()
-                )
+                spawn = self._spawn_round(parent, "tool_use", tool_use_id)
         return {"conversation": spawn} if spawn else None
+
+    def _spawn_round(self, parent: Session, kind: str, value: str) -> str | None:
+        """The conversation reference of the parent's round that spawned an agent: from the messages this
+        run stored, else from the database (the parent was imported before)."""
+        key = (parent.pk, kind, value)
+        if key in self.spawns and self.spawns[key] is not None:
+            return self.spawns[key]
+        messages = Message.objects.filter(session=parent).exclude(conversation=None)
+        if kind == "agent":
+            messages = messages.filter(metadata__spawned_agent_id=value)
+        else:
+            messages = messages.filter(role="assistant", tool_calls__contains=[{"id": value}])
+        return messages.values_list("conversation__conversation_id", flat=True).first()
+
+    def _note_spawns(self, session: Session, messages) -> None:
+        """Remember the rounds that spawned sub-agents, for the sub-agent files read after this one. A
+        message with no reference of its own (None) sends the lookup to the database."""
+        for message in messages:
+            agent = message.metadata.get("spawned_agent_id")
+            if agent:
+                self.spawns.setdefault((session.pk, "agent", agent), message.conversation)
+            if message.tool_calls and message.role == "assistant":
+                for call in message.tool_calls:
+                    if isinstance(call, dict) and isinstance(call.get("id"), str):
+                        self.spawns.setdefault((session.pk, "tool_use", call["id"]), message.conversation)
 
     # -- sessions ----------------------------------------------------------------------------------------
     def _find_session(self, tool: str, agent_session_id: str) -> Session | None:
-        return (
-            Session.objects.filter(tenant=self.tenant, tool=tool, agent_session_id=agent_session_id[:255])
-            .order_by("created_at")
-            .first()
-        )
+        key = agent_session_id[:255]
+        session = self.sessions.get((tool, key))
+        if session is None and key not in self.absent:
+            session = self._session_lookup(tool, key)
+            if session is not None:
+                self.sessions[(tool, key)] = session
+        return session
 
-    def _session_for(self, parsed: ParseResult, path: Path, stat: os.stat_result) -> Session:
+    def _session_lookup(self, tool: str, key: str) -> Session | None:
+        sessions = Session.objects.filter(tenant=self.tenant, tool=tool, agent_session_id=key)
+        return sessions.order_by("created_at").first()
+
+    def _session_for(self, parsed: ParseResult, path: Path, stat: os.stat_result) -> tuple[Session, bool]:
+        """The session the chunk's messages go to, and whether this call created it (described from the log)."""
         info = parsed.session
         key = info.attributed_session_id[:255]
         session = self._find_session(parsed.tool, key)
+        created = False
         if session is None:
             with connection.cursor() as cursor:  # one creator per (tenant, tool, id) at a time
                 cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"{self.tenant.pk}:{parsed.tool}:{key}"])
-            session = self._find_session(parsed.tool, key)
+            session = self._session_lookup(parsed.tool, key)
         if session is None:
             user = (
                 self.user_id
@@ -457,7 +654,7 @@ class _ImportRun:
                 or ("" if self.uploaded else _file_owner(stat))
                 or UNKNOWN_USER
             )
-            session = Session.objects.create(
+            session = Session(
                 tenant=self.tenant,
                 tool=parsed.tool,
                 agent_session_id=key,
@@ -466,13 +663,14 @@ class _ImportRun:
                 started_at=info.started_at or timezone.now(),
                 metadata={"imported": True},
             )
-            self.summary.sessions_created += 1
-        if session.deleted_at is not None:
-            raise Session.DoesNotExist
-        return session
+            self._describe_session(session, info, parsed.messages, has_messages=False)
+            session.save(force_insert=True)
+            created = True
+        self.sessions[(parsed.tool, key)] = session
+        return session, created
 
-    def _describe_session(self, session: Session, info: ParsedSession, messages, *, has_messages: bool) -> None:
-        """Name, project, start and metadata from what the log says (written only when something changed)."""
+    def _describe_session(self, session: Session, info: ParsedSession, messages, *, has_messages: bool) -> set:
+        """Name, project, start and metadata from what the log says; the fields that changed."""
         metadata = dict(session.metadata)
         changed = set()
         if info.is_subagent:
@@ -516,35 +714,36 @@ class _ImportRun:
         if metadata != session.metadata:
             session.metadata = metadata
             changed.add("metadata")
-        if changed:
-            session.save(update_fields=[*changed, "updated_at"])
+        return changed
 
     # -- a chunk ------------------------------------------------------------------------------------------
-    def _ingest(self, record: ImportedFile, parsed: ParseResult, path: Path, stat, result: FileResult) -> int:
+    def _ingest(self, record: ImportedFile, parsed: ParseResult, path: Path, stat) -> tuple[int, dict, int]:
+        """Store the chunk's messages: how many were new, what they added to the counters, sessions created."""
         if not parsed.messages and record.session_id is None:
-            return 0
+            return 0, {}, 0
+        created_session = False
         if record.session_id is not None and parsed.session.attributed_session_id[:255] == record.agent_session_id:
-            session = Session.objects.get(pk=record.session_id)
+            session_id = record.session_id
+        else:
+            session, created_session = self._session_for(parsed, path, stat)
+            session_id = session.pk
+        if not created_session:  # as it is now, locked for the chunk (another file may have added to it)
+            session = Session.objects.select_for_update().get(pk=session_id)
             if session.deleted_at is not None:
                 raise Session.DoesNotExist
-        else:
-            session = self._session_for(parsed, path, stat)
         record.session_id, record.agent_session_id = session.pk, parsed.session.attributed_session_id[:255]
-        result.session_id = str(session.pk)
         if not parsed.messages:
-            return 0
-        before = _counters(session)  # the row stays locked until this chunk commits
-        self._describe_session(session, parsed.session, parsed.messages, has_messages=bool(before["messages"]))
-        created = 0
-        for start in range(0, len(parsed.messages), BATCH):
-            items = [_ingest_item(message) for message in parsed.messages[start : start + BATCH]]
-            created += messages_append(tenant=self.tenant, session_id=session.pk, items=items, index_later=True).created
-        after = _counters(session)
-        self.summary.messages += created
-        self.summary.requests += after["requests"] - before["requests"]
-        for name in TOKEN_FIELDS:
-            self.summary.tokens[name] += after[name] - before[name]
-        return created
+            return 0, {}, int(created_session)
+        if not created_session:
+            changed = self._describe_session(
+                session, parsed.session, parsed.messages, has_messages=bool(session.last_seq)
+            )
+            if changed:
+                session.save(update_fields=[*changed, "updated_at"])
+        items = [_ingest_item(message) for message in parsed.messages]
+        (appended,) = messages_append_to_sessions(appends=[(session, items)], index_later=True)
+        self._note_spawns(session, parsed.messages)
+        return appended.created, appended.counters, int(created_session)
 
     def _save_record(self, record, parsed: ParseResult, stat, issues: list[ParseIssue], created: int) -> None:
         now = timezone.now()
@@ -566,10 +765,6 @@ class _ImportRun:
         record.first_imported_at = record.first_imported_at or now
         record.last_imported_at = now
         record.save()
-
-
-def _counters(session: Session) -> dict:
-    return Session.objects.filter(pk=session.pk).select_for_update().values(*COUNTER_FIELDS).get()
 
 
 def _ingest_item(message) -> dict:

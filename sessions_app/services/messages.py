@@ -8,19 +8,19 @@ a fixed order so they cannot deadlock.
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
+import orjson
 from django.db import connection, models, transaction
-from django.db.models import F
 from django.db.models.base import ModelState
-from django.db.models.functions import Greatest
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from sessions_app.models import (
+    COUNTER_FIELDS,
     ROLE_COUNTER,
     TOKEN_FIELDS,
     Conversation,
@@ -31,7 +31,7 @@ from sessions_app.models import (
     Tenant,
 )
 from sessions_app.search import index_after_commit, needs_index
-from sessions_app.services.counters import hour_of, rollup_add
+from sessions_app.services.counters import ROLLUP_FIELDS, hour_of, rollups_add
 from sessions_app.signals import messages_appended
 
 # Message fields a client may set (see serializers.MessageInSerializer).
@@ -59,6 +59,8 @@ MESSAGE_INPUT_FIELDS = (
 class AppendResult:
     messages: list[Message]  # one per input item, in input order; a repeated external_id gives the stored row
     created: int
+    counters: dict[str, int] = field(default_factory=dict)  # what the append added to the session's counters
+    new: list[bool] = field(default_factory=list)  # per item: stored now (True) or a repeat of a stored one
 
 
 def _is_uuid(value: str) -> bool:
@@ -69,19 +71,46 @@ def _is_uuid(value: str) -> bool:
     return True
 
 
-def _message_tokens(item: dict) -> dict[str, int | None]:
-    tokens = {field: item.get(field) for field in TOKEN_FIELDS}
-    if tokens["total_tokens"] is None and (tokens["input_tokens"] is not None or tokens["output_tokens"] is not None):
-        # Cache reads and writes are reported on their own; total means input + output unless the client says.
-        tokens["total_tokens"] = (tokens["input_tokens"] or 0) + (tokens["output_tokens"] or 0)
-    return tokens
+# The bookkeeping tallies counters in fixed positions (lists, not Counters: an import adds tens of
+# thousands of messages in one call, and each touches three tallies).
+_POSITION = {name: index for index, name in enumerate(ROLLUP_FIELDS)}
+_REQUESTS, _MESSAGES = _POSITION["requests"], _POSITION["messages"]
+_CONVERSATIONS, _SESSIONS = _POSITION["conversations"], _POSITION["sessions"]
+_ROLE_POSITION = {role: _POSITION[counter] for role, counter in ROLE_COUNTER.items()}
+_TOKEN_POSITIONS = tuple(_POSITION[name] for name in TOKEN_FIELDS)
+_SESSION_FIELDS = (*COUNTER_FIELDS, "conversations")
+_INPUT_FIELDS = frozenset(MESSAGE_INPUT_FIELDS) - set(TOKEN_FIELDS)
+
+
+def _tally() -> list[int]:
+    return [0] * len(ROLLUP_FIELDS)
+
+
+def _count(tally: list[int], role_position: int, new_request: int, growth: tuple[int, ...]) -> None:
+    tally[_MESSAGES] += 1
+    tally[role_position] += 1
+    tally[_REQUESTS] += new_request
+    for position, value in zip(_TOKEN_POSITIONS, growth, strict=True):
+        if value:
+            tally[position] += value
+
+
+def _message_tokens(item: dict) -> tuple[int | None, ...]:
+    """The message's tokens in TOKEN_FIELDS order. Cache reads and writes are reported on their own; total
+    means input + output unless the client says."""
+    get = item.get
+    input_tokens, output_tokens, total = get("input_tokens"), get("output_tokens"), get("total_tokens")
+    if total is None and (input_tokens is not None or output_tokens is not None):
+        total = (input_tokens or 0) + (output_tokens or 0)
+    return input_tokens, output_tokens, get("cache_read_tokens"), get("cache_creation_tokens"), total
 
 
 class _Append:
     """The bookkeeping of one append call; see messages_append."""
 
-    def __init__(self, session: Session, now: datetime):
+    def __init__(self, session: Session, items: list[dict], now: datetime):
         self.session = session
+        self.items = items
         self.now = now
         self.seq = session.last_seq
         self.conversation_count = session.conversations
@@ -93,36 +122,25 @@ class _Append:
         self.new_requests: list[LlmRequest] = []
         self.new_request_ids: set[uuid.UUID] = set()
         self.changed_requests: dict[uuid.UUID, LlmRequest] = {}
-        self.session_delta: Counter = Counter()
-        self.conversation_delta: dict[uuid.UUID, Counter] = defaultdict(Counter)
+        self.session_tally = _tally()
+        self.conversation_tally: dict[uuid.UUID, list[int]] = {}
         self.conversation_last: dict[uuid.UUID, datetime] = {}
         self.conversation_feishu: dict[uuid.UUID, str] = {}
-        self.rollup: dict[tuple[datetime, str], Counter] = defaultdict(Counter)
+        self.rollup: dict[tuple[datetime, str], list[int]] = {}
         self.last_message_at: datetime | None = None
-
-    # -- loading what the batch refers to, one query each --------------------------------------------
-    def load_conversation_refs(self, items: list[dict]) -> None:
-        refs = {item["conversation"] for item in items if item.get("conversation")}
-        if not refs:
-            return
-        by_external = Conversation.objects.filter(session=self.session, conversation_id__in=refs)
-        for conversation in by_external:
-            self.conversations_by_ref.setdefault(conversation.conversation_id, conversation)
-        ids = [ref for ref in refs if _is_uuid(ref)]
-        for conversation in Conversation.objects.filter(session=self.session, pk__in=ids):
-            self.conversations_by_ref[str(conversation.pk)] = conversation  # our id wins over a client id
-
-    def load_requests(self, items: list[dict]) -> None:
-        request_ids = {item["request_id"] for item in items if item.get("request_id")}
-        if request_ids:
-            for request in LlmRequest.objects.filter(session=self.session, request_id__in=request_ids):
-                self.requests_by_id[request.request_id] = request
 
     def current_conversation(self) -> Conversation | None:
         if not self.current_loaded:
             self.current = Conversation.objects.filter(pk=self.session.current_conversation_id).first()
             self.current_loaded = True
         return self.current
+
+    def rollup_tally(self, created_at: datetime, model: str) -> list[int]:
+        key = (hour_of(created_at), model)
+        tally = self.rollup.get(key)
+        if tally is None:
+            tally = self.rollup[key] = _tally()
+        return tally
 
     # -- per message ---------------------------------------------------------------------------------
     def _new_conversation(self, *, external_id: str, item: dict, created_at: datetime) -> Conversation:
@@ -137,8 +155,8 @@ class _Append:
             started_at=created_at,
         )
         self.new_conversations.append(conversation)
-        self.session_delta["conversations"] += 1
-        self.rollup[(hour_of(created_at), item.get("model") or "")]["conversations"] += 1
+        self.session_tally[_CONVERSATIONS] += 1
+        self.rollup_tally(created_at, item.get("model") or "")[_CONVERSATIONS] += 1
         return conversation
 
     def conversation_for(self, item: dict, created_at: datetime) -> Conversation | None:
@@ -161,11 +179,11 @@ class _Append:
                 self.conversation_feishu[conversation.pk] = feishu
         return conversation
 
-    def request_for(self, item: dict, tokens: dict, conversation, created_at) -> tuple[LlmRequest | None, Counter]:
-        """The request the message belongs to, and what it adds to the counters (new request, token growth)."""
-        delta: Counter = Counter()
+    def request_for(self, item: dict, tokens: tuple, conversation, created_at) -> tuple[LlmRequest | None, int, tuple]:
+        """The request the message belongs to, whether it is new (0/1), and the tokens it adds to the counters."""
         request_id = item.get("request_id") or ""
         request = self.requests_by_id.get(request_id) if request_id else None
+        new = 0
         if request is None and (request_id or item.get("auth_type")):
             request = _new(
                 LlmRequest,
@@ -181,49 +199,56 @@ class _Append:
             self.new_request_ids.add(request.pk)
             if request_id:
                 self.requests_by_id[request_id] = request
-            delta["requests"] = 1
+            new = 1
         elif request is not None and request.pk not in self.new_request_ids:
             self.changed_requests[request.pk] = request
         if request is None:
-            for field in TOKEN_FIELDS:
-                delta[field] = tokens[field] or 0
-            return None, delta
+            return None, 0, tuple(value or 0 for value in tokens)
         # Repeated lines of one response report growing usage: the request keeps the largest value
         # of each kind, and only the growth is added to the counters (never a sum of the lines).
-        for field in TOKEN_FIELDS:
-            before = getattr(request, field)
-            after = max(before, tokens[field] or 0)
-            delta[field] = after - before
-            setattr(request, field, after)
+        values = request.__dict__
+        growth = []
+        for name, value in zip(TOKEN_FIELDS, tokens, strict=True):
+            before = values[name]
+            if value is not None and value > before:
+                values[name] = value
+                growth.append(value - before)
+            else:
+                growth.append(0)
         if not request.model and item.get("model"):
             request.model = item["model"]
         if not request.auth_type and item.get("auth_type"):
             request.auth_type = item["auth_type"]
-        return request, delta
+        return request, new, tuple(growth)
 
     def add(self, item: dict) -> Message:
         created_at = item.get("created_at") or self.now
         conversation = self.conversation_for(item, created_at)
         tokens = _message_tokens(item)
-        request, delta = self.request_for(item, tokens, conversation, created_at)
-        delta["messages"] = 1
-        delta[ROLE_COUNTER[item["role"]]] = 1
+        request, new_request, growth = self.request_for(item, tokens, conversation, created_at)
+        role_position = _ROLE_POSITION[item["role"]]
 
-        self.session_delta.update(delta)
-        rollup_key = (hour_of(created_at), item.get("model") or (request.model if request else ""))
-        self.rollup[rollup_key].update(delta)
+        _count(self.session_tally, role_position, new_request, growth)
+        rollup = self.rollup_tally(created_at, item.get("model") or (request.model if request else ""))
+        _count(rollup, role_position, new_request, growth)
         if self.seq == 0:
             # The session's first message: the session counts once, in this message's hour and model.
-            self.rollup[rollup_key]["sessions"] += 1
+            rollup[_SESSIONS] += 1
         if conversation is not None:
-            self.conversation_delta[conversation.pk].update(delta)
-            previous = self.conversation_last.get(conversation.pk)
-            self.conversation_last[conversation.pk] = max(previous, created_at) if previous else created_at
+            conversation_id = conversation.pk
+            tally = self.conversation_tally.get(conversation_id)
+            if tally is None:
+                tally = self.conversation_tally[conversation_id] = _tally()
+            _count(tally, role_position, new_request, growth)
+            previous = self.conversation_last.get(conversation_id)
+            self.conversation_last[conversation_id] = max(previous, created_at) if previous else created_at
         self.last_message_at = max(self.last_message_at, created_at) if self.last_message_at else created_at
 
         self.seq += 1
-        fields = {name: item[name] for name in MESSAGE_INPUT_FIELDS if item.get(name) is not None}
-        fields.update({name: value for name, value in tokens.items() if value is not None})
+        fields = {name: value for name, value in item.items() if value is not None and name in _INPUT_FIELDS}
+        for name, value in zip(TOKEN_FIELDS, tokens, strict=True):
+            if value is not None:
+                fields[name] = value
         message = _new(
             Message,
             tenant_id=self.session.tenant_id,
@@ -240,36 +265,142 @@ class _Append:
         return message
 
     # -- writing -------------------------------------------------------------------------------------
-    def write(self, messages: list[Message]) -> None:
-        new_conversation_ids = set()
-        for conversation in self.new_conversations:
-            new_conversation_ids.add(conversation.pk)
-            for field, value in self.conversation_delta[conversation.pk].items():
-                setattr(conversation, field, value)
-            conversation.last_message_at = self.conversation_last.get(conversation.pk)
-        _copy_insert(Conversation, self.new_conversations)
-        _copy_insert(LlmRequest, self.new_requests)
-        if self.changed_requests:
-            LlmRequest.objects.bulk_update(list(self.changed_requests.values()), [*TOKEN_FIELDS, "model", "auth_type"])
-        _copy_insert(Message, messages)
+    def counters(self) -> dict[str, int]:
+        return dict(zip(_SESSION_FIELDS, self.session_tally, strict=False))
 
-        for conversation_id, delta in self.conversation_delta.items():
-            if conversation_id in new_conversation_ids:
-                continue
-            update = {field: F(field) + value for field, value in delta.items() if value}
-            update["last_message_at"] = Greatest(F("last_message_at"), self.conversation_last[conversation_id])
-            if conversation_id in self.conversation_feishu:
-                update["feishu_conversation_id"] = self.conversation_feishu[conversation_id]
-            Conversation.objects.filter(pk=conversation_id).update(**update)
+    def rollup_deltas(self) -> dict[tuple[datetime, str], dict[str, int]]:
+        return {key: dict(zip(ROLLUP_FIELDS, tally, strict=True)) for key, tally in self.rollup.items()}
 
-        session_update = {field: F(field) + value for field, value in self.session_delta.items() if value}
-        Session.objects.filter(pk=self.session.pk).update(
-            **session_update,
-            last_seq=self.seq,
-            current_conversation=self.current,
-            last_message_at=Greatest(F("last_message_at"), self.last_message_at),
+    def update_session(self) -> None:
+        """Bring the in-memory session row up to what write() stored (a caller may append to it again)."""
+        session = self.session
+        for name, value in self.counters().items():
+            setattr(session, name, getattr(session, name) + value)
+        session.last_seq = self.seq
+        session.current_conversation = self.current
+        if self.last_message_at and (session.last_message_at is None or self.last_message_at > session.last_message_at):
+            session.last_message_at = self.last_message_at
+
+
+# -- what the appended items refer to, for all the sessions of one append: one query each, none for
+# sessions without messages (conversations, requests) -------------------------------------------------------
+def _load_stored(appends: list[_Append]) -> dict[tuple, Message]:
+    """The stored messages the items repeat, by (session id, external id)."""
+    wanted = {
+        (append.session.pk, item["external_id"])
+        for append in appends
+        if append.session.last_seq
+        for item in append.items
+        if item.get("external_id")
+    }
+    if not wanted:
+        return {}
+    rows = Message.objects.filter(
+        session_id__in={pair[0] for pair in wanted}, external_id__in={pair[1] for pair in wanted}
+    )
+    return {(m.session_id, m.external_id): m for m in rows if (m.session_id, m.external_id) in wanted}
+
+
+def _load_conversation_refs(appends: list[_Append]) -> None:
+    by_session = {append.session.pk: append for append in appends if append.session.conversations}
+    refs = {item["conversation"] for append in by_session.values() for item in append.items if item.get("conversation")}
+    if not refs:
+        return
+    for conversation in Conversation.objects.filter(session_id__in=by_session, conversation_id__in=refs).order_by(
+        "session_id", "ordinal"
+    ):
+        by_session[conversation.session_id].conversations_by_ref.setdefault(conversation.conversation_id, conversation)
+    ids = [ref for ref in refs if _is_uuid(ref)]
+    for conversation in Conversation.objects.filter(session_id__in=by_session, pk__in=ids):
+        # our id wins over a client id
+        by_session[conversation.session_id].conversations_by_ref[str(conversation.pk)] = conversation
+
+
+def _load_requests(appends: list[_Append]) -> None:
+    by_session = {append.session.pk: append for append in appends if append.session.requests}
+    request_ids = {
+        item["request_id"] for append in by_session.values() for item in append.items if item.get("request_id")
+    }
+    if request_ids:
+        for request in LlmRequest.objects.filter(session_id__in=by_session, request_id__in=request_ids):
+            by_session[request.session_id].requests_by_id[request.request_id] = request
+
+
+# -- writing what the appends made: one statement per table, whatever the number of sessions --------------
+def _write(appends: list[_Append], messages: list[Message], *, index_later: bool) -> None:
+    new_conversations, existing = [], []
+    for append in appends:
+        for conversation in append.new_conversations:
+            tally = append.conversation_tally.get(conversation.pk)
+            if tally is not None:
+                conversation.__dict__.update(zip(COUNTER_FIELDS, tally, strict=False))
+            conversation.last_message_at = append.conversation_last.get(conversation.pk)
+            new_conversations.append(conversation)
+        new_ids = {conversation.pk for conversation in append.new_conversations}
+        existing.extend(
+            (pk, *tally[: len(COUNTER_FIELDS)], append.conversation_last[pk], append.conversation_feishu.get(pk))
+            for pk, tally in append.conversation_tally.items()
+            if pk not in new_ids
         )
-        rollup_add(session=self.session, deltas=self.rollup)
+    _copy_insert(Conversation, new_conversations)
+    _copy_insert(LlmRequest, [request for append in appends for request in append.new_requests])
+    changed = [request for append in appends for request in append.changed_requests.values()]
+    if changed:
+        LlmRequest.objects.bulk_update(changed, [*TOKEN_FIELDS, "model", "auth_type"])
+    if index_later:
+        _defer_search(True)  # read by the insert trigger of migration 0008, for this write only
+    _copy_insert(Message, messages)
+    if index_later:
+        _defer_search(False)
+    with connection.cursor() as cursor:
+        _add_to_rows(
+            cursor,
+            Conversation,
+            add=COUNTER_FIELDS,
+            assign={
+                "last_message_at": ("timestamptz", "GREATEST(t.last_message_at, v.last_message_at)"),
+                "feishu_conversation_id": ("varchar", "COALESCE(v.feishu_conversation_id, t.feishu_conversation_id)"),
+            },
+            rows=existing,
+        )
+        _add_to_rows(
+            cursor,
+            Session,
+            add=_SESSION_FIELDS,
+            assign={
+                "last_seq": ("bigint", "v.last_seq"),
+                "current_conversation_id": ("uuid", "v.current_conversation_id"),
+                "last_message_at": ("timestamptz", "GREATEST(t.last_message_at, v.last_message_at)"),
+            },
+            rows=[
+                (
+                    append.session.pk,
+                    *append.session_tally[: len(_SESSION_FIELDS)],
+                    append.seq,
+                    append.current.pk if append.current else None,
+                    append.last_message_at,
+                )
+                for append in appends
+            ],
+        )
+    rollups_add(entries=[(append.session, append.rollup_deltas()) for append in appends])
+
+
+def _add_to_rows(cursor, model, *, add: tuple[str, ...], assign: dict[str, tuple[str, str]], rows: list[tuple]) -> None:
+    """One UPDATE for many rows, each given as (id, *values of `add`, *values of `assign`): the `add` counters
+    get their value added, the `assign` columns ({column: (SQL type, expression of t.column and v.column)})
+    the expression. Plain SQL: the ORM's F() expressions cost more to compile than PostgreSQL's work."""
+    if not rows:
+        return
+    columns = ["id", *add, *assign]
+    types = ["uuid", *["bigint"] * len(add), *(sql_type for sql_type, _ in assign.values())]
+    row = "(" + ", ".join(f"%s::{sql_type}" for sql_type in types) + ")"
+    sets = [f"{name} = t.{name} + v.{name}" for name in add] + [f"{name} = {sql}" for name, (_, sql) in assign.items()]
+    cursor.execute(
+        f"UPDATE {model._meta.db_table} AS t SET {', '.join(sets)} "
+        f"FROM (VALUES {', '.join([row] * len(rows))}) AS v({', '.join(columns)}) WHERE t.id = v.id",
+        [value for values in rows for value in values],
+    )
 
 
 def _defaults(model) -> tuple[dict, list]:
@@ -304,26 +435,70 @@ def _new(model_class, /, **values):
     return instance
 
 
+def _json_dumps(value) -> bytes:
+    """JSON for a jsonb column, with orjson (several times faster than json here); what orjson refuses
+    (integers over 64 bits, keys that are not strings) goes through json. jsonb cannot hold NUL: it becomes
+    U+FFFD, as in the text of imported messages."""
+    try:
+        data = orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError
+        data = json.dumps(value, ensure_ascii=False).encode()
+    if b"\\u0000" in data:  # perhaps a NUL (or a literal backslash-u0000, which the cleaning leaves as it is)
+        data = json.dumps(_without_nul(value), ensure_ascii=False).encode()
+    return data
+
+
+def _without_nul(value):
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(str(key)): _without_nul(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_nul(item) for item in value]
+    return value
+
+
+@dataclass(frozen=True)
+class _CopyPlan:
+    sql: str
+    attnames: tuple[str, ...]
+    json_positions: tuple[int, ...]
+
+
+_COPY_PLANS: dict = {}
+
+
+def _copy_plan(model) -> _CopyPlan:
+    plan = _COPY_PLANS.get(model)
+    if plan is None:
+        skip = getattr(model, "db_computed_fields", ())
+        fields = [f for f in model._meta.concrete_fields if not f.generated and f.attname not in skip]
+        columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+        plan = _COPY_PLANS[model] = _CopyPlan(
+            sql=f"COPY {model._meta.db_table} ({columns}) FROM STDIN",
+            attnames=tuple(f.attname for f in fields),
+            json_positions=tuple(i for i, f in enumerate(fields) if isinstance(f, models.JSONField)),
+        )
+    return plan
+
+
 def _copy_insert(model, objects: list) -> None:
     """Insert with COPY, several times faster than INSERT for batches. The ids are made in Python and
     nothing has to come back (bulk_create would also return each message's generated search vector)."""
     if not objects:
         return
-    skip = getattr(model, "db_computed_fields", ())
-    fields = [f for f in model._meta.concrete_fields if not f.generated and f.attname not in skip]
-    json_fields = {f.attname for f in fields if isinstance(f, models.JSONField)}
-    attnames = [f.attname for f in fields]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    plan = _copy_plan(model)
+    attnames, json_positions = plan.attnames, plan.json_positions
     with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY {model._meta.db_table} ({columns}) FROM STDIN") as copy:
+        with cursor.cursor.copy(plan.sql) as copy:
+            write_row = copy.write_row
             for obj in objects:
                 values = obj.__dict__
-                copy.write_row(
-                    [
-                        Jsonb(values[name]) if name in json_fields and values[name] is not None else values[name]
-                        for name in attnames
-                    ]
-                )
+                row = [values[name] for name in attnames]
+                for position in json_positions:
+                    if row[position] is not None:
+                        row[position] = Jsonb(row[position], dumps=_json_dumps)
+                write_row(row)
     for obj in objects:
         obj._state.adding = False
         obj._state.db = connection.alias
@@ -343,42 +518,62 @@ def messages_append(
     `index_later` (bulk imports) leaves every message to that task, so the write does no text analysis.
     Raises Session.DoesNotExist when the session is not the tenant's.
     """
-    now = timezone.now()
-    with transaction.atomic():
+    # No savepoint of its own: a failure here fails the caller's transaction too, which every caller wants.
+    with transaction.atomic(savepoint=False):
         session = Session.objects.select_for_update().get(pk=session_id, tenant=tenant, deleted_at__isnull=True)
-        external_ids = [item["external_id"] for item in items if item.get("external_id")]
-        stored = (
-            {m.external_id: m for m in Message.objects.filter(session=session, external_id__in=external_ids)}
-            if external_ids
-            else {}
-        )
-        append = _Append(session, now)
-        append.load_conversation_refs(items)
-        append.load_requests(items)
+        return _append([_Append(session, items, timezone.now())], index_later=index_later)[0]
 
+
+def messages_append_to_sessions(
+    *, appends: list[tuple[Session, list[dict]]], index_later: bool = False
+) -> list[AppendResult]:
+    """`messages_append` for several sessions at once (an import's files), with one statement per table for
+    all of them. Each session must appear once, as the caller's transaction has just locked (or created)
+    its row: the sequence numbers and counters go on from the row's values."""
+    now = timezone.now()
+    with transaction.atomic(savepoint=False):
+        return _append([_Append(session, items, now) for session, items in appends], index_later=index_later)
+
+
+def _append(appends: list[_Append], *, index_later: bool) -> list[AppendResult]:
+    stored = _load_stored(appends)
+    _load_conversation_refs(appends)
+    _load_requests(appends)
+    outcomes, new_messages = [], []
+    for append in appends:
         results: list[Message] = []
-        new_messages: list[Message] = []
-        for item in items:
+        new: list[bool] = []
+        session_id = append.session.pk
+        for item in append.items:
             external_id = item.get("external_id")
-            if external_id and external_id in stored:
-                results.append(stored[external_id])
+            repeated = stored.get((session_id, external_id)) if external_id else None
+            if repeated is not None:
+                results.append(repeated)
+                new.append(False)
                 continue
             message = append.add(item)
             if external_id:
-                stored[external_id] = message
+                stored[(session_id, external_id)] = message
             new_messages.append(message)
             results.append(message)
-        if new_messages:
-            if index_later:
-                _defer_search(True)  # read by the insert trigger of migration 0008, for this write only
-            append.write(new_messages)
-            if index_later:
-                _defer_search(False)
-            message_ids = [m.pk for m in new_messages]
-            index_after_commit([m.pk for m in new_messages if index_later or needs_index(m.content)])
-            transaction.on_commit(
-                lambda: messages_appended.send(
-                    sender=Session, session_id=session.pk, tenant_id=session.tenant_id, message_ids=message_ids
-                )
-            )
-    return AppendResult(messages=results, created=len(new_messages))
+            new.append(True)
+        outcomes.append((append, results, new))
+    if new_messages:
+        _write([append for append, _, new in outcomes if any(new)], new_messages, index_later=index_later)
+        index_after_commit([m.pk for m in new_messages if index_later or needs_index(m.content)])
+    answers = []
+    for append, results, new in outcomes:
+        created = [message for message, is_new in zip(results, new, strict=True) if is_new]
+        if created:
+            append.update_session()
+            _appended_after_commit(append.session, [message.pk for message in created])
+        answers.append(AppendResult(messages=results, created=len(created), counters=append.counters(), new=new))
+    return answers
+
+
+def _appended_after_commit(session: Session, message_ids: list) -> None:
+    transaction.on_commit(
+        lambda: messages_appended.send(
+            sender=Session, session_id=session.pk, tenant_id=session.tenant_id, message_ids=message_ids
+        )
+    )

@@ -252,7 +252,7 @@ def test_a_chunk_that_fails_is_rolled_back_whole_and_the_next_import_goes_on(api
     path = copy(CLAUDE_STREAMING, tmp_path)
     monkeypatch.setattr(imports, "CHUNK_BYTES", 600)  # several chunks
     calls = {"n": 0}
-    real_append = imports.messages_append
+    real_append = imports.messages_append_to_sessions
 
     def failing_append(**kwargs):
         calls["n"] += 1
@@ -260,7 +260,7 @@ def test_a_chunk_that_fails_is_rolled_back_whole_and_the_next_import_goes_on(api
             raise RuntimeError("the database went away")
         return real_append(**kwargs)
 
-    monkeypatch.setattr(imports, "messages_append", failing_append)
+    monkeypatch.setattr(imports, "messages_append_to_sessions", failing_append)
     with pytest.raises(RuntimeError):
         import_path(tenant=api.tenant, path=path)
     record = ImportedFile.objects.get(tenant=api.tenant)
@@ -268,7 +268,7 @@ def test_a_chunk_that_fails_is_rolled_back_whole_and_the_next_import_goes_on(api
     assert 0 < record.offset < path.stat().st_size  # the first chunk committed, the failed one did not
     assert record.messages_imported == session.messages == Message.objects.filter(session=session).count()
 
-    monkeypatch.setattr(imports, "messages_append", real_append)
+    monkeypatch.setattr(imports, "messages_append_to_sessions", real_append)
     import_path(tenant=api.tenant, path=path)
     assert stats(api, session) == expected(parse_file(DATA / CLAUDE_STREAMING).messages)
     session.refresh_from_db()
