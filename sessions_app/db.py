@@ -1,4 +1,4 @@
-"""Small helpers for queries whose cost PostgreSQL cannot predict well."""
+"""Small helpers: queries whose cost PostgreSQL cannot predict well, and many-row updates in one statement."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import psycopg
-from django.db import OperationalError, connections, transaction
+from django.db import OperationalError, connection, connections, transaction
 
 T = TypeVar("T")
 
@@ -46,3 +46,25 @@ def within_time(
         if isinstance(error.__cause__, psycopg.errors.QueryCanceled):
             return None  # the savepoint's rollback has put the settings back
         raise
+
+
+def update_rows(model, objects: list, fields: list[str]) -> None:
+    """Save `fields` of many rows, each with its own values, in one `UPDATE … FROM (VALUES …)`.
+
+    Django's bulk_update builds a CASE expression per field and row, which for a few dozen rows costs more
+    Python than the statement costs PostgreSQL. Values are prepared by the fields themselves (JSON, dates,
+    foreign keys by their column) and cast to the column types."""
+    if not objects:
+        return
+    meta = model._meta
+    columns = [meta.pk, *(meta.get_field(name) for name in fields)]
+    row = "(" + ", ".join(f"%s::{field.db_type(connection)}" for field in columns) + ")"
+    names = [connection.ops.quote_name(field.column) for field in columns]
+    assignments = ", ".join(f"{name} = v.{name}" for name in names[1:])
+    params = [field.get_db_prep_save(getattr(obj, field.attname), connection) for obj in objects for field in columns]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {meta.db_table} AS t SET {assignments} FROM (VALUES {', '.join([row] * len(objects))}) "
+            f"AS v({', '.join(names)}) WHERE t.{names[0]} = v.{names[0]}",
+            params,
+        )

@@ -26,6 +26,7 @@ import pwd
 import queue
 import re
 import threading
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -36,14 +37,21 @@ from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 from psycopg.errors import DeadlockDetected, SerializationFailure
 
+from sessions_app.db import update_rows
 from sessions_app.importers import ParsedSession, ParseIssue, ParseResult, describe_layout, parse_file
 from sessions_app.importers.core import read_head
 from sessions_app.importers.detect import explain_detection
 from sessions_app.models import TOKEN_FIELDS, ImportedFile, ImportSource, Message, Session, Tenant
 from sessions_app.services.messages import messages_append_to_sessions
 
-CHUNK_BYTES = 16 * 1024 * 1024  # read per transaction
-RETRIES = 3  # a chunk whose transaction met a deadlock is read again
+CHUNK_BYTES = 16 * 1024 * 1024  # log bytes read per transaction (a batch of files, or part of a big one)
+BATCH_FILES = 200  # files per transaction at most
+RETRIES = 3  # a batch whose transaction met a deadlock is read again
+RECORD_FIELDS = [
+    "tool", "session", "agent_session_id", "offset", "carry", "pending", "head_hash", "size", "mtime", "device",
+    "inode", "lines_read", "messages_imported", "issues", "last_error", "source", "first_imported_at",
+    "last_imported_at",
+]  # fmt: skip
 FINGERPRINT_BYTES = 4096
 MAX_ISSUES = 200  # issues kept in a summary (all are counted)
 UNKNOWN_USER = "unknown"
@@ -227,11 +235,7 @@ def _import_files(*, tenant, files, known, tool, user_id, source=None, uploaded=
     run.source, run.uploaded = source, uploaded
     run.records = {record.path: record for record in known}
     run.load_sessions(files)
-    reports = run.import_all(files, workers=settings.ACE_IMPORT_WORKERS)
-    summary = ImportSummary()
-    for report in reports:  # in the order of `files`, whichever worker read them
-        summary.merge(report)
-    return summary
+    return run.import_all(files, workers=settings.ACE_IMPORT_WORKERS)
 
 
 def work_plan(files: list[Path]) -> list[list[list[Path]]]:
@@ -362,21 +366,40 @@ _NAME_RANK = {"": 0, "fallback": 1, "prompt": 2, "summary": 3, "title": 4}
 
 
 @dataclass
-class _Chunk:
-    """What one chunk's transaction read and stored."""
+class _FileReport:
+    """What the import did with one file, over all the transactions that read it."""
 
-    record_id: object
-    start_offset: int
-    parsed: ParseResult
-    issues: list[ParseIssue]
+    result: FileResult
+    issues: list[ParseIssue] = field(default_factory=list)
+    lines_read: int = 0
+    bytes_read: int = 0
+
+
+@dataclass(eq=False)
+class _Unit:
+    """One file's part in a batch: what was read from it and where its messages go."""
+
+    path: Path
+    stat: os.stat_result
+    idle: bool
+    report: _FileReport
+    record: ImportedFile | None = None
+    created_record: bool = False
+    issues: list[ParseIssue] = field(default_factory=list)
+    parsed: ParseResult | None = None
+    start_offset: int = 0
+    session: Session | None = None
+    refused: str = ""
     created: int = 0
-    counters: dict = field(default_factory=dict)
-    sessions_created: int = 0
-    session_id: object = None
+
+    @property
+    def has_messages(self) -> bool:
+        return bool(self.parsed is not None and self.parsed.messages)
 
 
 class _ImportRun:
-    """One import: the files' rows and sessions loaded once, then the files read by one or more workers."""
+    """One import: the files' rows and sessions loaded once, then the files read in batches (one transaction
+    each: up to CHUNK_BYTES of log, up to BATCH_FILES files) by one or more workers."""
 
     def __init__(self, *, tenant: Tenant, tool: str | None, user_id: str):
         self.tenant = tenant
@@ -389,9 +412,11 @@ class _ImportRun:
         # Sessions by (tool, agent session id), and the ids known to have none yet: looked up once per run.
         self.sessions: dict[tuple[str, str], Session] = {}
         self.absent: set[str] = set()
-        # The rounds in which a session spawned its sub-agents, from the messages read in this run:
-        # {(session pk, "agent" | "tool_use", id): conversation reference}.
+        # The rounds in which a session spawned its sub-agents, from the files read in this run:
+        # {(tool, agent session id, "agent" | "tool_use", id): conversation reference or None}.
         self.spawns: dict[tuple, str | None] = {}
+        self.reports: dict[Path, _FileReport] = {}
+        self.totals: list[ImportSummary] = []
 
     # -- the run -----------------------------------------------------------------------------------------
     def load_sessions(self, files: list[Path]) -> None:
@@ -409,35 +434,40 @@ class _ImportRun:
             self.sessions.setdefault((session.tool, session.agent_session_id), session)
         self.absent = ids - {key[1] for key in self.sessions}
 
-    def import_all(self, files: list[Path], *, workers: int) -> list[ImportSummary]:
-        """Import every file; one summary per file, in the order given. With `workers` > 1 (and not inside
-        a transaction of the caller's), that many threads read groups of files side by side, each with its
-        own database connection: parsing in one overlaps PostgreSQL storing another's rows."""
-        reports: dict[Path, ImportSummary] = {}
+    def import_all(self, files: list[Path], *, workers: int) -> ImportSummary:
+        """Import every file. With `workers` > 1 (and not inside a transaction of the caller's), that many
+        threads read groups of files side by side, each with its own database connection: one parses while
+        PostgreSQL stores what another has read. The summary lists the files in the order given."""
         for phase in work_plan(files):
+            groups: queue.SimpleQueue = queue.SimpleQueue()
+            for group in phase:
+                groups.put(group)
             if workers > 1 and len(phase) > 1 and not connection.in_atomic_block:
-                self._in_threads(phase, reports, min(workers, len(phase)))
+                self._in_threads(groups, min(workers, len(phase)))
             else:
-                for group in phase:
-                    for path in group:
-                        reports[path] = self.import_file(path)
-        return [reports[path] for path in files]
+                self._work(groups)
+        summary = ImportSummary()
+        for path in files:
+            report = self.reports.get(path)
+            if report is None:
+                continue
+            summary.add_issues(report.issues)
+            summary.add_file(report.result)
+            summary.lines_read += report.lines_read
+            summary.bytes_read += report.bytes_read
+        for totals in self.totals:
+            summary.sessions_created += totals.sessions_created
+            summary.messages += totals.messages
+            summary.requests += totals.requests
+            summary.tokens.update(totals.tokens)
+        return summary
 
-    def _in_threads(self, groups: list[list[Path]], reports: dict, workers: int) -> None:
-        pending: queue.SimpleQueue = queue.SimpleQueue()
-        for group in groups:
-            pending.put(group)
+    def _in_threads(self, groups: queue.SimpleQueue, workers: int) -> None:
         failures: list[BaseException] = []
 
         def work():
             try:
-                while not failures:
-                    try:
-                        group = pending.get_nowait()
-                    except queue.Empty:
-                        return
-                    for path in group:
-                        reports[path] = self.import_file(path)
+                self._work(groups, failures)
             except BaseException as error:  # noqa: BLE001 - handed to the caller's thread below
                 failures.append(error)
             finally:
@@ -449,7 +479,7 @@ class _ImportRun:
         try:
             for thread in threads:
                 thread.join()
-        except BaseException as error:  # e.g. a task's soft time limit: the workers stop after their chunk
+        except BaseException as error:  # e.g. a task's soft time limit: the workers stop after their batch
             failures.append(error)
             for thread in threads:
                 thread.join()
@@ -457,15 +487,47 @@ class _ImportRun:
         if failures:
             raise failures[0]
 
-    # -- one file ----------------------------------------------------------------------------------------
-    def import_file(self, path: Path) -> ImportSummary:
-        summary = ImportSummary()
+    def _work(self, groups: queue.SimpleQueue, failures: list | None = None) -> None:
+        """Take groups of files and import them, batch after batch, until none is left (or a worker failed)."""
+        totals = ImportSummary()
+        self.totals.append(totals)
+        pending: list[Path] = []  # files of the groups taken, in order; a file read in part stays first
+        while not failures:
+            batch = self._plan(pending, groups)
+            if not batch:
+                return
+            done = self._import_batch(batch, totals)
+            pending[:0] = [unit.path for unit in batch if unit not in done]
+
+    def _plan(self, pending: list[Path], groups: queue.SimpleQueue) -> list[_Unit]:
+        """The next batch: files with something new to read, up to CHUNK_BYTES of them (a bigger file is read
+        in part) and BATCH_FILES files. Unchanged and refused files are reported on the way."""
+        batch: list[_Unit] = []
+        budget = CHUNK_BYTES
+        while budget > 0 and len(batch) < BATCH_FILES:
+            if not pending:
+                try:
+                    pending.extend(groups.get_nowait())
+                except queue.Empty:
+                    break
+            path = pending.pop(0)
+            unit = self._unit(path)
+            if unit is not None:
+                batch.append(unit)
+                budget -= max(unit.stat.st_size - (unit.record.offset if unit.record else 0), 1)
+        return batch
+
+    def _unit(self, path: Path) -> _Unit | None:
+        """A file to read in the next batch, or None when there is nothing to read (reported as such)."""
+        report = self.reports.get(path)
+        if report is None:
+            report = self.reports[path] = _FileReport(FileResult(str(path), "unchanged"))
         record = self.records.get(str(path))
         try:
             stat = path.stat()
         except OSError as error:
-            summary.add_refused(str(path), f"cannot read the file: {error.strerror or error}")
-            return summary
+            self._refuse(report, f"cannot read the file: {error.strerror or error}")
+            return None
         mtime = _mtime(stat)
         idle = timezone.now() - mtime >= self.idle
         if (
@@ -475,118 +537,196 @@ class _ImportRun:
             and record.mtime == mtime
             and not (record.pending and idle)
         ):
-            summary.add_file(FileResult(str(path), "unchanged", record.tool, _str(record.session_id)))
-            return summary
+            report.result.tool, report.result.session_id = record.tool, _str(record.session_id)
+            return None
         if record is None or not record.tool:
             refusal = file_refusal(path, tool=self.tool)
             if refusal:
-                summary.add_refused(str(path), refusal.message)
-                return summary
-        result = FileResult(str(path), "unchanged")
-        try:
-            self._read(path, stat, idle, result, summary)
-        except Session.DoesNotExist:
-            result.status, result.reason = "refused", "its session was deleted through the API; not imported"
-            summary.add_issues([ParseIssue(str(path), 0, result.reason)])
-        except OSError as error:  # unreadable, or gone while being read: the next import tries again
-            result.status, result.reason = "refused", f"cannot read the file: {error.strerror or error}"
-            summary.add_issues([ParseIssue(str(path), 0, result.reason)])
-        summary.add_file(result)
-        return summary
+                self._refuse(report, refusal.message)
+                return None
+        return _Unit(path=path, stat=stat, idle=idle, report=report, record=record)
 
-    def _read(self, path: Path, stat: os.stat_result, idle: bool, result: FileResult, summary: ImportSummary) -> None:
-        """Read the file chunk by chunk from its stored offset; one transaction per chunk."""
-        record_id = None
-        while True:
-            for attempt in range(1, RETRIES + 1):
-                try:
-                    with transaction.atomic():
-                        chunk = self._read_chunk(path, stat, idle, record_id)
-                    break
-                except OperationalError as error:
-                    # Another writer took the same roll-up rows in another order: the chunk is read again.
-                    if attempt == RETRIES or not isinstance(error.__cause__, DeadlockDetected | SerializationFailure):
-                        raise
-            record_id = chunk.record_id
-            summary.add_issues(chunk.issues)
-            parsed = chunk.parsed
-            if parsed.tool is None:  # not recognisable (yet): nothing read, nothing stored
-                refused = any(issue.level == "error" for issue in chunk.issues)
-                result.status = "refused" if refused else "unchanged"
-                result.reason = "; ".join(issue.message for issue in chunk.issues if issue.line == 0)
-                return
-            summary.sessions_created += chunk.sessions_created
-            summary.messages += chunk.created
-            summary.requests += chunk.counters.get("requests", 0)
-            for name in TOKEN_FIELDS:
-                summary.tokens[name] += chunk.counters.get(name, 0)
-            summary.lines_read += parsed.lines_read
-            summary.bytes_read += parsed.end_offset - chunk.start_offset
-            result.tool = parsed.tool
-            result.session_id = _str(chunk.session_id)
-            result.lines_read += parsed.lines_read
-            result.messages += chunk.created
-            if parsed.lines_read or chunk.created:
-                result.status = "imported"
+    @staticmethod
+    def _refuse(report: _FileReport, reason: str) -> None:
+        report.result.status, report.result.reason = "refused", reason
+        report.issues.append(ParseIssue(report.result.path, 0, reason))
+
+    # -- a batch -----------------------------------------------------------------------------------------
+    def _import_batch(self, units: list[_Unit], totals: ImportSummary) -> list[_Unit]:
+        """Read and store one batch in one transaction; the units whose file was read to the end."""
+        for attempt in range(1, RETRIES + 1):
+            try:
+                with transaction.atomic():
+                    stored = self._store_batch(units)
+                break
+            except OperationalError as error:
+                # Another writer took the same rows in another order: the batch is read again.
+                if attempt == RETRIES or not isinstance(error.__cause__, DeadlockDetected | SerializationFailure):
+                    raise
+                for unit in units:
+                    unit.issues, unit.parsed, unit.session, unit.refused, unit.created = [], None, None, "", 0
+        done = []
+        for unit in units:
+            report, parsed = unit.report, unit.parsed
+            report.issues.extend(unit.issues)
+            if unit.refused:
+                report.result.status, report.result.reason = "refused", unit.refused
+                report.issues.append(ParseIssue(str(unit.path), 0, unit.refused))
+                done.append(unit)
+                continue
+            if parsed is None or parsed.tool is None:  # not recognisable (yet): nothing read, nothing stored
+                if any(issue.level == "error" for issue in unit.issues):
+                    report.result.status = "refused"
+                report.result.reason = "; ".join(issue.message for issue in unit.issues if issue.line == 0)
+                done.append(unit)
+                continue
+            self.records[str(unit.path)] = unit.record
+            report.lines_read += parsed.lines_read
+            report.bytes_read += parsed.end_offset - unit.start_offset
+            report.result.tool = parsed.tool
+            report.result.session_id = _str(unit.record.session_id)
+            report.result.lines_read += parsed.lines_read
+            report.result.messages += unit.created
+            if parsed.lines_read or unit.created:
+                report.result.status = "imported"
             if parsed.complete:
-                return
+                done.append(unit)
+        totals.sessions_created += stored["sessions_created"]
+        totals.messages += stored["messages"]
+        totals.requests += stored["counters"].get("requests", 0)
+        for name in TOKEN_FIELDS:
+            totals.tokens[name] += stored["counters"].get(name, 0)
+        return done
 
-    def _read_chunk(self, path: Path, stat: os.stat_result, idle: bool, record_id) -> _Chunk:
-        """One chunk, inside its transaction: lock the file's row, parse from its offset, store the messages
-        and the new offset and carry."""
-        record, restarted = self._lock_record(path, record_id)
-        offset, carry = record.offset, record.carry or None
-        if offset == 0 and not carry:
-            carry = self._subagent_seed(path)
-        parsed = parse_file(
-            path, start_offset=offset, tool=record.tool or self.tool, carry=carry, flush=idle, max_bytes=CHUNK_BYTES
+    def _store_batch(self, units: list[_Unit]) -> dict:
+        """Inside the batch's transaction: lock the files' rows, parse each file from its offset, find or
+        create the sessions, store every message with one append, and save the files' offsets and carries."""
+        self._lock_records(units)
+        budget = CHUNK_BYTES
+        for unit in units:
+            self._parse(unit, max_bytes=max(budget, 1))
+            if unit.parsed is not None:
+                budget -= unit.parsed.end_offset - unit.start_offset
+        readable = [unit for unit in units if unit.parsed is not None and unit.parsed.tool and not unit.refused]
+        sessions_created = self._resolve_sessions(readable)
+        appends: dict[uuid.UUID, tuple[Session, list[dict], list[_Unit]]] = {}
+        for unit in readable:
+            if unit.session is not None and unit.has_messages:
+                _, items, members = appends.setdefault(unit.session.pk, (unit.session, [], []))
+                items.extend(_ingest_item(message) for message in unit.parsed.messages)
+                members.append(unit)
+        results = messages_append_to_sessions(
+            appends=[(session, items) for session, items, _ in appends.values()], index_later=True
         )
-        chunk = _Chunk(record_id=record.pk, start_offset=offset, parsed=parsed, issues=list(restarted) + parsed.issues)
-        if parsed.tool is None:
-            transaction.set_rollback(True)
-            return chunk
-        chunk.created, chunk.counters, chunk.sessions_created = self._ingest(record, parsed, path, stat)
-        chunk.session_id = record.session_id
-        self._save_record(record, parsed, stat, chunk.issues, chunk.created)
-        return chunk
+        counters: Counter = Counter()
+        messages = 0
+        for (_, _, members), result in zip(appends.values(), results, strict=True):
+            start = 0
+            for unit in members:
+                count = len(unit.parsed.messages)
+                unit.created = sum(result.new[start : start + count])
+                start += count
+            counters.update(result.counters)
+            messages += result.created
+        self._save_records(units)
+        return {"sessions_created": sessions_created, "messages": messages, "counters": counters}
 
-    def _lock_record(self, path: Path, record_id) -> tuple[ImportedFile, list[ParseIssue]]:
-        """The file's row, locked for this chunk (a concurrent import of the same file waits, then goes on
-        from where this one stopped); reset to offset 0 when the file was truncated or replaced."""
-        if record_id is not None:
-            return ImportedFile.objects.select_for_update().get(pk=record_id), []
-        known = self.records.get(str(path))
-        if known is None:
-            ImportedFile.objects.bulk_create(
-                [ImportedFile(tenant=self.tenant, path=str(path), source=self.source, tool=self.tool or "")],
-                ignore_conflicts=True,
-            )
-            record = ImportedFile.objects.select_for_update().get(tenant=self.tenant, path=str(path))
+    def _lock_records(self, units: list[_Unit]) -> None:
+        """Every file's row, locked for the batch (a concurrent import of the same file waits, then goes on
+        from where this one stopped); rows for files met for the first time are made first."""
+        new = [
+            ImportedFile(tenant=self.tenant, path=str(unit.path), source=self.source, tool=self.tool or "")
+            for unit in units
+            if unit.record is None
+        ]
+        made = {record.pk for record in new}
+        if new:
+            ImportedFile.objects.bulk_create(new, ignore_conflicts=True)
+        rows = ImportedFile.objects.select_for_update().filter(
+            tenant=self.tenant, path__in=[str(unit.path) for unit in units]
+        )
+        by_path = {record.path: record for record in rows.order_by("pk")}
+        for unit in units:
+            unit.record = by_path[str(unit.path)]
+            unit.created_record = unit.record.pk in made
+
+    def _parse(self, unit: _Unit, *, max_bytes: int) -> None:
+        record, path = unit.record, unit.path
+        try:
+            if record.offset:
+                restarted = self._restart_if_replaced(path, record)
+                if restarted:
+                    unit.issues.append(restarted)
+            unit.start_offset = record.offset
+            carry = record.carry or None
+            if record.offset == 0 and not carry:
+                carry = self._subagent_seed(path)
+            unit.parsed = parse_file(
+                path, start_offset=record.offset, tool=record.tool or self.tool, carry=carry, flush=unit.idle,
+                max_bytes=max_bytes,
+            )  # fmt: skip
+        except OSError as error:  # unreadable, or gone while being read: the next import tries again
+            unit.refused = f"cannot read the file: {error.strerror or error}"
+            return
+        unit.issues.extend(unit.parsed.issues)
+        if unit.parsed.tool:
+            self._note_spawns(unit)  # for this file's sub-agents, read next
+
+    @staticmethod
+    def _restart_if_replaced(path: Path, record: ImportedFile) -> ParseIssue | None:
+        """Reset the row to offset 0 when the file was truncated or replaced since the last import."""
+        size = path.stat().st_size
+        if size < record.offset:
+            why = f"the file is shorter ({size} bytes) than what was imported ({record.offset} bytes)"
+        elif fingerprint(path, record.offset) != record.head_hash:
+            why = "the bytes imported before have changed"
         else:
-            record = ImportedFile.objects.select_for_update().get(pk=known.pk)
-        if record.offset:
-            size = path.stat().st_size
-            if size < record.offset:
-                why = f"the file is shorter ({size} bytes) than what was imported ({record.offset} bytes)"
-            elif fingerprint(path, record.offset) != record.head_hash:
-                why = "the bytes imported before have changed"
-            else:
-                return record, []
-            record.offset, record.carry, record.pending = 0, {}, 0
-            message = f"{why}: it was truncated or replaced, so it is read again from the start"
-            return record, [ParseIssue(str(path), 0, message + " (messages already imported are kept once)", "warning")]
-        return record, []
+            return None
+        record.offset, record.carry, record.pending = 0, {}, 0
+        message = f"{why}: it was truncated or replaced, so it is read again from the start"
+        return ParseIssue(str(path), 0, message + " (messages already imported are kept once)", "warning")
 
+    def _save_records(self, units: list[_Unit]) -> None:
+        now = timezone.now()
+        saved, dropped = [], []
+        for unit in units:
+            record, parsed = unit.record, unit.parsed
+            if unit.refused or parsed is None or parsed.tool is None:
+                if unit.created_record:
+                    dropped.append(record.pk)  # as if never met: nothing was read from it
+                continue
+            record.tool = parsed.tool
+            record.offset = parsed.end_offset
+            record.carry = parsed.carry
+            record.pending = parsed.pending
+            record.head_hash = fingerprint(unit.path, parsed.end_offset)
+            if parsed.complete:  # the stat says "nothing new" to the next import once the file was read through
+                record.size, record.mtime = unit.stat.st_size, _mtime(unit.stat)
+            record.device, record.inode = unit.stat.st_dev, unit.stat.st_ino
+            record.lines_read += parsed.lines_read
+            record.messages_imported += unit.created
+            record.issues += len(unit.issues)
+            if parsed.lines_read or unit.issues:
+                record.last_error = _error_summary(unit.issues)
+            if self.source is not None and record.source_id is None:
+                record.source = self.source
+            record.first_imported_at = record.first_imported_at or now
+            record.last_imported_at = now
+            saved.append(record)
+        update_rows(ImportedFile, saved, RECORD_FIELDS)
+        if dropped:
+            ImportedFile.objects.filter(pk__in=dropped).delete()
+
+    # -- sub-agents --------------------------------------------------------------------------------------
     def _subagent_seed(self, path: Path) -> dict | None:
         """A sub-agent file joins the round of its parent that spawned it (docs/accounting.md, Sub-agents)."""
         layout = describe_layout(path)
-        if not layout.is_subagent or not layout.parent_session_id:
+        if not layout.is_subagent or not layout.parent_session_id or not layout.agent_id:
             return None
         tool = layout.tool or self.tool
-        parent = self._find_session(tool, layout.parent_session_id) if tool else None
-        if parent is None or not layout.agent_id:
+        if not tool:
             return None
-        spawn = self._spawn_round(parent, "agent", layout.agent_id)
+        spawn = self._spawn_round(tool, layout.parent_session_id, "agent", layout.agent_id)
         if not spawn:
             meta = path.with_name(path.name.removesuffix(".jsonl") + ".meta.json")
             try:
@@ -594,15 +734,18 @@ class _ImportRun:
             except (OSError, ValueError, AttributeError):
                 tool_use_id = None
             if isinstance(tool_use_id, str) and tool_use_id:
-                spawn = self._spawn_round(parent, "tool_use", tool_use_id)
+                spawn = self._spawn_round(tool, layout.parent_session_id, "tool_use", tool_use_id)
         return {"conversation": spawn} if spawn else None
 
-    def _spawn_round(self, parent: Session, kind: str, value: str) -> str | None:
-        """The conversation reference of the parent's round that spawned an agent: from the messages this
-        run stored, else from the database (the parent was imported before)."""
-        key = (parent.pk, kind, value)
-        if key in self.spawns and self.spawns[key] is not None:
-            return self.spawns[key]
+    def _spawn_round(self, tool: str, parent_id: str, kind: str, value: str) -> str | None:
+        """The conversation reference of the parent's round that spawned an agent: from the parent's file as
+        this run read it, else from the database (the parent was imported before)."""
+        spawn = self.spawns.get((tool, parent_id[:255], kind, value))
+        if spawn:
+            return spawn
+        parent = self._find_session(tool, parent_id)
+        if parent is None:
+            return None
         messages = Message.objects.filter(session=parent).exclude(conversation=None)
         if kind == "agent":
             messages = messages.filter(metadata__spawned_agent_id=value)
@@ -610,64 +753,127 @@ class _ImportRun:
             messages = messages.filter(role="assistant", tool_calls__contains=[{"id": value}])
         return messages.values_list("conversation__conversation_id", flat=True).first()
 
-    def _note_spawns(self, session: Session, messages) -> None:
+    def _note_spawns(self, unit: _Unit) -> None:
         """Remember the rounds that spawned sub-agents, for the sub-agent files read after this one. A
-        message with no reference of its own (None) sends the lookup to the database."""
-        for message in messages:
+        message without a reference of its own (None) leaves the lookup to the database."""
+        parsed = unit.parsed
+        key = (parsed.tool, parsed.session.attributed_session_id[:255])
+        for message in parsed.messages:
             agent = message.metadata.get("spawned_agent_id")
             if agent:
-                self.spawns.setdefault((session.pk, "agent", agent), message.conversation)
+                self.spawns.setdefault((*key, "agent", agent), message.conversation)
             if message.tool_calls and message.role == "assistant":
                 for call in message.tool_calls:
                     if isinstance(call, dict) and isinstance(call.get("id"), str):
-                        self.spawns.setdefault((session.pk, "tool_use", call["id"]), message.conversation)
+                        self.spawns.setdefault((*key, "tool_use", call["id"]), message.conversation)
 
     # -- sessions ----------------------------------------------------------------------------------------
     def _find_session(self, tool: str, agent_session_id: str) -> Session | None:
         key = agent_session_id[:255]
         session = self.sessions.get((tool, key))
         if session is None and key not in self.absent:
-            session = self._session_lookup(tool, key)
-            if session is not None:
-                self.sessions[(tool, key)] = session
+            session = self._sessions_lookup([(tool, key)]).get((tool, key))
         return session
 
-    def _session_lookup(self, tool: str, key: str) -> Session | None:
-        sessions = Session.objects.filter(tenant=self.tenant, tool=tool, agent_session_id=key)
-        return sessions.order_by("created_at").first()
+    def _sessions_lookup(self, keys) -> dict[tuple[str, str], Session]:
+        """The tenant's oldest session for each (tool, agent session id), in one query; remembered."""
+        keys = set(keys)
+        found: dict[tuple[str, str], Session] = {}
+        rows = Session.objects.filter(tenant=self.tenant, agent_session_id__in={key[1] for key in keys})
+        for session in rows.order_by("created_at"):
+            key = (session.tool, session.agent_session_id)
+            if key in keys:
+                found.setdefault(key, session)
+        self.sessions.update(found)
+        return found
 
-    def _session_for(self, parsed: ParseResult, path: Path, stat: os.stat_result) -> tuple[Session, bool]:
-        """The session the chunk's messages go to, and whether this call created it (described from the log)."""
-        info = parsed.session
-        key = info.attributed_session_id[:255]
-        session = self._find_session(parsed.tool, key)
-        created = False
-        if session is None:
-            with connection.cursor() as cursor:  # one creator per (tenant, tool, id) at a time
-                cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"{self.tenant.pk}:{parsed.tool}:{key}"])
-            session = self._session_lookup(parsed.tool, key)
-        if session is None:
-            user = (
-                self.user_id
-                or info.user
-                or user_from_cwd(info.cwd)
-                or ("" if self.uploaded else _file_owner(stat))
-                or UNKNOWN_USER
-            )
-            session = Session(
-                tenant=self.tenant,
-                tool=parsed.tool,
-                agent_session_id=key,
-                user_id=user[:255],
-                project=info.project[:255],
-                started_at=info.started_at or timezone.now(),
-                metadata={"imported": True},
-            )
-            self._describe_session(session, info, parsed.messages, has_messages=False)
-            session.save(force_insert=True)
-            created = True
-        self.sessions[(parsed.tool, key)] = session
-        return session, created
+    def _resolve_sessions(self, units: list[_Unit]) -> int:
+        """Give each unit the session its messages go to, locked for the batch; create those that do not
+        exist yet (described from their files). Returns how many were created."""
+        wanted: dict[_Unit, tuple[str, str] | uuid.UUID] = {}
+        for unit in units:
+            record, info = unit.record, unit.parsed.session
+            if not unit.has_messages and record.session_id is None:
+                continue
+            key = info.attributed_session_id[:255]
+            if record.session_id is not None and key == record.agent_session_id:
+                wanted[unit] = record.session_id
+            else:
+                wanted[unit] = (unit.parsed.tool, key)
+        keys = {key for key in wanted.values() if isinstance(key, tuple)}
+        missing = [key for key in keys if key not in self.sessions and key[1] not in self.absent]
+        if missing:
+            self._sessions_lookup(missing)
+        to_create = sorted(key for key in keys if key not in self.sessions)
+        if to_create:
+            with connection.cursor() as cursor:  # one creator per (tenant, tool, id) at a time, in one order
+                cursor.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext(key)) FROM unnest(%s::text[]) WITH ORDINALITY AS t(key, n) "
+                    "ORDER BY n",
+                    [[f"{self.tenant.pk}:{tool}:{key}" for tool, key in to_create]],
+                )
+            self._sessions_lookup(to_create)  # created by another import meanwhile?
+        new: dict[tuple[str, str], Session] = {}
+        for unit, key in wanted.items():
+            if isinstance(key, tuple) and key not in self.sessions and key not in new:
+                new[key] = self._new_session(unit)
+        existing_ids = {
+            key if not isinstance(key, tuple) else self.sessions[key].pk for key in wanted.values() if key not in new
+        }
+        locked = {
+            session.pk: session
+            for session in Session.objects.select_for_update().filter(pk__in=existing_ids).order_by("pk")
+        }
+        by_pk = {**locked, **{session.pk: session for session in new.values()}}
+        with_messages: set[uuid.UUID] = {pk for pk, session in locked.items() if session.last_seq}
+        changed: dict[uuid.UUID, set] = {}
+        for unit, key in wanted.items():
+            session_id = key if not isinstance(key, tuple) else (new[key] if key in new else self.sessions[key]).pk
+            session = by_pk.get(session_id)
+            if session is None or session.deleted_at is not None:
+                unit.refused = "its session was deleted through the API; not imported"
+                continue
+            unit.session = session
+            unit.record.session_id = session.pk
+            unit.record.agent_session_id = unit.parsed.session.attributed_session_id[:255]
+            if unit.has_messages:
+                fields = self._describe_session(
+                    session, unit.parsed.session, unit.parsed.messages, has_messages=session.pk in with_messages
+                )
+                if session.pk in locked:
+                    changed.setdefault(session.pk, set()).update(fields)
+                with_messages.add(session.pk)
+        if new:
+            Session.objects.bulk_create(new.values())
+            for key, session in new.items():
+                self.sessions[key] = session
+        described = [by_pk[pk] for pk, fields in changed.items() if fields]
+        if described:
+            now = timezone.now()
+            for session in described:
+                session.updated_at = now
+            fields = set().union(*changed.values())
+            update_rows(Session, described, [*sorted(fields), "updated_at"])
+        return len(new)
+
+    def _new_session(self, unit: _Unit) -> Session:
+        info, stat = unit.parsed.session, unit.stat
+        user = (
+            self.user_id
+            or info.user
+            or user_from_cwd(info.cwd)
+            or ("" if self.uploaded else _file_owner(stat))
+            or UNKNOWN_USER
+        )
+        return Session(
+            tenant=self.tenant,
+            tool=unit.parsed.tool,
+            agent_session_id=info.attributed_session_id[:255],
+            user_id=user[:255],
+            project=info.project[:255],
+            started_at=info.started_at or timezone.now(),
+            metadata={"imported": True},
+        )
 
     def _describe_session(self, session: Session, info: ParsedSession, messages, *, has_messages: bool) -> set:
         """Name, project, start and metadata from what the log says; the fields that changed."""
@@ -715,56 +921,6 @@ class _ImportRun:
             session.metadata = metadata
             changed.add("metadata")
         return changed
-
-    # -- a chunk ------------------------------------------------------------------------------------------
-    def _ingest(self, record: ImportedFile, parsed: ParseResult, path: Path, stat) -> tuple[int, dict, int]:
-        """Store the chunk's messages: how many were new, what they added to the counters, sessions created."""
-        if not parsed.messages and record.session_id is None:
-            return 0, {}, 0
-        created_session = False
-        if record.session_id is not None and parsed.session.attributed_session_id[:255] == record.agent_session_id:
-            session_id = record.session_id
-        else:
-            session, created_session = self._session_for(parsed, path, stat)
-            session_id = session.pk
-        if not created_session:  # as it is now, locked for the chunk (another file may have added to it)
-            session = Session.objects.select_for_update().get(pk=session_id)
-            if session.deleted_at is not None:
-                raise Session.DoesNotExist
-        record.session_id, record.agent_session_id = session.pk, parsed.session.attributed_session_id[:255]
-        if not parsed.messages:
-            return 0, {}, int(created_session)
-        if not created_session:
-            changed = self._describe_session(
-                session, parsed.session, parsed.messages, has_messages=bool(session.last_seq)
-            )
-            if changed:
-                session.save(update_fields=[*changed, "updated_at"])
-        items = [_ingest_item(message) for message in parsed.messages]
-        (appended,) = messages_append_to_sessions(appends=[(session, items)], index_later=True)
-        self._note_spawns(session, parsed.messages)
-        return appended.created, appended.counters, int(created_session)
-
-    def _save_record(self, record, parsed: ParseResult, stat, issues: list[ParseIssue], created: int) -> None:
-        now = timezone.now()
-        record.tool = parsed.tool
-        record.offset = parsed.end_offset
-        record.carry = parsed.carry
-        record.pending = parsed.pending
-        record.head_hash = fingerprint(Path(record.path), parsed.end_offset)
-        if parsed.complete:  # the stat says "nothing new" to the next import only once the file was read through
-            record.size, record.mtime = stat.st_size, _mtime(stat)
-        record.device, record.inode = stat.st_dev, stat.st_ino
-        record.lines_read += parsed.lines_read
-        record.messages_imported += created
-        record.issues += len(issues)
-        if parsed.lines_read or issues:
-            record.last_error = _error_summary(issues)
-        if self.source is not None and record.source_id is None:
-            record.source = self.source
-        record.first_imported_at = record.first_imported_at or now
-        record.last_imported_at = now
-        record.save()
 
 
 def _ingest_item(message) -> dict:

@@ -19,6 +19,7 @@ from django.db.models.base import ModelState
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
+from sessions_app.db import update_rows
 from sessions_app.models import (
     COUNTER_FIELDS,
     ROLE_COUNTER,
@@ -345,8 +346,7 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
     _copy_insert(Conversation, new_conversations)
     _copy_insert(LlmRequest, [request for append in appends for request in append.new_requests])
     changed = [request for append in appends for request in append.changed_requests.values()]
-    if changed:
-        LlmRequest.objects.bulk_update(changed, [*TOKEN_FIELDS, "model", "auth_type"])
+    update_rows(LlmRequest, changed, [*TOKEN_FIELDS, "model", "auth_type"])
     if index_later:
         _defer_search(True)  # read by the insert trigger of migration 0008, for this write only
     _copy_insert(Message, messages)
