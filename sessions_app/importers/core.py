@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -167,18 +168,21 @@ class ParsedMessage:
         return cls(**{**data, "created_at": parse_timestamp(data.get("created_at"))})
 
     def to_ingest(self) -> dict:
-        """The JSON body item for the messages API / `messages_append` (fields left unset are omitted)."""
+        """The JSON body item for the messages API / `messages_append` (fields left unset are omitted).
+
+        Text columns cannot hold NUL, so it becomes U+FFFD here; in the JSON fields (tool calls, metadata)
+        the message service's jsonb encoder does the same."""
         item: dict[str, Any] = {"role": self.role, "content": _clean_text(self.content)}
         if self.created_at is not None:
             item["created_at"] = _iso(self.created_at)
         for name in ("external_id", "conversation", "auth_type", "request_id", "model", "tool_name"):
             value = getattr(self, name)
             if value:
-                item[name] = value[: _MAX_LENGTHS[name]]
+                item[name] = _clean_text(value[: _MAX_LENGTHS[name]])
         if self.thinking:
             item["thinking"] = _clean_text(self.thinking)
         if self.tool_calls:
-            item["tool_calls"] = _clean_json(self.tool_calls)
+            item["tool_calls"] = self.tool_calls
         for name in TOKEN_FIELDS:
             value = getattr(self, name)
             if value is not None:
@@ -186,13 +190,13 @@ class ParsedMessage:
         for name in ("finish_reason", "feishu_conversation_id"):
             value = getattr(self, name)
             if value:
-                item[name] = value[: _MAX_LENGTHS[name]]
+                item[name] = _clean_text(value[: _MAX_LENGTHS[name]])
         metadata = dict(self.metadata)
         metadata["line"] = self.line
         for flag, key in ((self.is_sidechain, "sidechain"), (self.is_subagent, "subagent"), (self.is_meta, "meta")):
             if flag:
                 metadata[key] = True
-        item["metadata"] = _clean_json(metadata)
+        item["metadata"] = metadata
         return item
 
 
@@ -279,6 +283,7 @@ class JsonlReader:
                 number = self.next_line
                 complete = raw.endswith(b"\n")
                 data = _fast_loads(raw) if complete else None
+                fast = data is not None
                 replaced = False
                 if data is None:
                     text, replaced = _decode(raw)
@@ -312,7 +317,32 @@ class JsonlReader:
                 if not isinstance(data, dict):
                     self._issue(number, f"a JSON {type(data).__name__}, not an object; line skipped")
                     continue
+                if not fast and _SURROGATE_ESCAPE.search(stripped):
+                    # Half of a character (a tool cut a string between the two UTF-16 halves of an emoji):
+                    # no UTF-8 text can hold it, so it would fail the write of the whole batch.
+                    cleaned = _without_lone_surrogates(data)
+                    if cleaned != data:
+                        data = cleaned
+                        self._issue(
+                            number, "a character cut in half (a lone UTF-16 surrogate) was replaced with U+FFFD",
+                            "warning",
+                        )  # fmt: skip
                 yield JsonLine(number=number, end_offset=offset, data=data)
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """`value` with every lone UTF-16 surrogate (json reads a valid pair as one character) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(key): _without_lone_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    return value
 
 
 def _fast_loads(raw: bytes) -> Any:
@@ -718,15 +748,3 @@ def _iso(value: datetime | None) -> str | None:
 def _clean_text(value: str) -> str:
     # PostgreSQL text and jsonb cannot hold NUL.
     return value.replace("\x00", "\ufffd") if "\x00" in value else value
-
-
-def _clean_json(value: Any) -> Any:
-    if isinstance(value, str):
-        return _clean_text(value)
-    if isinstance(value, dict):
-        return {_clean_text(str(key)): _clean_json(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean_json(item) for item in value]
-    if isinstance(value, datetime):
-        return _iso(value)
-    return value

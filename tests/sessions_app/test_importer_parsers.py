@@ -169,8 +169,9 @@ def test_claude_code_reports_bad_lines_with_their_numbers_and_keeps_going(claude
 
 def test_lines_the_fast_json_reader_refuses_are_read_as_json_reads_them(tmp_path):
     # orjson reads nearly every line; NaN, lone surrogates and a byte order mark it refuses, and the parser
-    # then reads them exactly as Python's json does (nothing is lost or changed). An integer over 64 bits
-    # orjson reads as a float: harmless in a field we do not count, and refused as a token count.
+    # then reads them as Python's json does. An integer over 64 bits orjson reads as a float: harmless in a
+    # field we do not count, and refused as a token count. Half a character (a lone UTF-16 surrogate, what
+    # a tool writes when it cuts a string inside an emoji) cannot be stored as UTF-8: it becomes U+FFFD.
     lines = (DATA / CLAUDE).read_bytes().splitlines(keepends=True)
     user = next(i for i, line in enumerate(lines) if "查看天气".encode() in line)  # a real prompt
     entry = json.loads(lines[user])
@@ -188,9 +189,11 @@ def test_lines_the_fast_json_reader_refuses_are_read_as_json_reads_them(tmp_path
 
     parsed = parse_file(path)
     contents = [m.content for m in parsed.messages if m.role == "user"]
-    assert contents[-2:] == ["broken emoji \ud83d", "after a BOM"]
+    assert contents[-2:] == ["broken emoji \ufffd", "after a BOM"]
     assert contents.count(contents[0]) == 3  # the original prompt, then the NaN and the 2**70 copies
     assert not [issue for issue in parsed.issues if issue.level == "error"]
+    (surrogate,) = [issue for issue in parsed.issues if "cut in half" in issue.message]
+    assert (surrogate.line, surrogate.level) == (user + 4, "warning")
 
 
 def test_a_token_count_no_tokenizer_could_produce_is_not_counted():
@@ -696,9 +699,10 @@ def test_count_usage_follows_the_ingest_rules():
 
 
 def test_text_that_postgres_cannot_store_is_cleaned():
-    message = ParsedMessage(role="user", content="a\x00b", external_id="e", line=1, metadata={"k": "x\x00"})
+    # Text columns here; JSON fields where they are stored (test_imports: text no database can hold).
+    message = ParsedMessage(role="user", content="a\x00b", external_id="e\x00", line=1, model="m\x00")
     item = message.to_ingest()
-    assert item["content"] == "a\ufffdb" and item["metadata"]["k"] == "x\ufffd"
+    assert (item["content"], item["external_id"], item["model"]) == ("a\ufffdb", "e\ufffd", "m\ufffd")
 
 
 # -- detection and input that is not a log --------------------------------------------------------------

@@ -302,6 +302,31 @@ def test_a_corrupt_line_is_reported_with_file_and_line_and_the_rest_is_imported(
     assert "line 14: not valid JSON" in ImportedFile.objects.get(tenant=api.tenant).last_error
 
 
+def test_text_no_database_can_hold_is_stored_replaced_and_reported(api, tmp_path):
+    # A lone UTF-16 surrogate (a tool cut a string inside an emoji) and NUL, in text and in JSON fields.
+    lines = [
+        {"type": "user", "uuid": "u1", "sessionId": "s1", "timestamp": "2025-10-02T08:00:00Z", "cwd": "/home/dev/x",
+         "message": {"role": "user", "content": "weather in 杭州 \ud83d"}},
+        {"type": "assistant", "uuid": "a1", "sessionId": "s1", "timestamp": "2025-10-02T08:00:02Z",
+         "message": {"id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5", "stop_reason": "tool_use",
+                     "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"cmd": "a\u0000b \udc00"}}],
+                     "usage": {"input_tokens": 10, "output_tokens": 5}}},
+        {"type": "user", "uuid": "r1", "sessionId": "s1", "timestamp": "2025-10-02T08:00:03Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x\u0000y"}]}},
+    ]  # fmt: skip
+    path = tmp_path / ".claude" / "projects" / "-home-dev-x" / "s1.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))  # as JSON escapes
+
+    summary = import_path(tenant=api.tenant, path=path)
+    assert (summary.messages, summary.files_refused) == (3, 0)
+    assert [(issue.line, issue.level) for issue in summary.issues] == [(1, "warning"), (2, "warning")]
+    user, assistant, result = Message.objects.filter(session=only_session(api)).order_by("seq")
+    assert user.content == "weather in 杭州 \ufffd"
+    assert assistant.tool_calls[0]["arguments"] == {"cmd": "a\ufffdb \ufffd"}
+    assert result.content == "x\ufffdy"
+
+
 def test_a_directory_of_mixed_tools_imports_each_file_with_its_parser(api, tmp_path):
     shutil.copytree(DATA, tmp_path / "logs")
     summary = import_path(tenant=api.tenant, path=tmp_path / "logs")
