@@ -1,5 +1,6 @@
 """Open ACE settings: everything a deployment changes comes from the environment (django-environ)."""
 
+import os
 from pathlib import Path
 
 import environ
@@ -133,8 +134,8 @@ ACE_TURN_TIMEOUT_SECONDS = env.int("ACE_TURN_TIMEOUT_SECONDS", default=600)
 # how long a log must be unchanged before a response still held open is taken as final, the upload limit.
 ACE_IMPORT_DIRS = [d.strip() for d in env.str("ACE_IMPORT_DIRS", default="").split(",") if d.strip()]
 ACE_IMPORT_IDLE_SECONDS = env.int("ACE_IMPORT_IDLE_SECONDS", default=600)
-# Threads that import the files of one run side by side (one database connection each).
-ACE_IMPORT_WORKERS = max(1, env.int("ACE_IMPORT_WORKERS", default=2))
+# Processes that import the files of one big run side by side (one database connection each).
+ACE_IMPORT_WORKERS = max(1, env.int("ACE_IMPORT_WORKERS", default=min(os.cpu_count() or 1, 4)))
 ACE_MAX_UPLOAD_BYTES = env.int("ACE_MAX_UPLOAD_BYTES", default=256 * 1024 * 1024)
 
 # Requests larger than this are refused with 413 before anything is parsed.

@@ -19,13 +19,17 @@ The CLI (`manage.py ace_import`), the upload endpoint (`POST /api/v1/imports/`) 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import multiprocessing
 import os
+import pickle
 import pwd
 import queue
 import re
-import threading
+import sys
+import traceback
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import OperationalError, connection, transaction
+from django.db import OperationalError, connection, connections, transaction
 from django.utils import timezone
 from psycopg.errors import DeadlockDetected, SerializationFailure
 
@@ -47,6 +51,7 @@ from sessions_app.services.messages import messages_append_to_sessions
 CHUNK_BYTES = 16 * 1024 * 1024  # log bytes read per transaction (a batch of files, or part of a big one)
 BATCH_FILES = 200  # files per transaction at most
 RETRIES = 3  # a batch whose transaction met a deadlock is read again
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024  # less to read is quicker in one process than to start others
 RECORD_FIELDS = [
     "tool", "session", "agent_session_id", "offset", "carry", "pending", "head_hash", "size", "mtime", "device",
     "inode", "lines_read", "messages_imported", "issues", "last_error", "source", "first_imported_at",
@@ -259,6 +264,15 @@ def work_plan(files: list[Path]) -> list[list[list[Path]]]:
     return phases
 
 
+def _parallel_possible() -> bool:
+    """Worker processes are forked (Linux): a fork inside the caller's transaction could not use it."""
+    return (
+        sys.platform.startswith("linux")
+        and "fork" in multiprocessing.get_all_start_methods()
+        and not any(conn.in_atomic_block for conn in connections.all(initialized_only=True))
+    )
+
+
 def _session_key(layout) -> tuple:
     """Which session a file's messages go to, as far as its path tells."""
     return (layout.tool, layout.project_dir, layout.parent_session_id if layout.is_subagent else layout.file_key)
@@ -435,17 +449,16 @@ class _ImportRun:
         self.absent = ids - {key[1] for key in self.sessions}
 
     def import_all(self, files: list[Path], *, workers: int) -> ImportSummary:
-        """Import every file. With `workers` > 1 (and not inside a transaction of the caller's), that many
-        threads read groups of files side by side, each with its own database connection: one parses while
-        PostgreSQL stores what another has read. The summary lists the files in the order given."""
+        """Import every file; the summary lists them in the order given.
+
+        With `workers` > 1, enough to read (PARALLEL_MIN_BYTES) and no transaction of the caller's open, that
+        many processes (forked: they start at once, with this process's settings) read groups of files side
+        by side, each with its own database connection — parsing is Python, so threads would take turns."""
         for phase in work_plan(files):
-            groups: queue.SimpleQueue = queue.SimpleQueue()
-            for group in phase:
-                groups.put(group)
-            if workers > 1 and len(phase) > 1 and not connection.in_atomic_block:
-                self._in_threads(groups, min(workers, len(phase)))
+            if workers > 1 and len(phase) > 1 and _parallel_possible() and self._to_read(phase) >= PARALLEL_MIN_BYTES:
+                self._in_processes(phase, min(workers, len(phase)))
             else:
-                self._work(groups)
+                self._work(functools.partial(next, iter(phase), None))
         summary = ImportSummary()
         for path in files:
             report = self.reports.get(path)
@@ -462,54 +475,110 @@ class _ImportRun:
             summary.tokens.update(totals.tokens)
         return summary
 
-    def _in_threads(self, groups: queue.SimpleQueue, workers: int) -> None:
-        failures: list[BaseException] = []
-
-        def work():
+    def _to_read(self, groups: list[list[Path]]) -> int:
+        """About how many bytes the groups have that were not imported yet."""
+        total = 0
+        for path in (path for group in groups for path in group):
+            record = self.records.get(str(path))
             try:
-                self._work(groups, failures)
-            except BaseException as error:  # noqa: BLE001 - handed to the caller's thread below
-                failures.append(error)
-            finally:
-                connection.close()  # this thread's own connection
+                total += max(path.stat().st_size - (record.offset if record else 0), 0)
+            except OSError:
+                pass
+        return total
 
-        threads = [threading.Thread(target=work, name=f"ace-import-{n}", daemon=True) for n in range(workers)]
-        for thread in threads:
-            thread.start()
+    def _in_processes(self, groups: list[list[Path]], workers: int) -> None:
+        context = multiprocessing.get_context("fork")
+        tasks, results, stop = context.Queue(), context.Queue(), context.Event()
+        for group in groups:
+            tasks.put(group)
+        for _ in range(workers):
+            tasks.put(None)  # one "no more" for each worker
+        connections.close_all()  # each process opens its own; none may share this one's
+        processes = [
+            context.Process(target=self._worker, args=(tasks, results, stop), name=f"ace-import-{n}", daemon=True)
+            for n in range(workers)
+        ]
+        for process in processes:
+            process.start()
+        answers = []
         try:
-            for thread in threads:
-                thread.join()
-        except BaseException as error:  # e.g. a task's soft time limit: the workers stop after their batch
-            failures.append(error)
-            for thread in threads:
-                thread.join()
+            while len(answers) < workers:
+                try:
+                    answers.append(results.get(timeout=1))
+                except queue.Empty:
+                    if not any(process.is_alive() for process in processes) and results.empty():
+                        break
+                else:
+                    if answers[-1][0] == "failed":
+                        stop.set()  # the others finish the batch they are in, then stop
+        except BaseException:  # e.g. a task's time limit: the workers stop after their batch
+            stop.set()
             raise
-        if failures:
-            raise failures[0]
+        finally:
+            for process in processes:
+                process.join()
+        failed = None
+        for outcome, *payload in answers:
+            if outcome == "done":
+                reports, totals = payload
+                self.reports.update(reports)
+                self.totals.append(totals)
+            elif failed is None:
+                failed = payload[0]
+        self.absent = set()  # the workers made sessions this process has not seen
+        if failed is not None:
+            raise failed
+        if len(answers) < workers:
+            raise RuntimeError("an import worker process ended without a result (killed?); import again to go on")
 
-    def _work(self, groups: queue.SimpleQueue, failures: list | None = None) -> None:
-        """Take groups of files and import them, batch after batch, until none is left (or a worker failed)."""
+    def _worker(self, tasks, results, stop) -> None:
+        """One import process: groups of files from `tasks` until "no more", its reports to `results`."""
+        self.reports, self.totals = {}, []
+        try:
+            finished = False
+
+            def next_group():
+                nonlocal finished
+                if finished or stop.is_set():
+                    return None
+                group = tasks.get()
+                finished = group is None
+                return group
+
+            self._work(next_group, stopped=stop.is_set)
+            results.put(("done", self.reports, self.totals[0]))
+        except BaseException as error:  # noqa: BLE001 - reported to the parent, which raises it
+            try:
+                pickle.dumps(error)
+            except Exception:  # noqa: BLE001 - an exception that cannot travel: its text does
+                error = RuntimeError("".join(traceback.format_exception(error)))
+            results.put(("failed", error))
+        finally:
+            connections.close_all()
+
+    def _work(self, next_group, stopped=lambda: False) -> None:
+        """Take groups of files and import them, batch after batch, until none is left (or `stopped()`)."""
         totals = ImportSummary()
         self.totals.append(totals)
         pending: list[Path] = []  # files of the groups taken, in order; a file read in part stays first
-        while not failures:
-            batch = self._plan(pending, groups)
+        while not stopped():
+            batch = self._plan(pending, next_group)
             if not batch:
                 return
             done = self._import_batch(batch, totals)
             pending[:0] = [unit.path for unit in batch if unit not in done]
 
-    def _plan(self, pending: list[Path], groups: queue.SimpleQueue) -> list[_Unit]:
+    def _plan(self, pending: list[Path], next_group) -> list[_Unit]:
         """The next batch: files with something new to read, up to CHUNK_BYTES of them (a bigger file is read
         in part) and BATCH_FILES files. Unchanged and refused files are reported on the way."""
         batch: list[_Unit] = []
         budget = CHUNK_BYTES
         while budget > 0 and len(batch) < BATCH_FILES:
             if not pending:
-                try:
-                    pending.extend(groups.get_nowait())
-                except queue.Empty:
+                group = next_group()
+                if group is None:
                     break
+                pending.extend(group)
             path = pending.pop(0)
             unit = self._unit(path)
             if unit is not None:
