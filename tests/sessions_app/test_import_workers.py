@@ -1,0 +1,129 @@
+"""Big imports run in forked worker processes: the same sessions, counts, offsets and summary as one process,
+failures surface in the caller, and the work they queue (search indexing) reaches a real worker.
+
+The processes need committed data they can see, so these tests use a transactional database."""
+
+import pytest
+
+from sessions_app.models import ImportedFile, Message, Session
+from sessions_app.search import messages_index
+from sessions_app.selectors import session_count_drift
+from sessions_app.services import imports
+from sessions_app.services.imports import import_path
+from tests.conftest import make_client
+from tests.sessions_app.test_imports import (
+    CLAUDE,
+    CLAUDE_AGENT,
+    CLAUDE_STREAMING,
+    COUNTERS,
+    OPENCLAW,
+    QWEN,
+    SEED,
+    copy,
+    stats,
+    wait_for,
+)
+
+LOGS = (CLAUDE, CLAUDE_AGENT, CLAUDE_STREAMING, QWEN, OPENCLAW, SEED)
+
+
+@pytest.fixture
+def in_processes(settings, monkeypatch):
+    """Every import with more than one group of files forks two workers; the calls are counted."""
+    settings.ACE_IMPORT_WORKERS = 2
+    monkeypatch.setattr(imports, "PARALLEL_MIN_BYTES", 0)
+    calls = []
+    real = imports._ImportRun._in_processes
+
+    def counted(self, groups, workers):
+        calls.append(workers)
+        return real(self, groups, workers)
+
+    monkeypatch.setattr(imports._ImportRun, "_in_processes", counted)
+    return calls
+
+
+def tree(root):
+    for relative in LOGS:
+        copy(relative, root)
+    return root
+
+
+def by_session(api) -> dict:
+    return {
+        (s.tool, s.agent_session_id): (stats(api, s), s.name, s.project, s.user_id)
+        for s in Session.objects.filter(tenant=api.tenant)
+    }
+
+
+def offsets(api) -> dict:
+    prefix = len(str(api.root))
+    return {r.path[prefix:]: (r.offset, r.messages_imported) for r in ImportedFile.objects.filter(tenant=api.tenant)}
+
+
+def test_worker_processes_import_what_one_process_imports(transactional_db, in_processes, settings, tmp_path):
+    serial, parallel = make_client("serial"), make_client("parallel")
+    serial.root, parallel.root = tmp_path / "a", tmp_path / "b"
+    settings.ACE_IMPORT_WORKERS = 1
+    one = import_path(tenant=serial.tenant, path=tree(serial.root))
+    assert in_processes == []
+    settings.ACE_IMPORT_WORKERS = 2
+    two = import_path(tenant=parallel.tenant, path=tree(parallel.root))
+    assert in_processes == [2]
+
+    assert one.line() == two.line() and one.messages > 0
+    assert [f.path.removeprefix(str(parallel.root)) for f in two.files] == [
+        f.path.removeprefix(str(serial.root)) for f in one.files
+    ]
+    assert by_session(parallel) == by_session(serial) and len(by_session(parallel)) == 5
+    assert offsets(parallel) == offsets(serial)
+    for session in Session.objects.filter(tenant=parallel.tenant):
+        assert session_count_drift(session=session) == {}
+    # The sub-agent joined the round of its parent that spawned it, in the worker that read both.
+    parent = Session.objects.get(tenant=parallel.tenant, tool="claude-code", agent_session_id__startswith="5f0c")
+    spawner = Message.objects.get(session=parent, metadata__spawned_agent_id="a1b2c3d")
+    subagent = Message.objects.filter(session=parent, metadata__subagent=True)
+    assert set(subagent.values_list("conversation", flat=True)) == {spawner.conversation_id}
+
+    again = import_path(tenant=parallel.tenant, path=parallel.root)
+    assert (again.files_unchanged, again.messages) == (len(LOGS), 0)
+
+
+def test_a_worker_process_that_fails_fails_the_import_and_what_it_did_not_commit_is_read_next_time(
+    transactional_db, in_processes, monkeypatch, tmp_path
+):
+    api = make_client("failing")
+    real = imports.messages_append_to_sessions
+
+    def failing(*, appends, **kwargs):
+        if any(session.tool == "qwen-code" for session, _ in appends):
+            raise RuntimeError("the database went away")
+        return real(appends=appends, **kwargs)
+
+    monkeypatch.setattr(imports, "messages_append_to_sessions", failing)
+    with pytest.raises(RuntimeError, match="the database went away"):
+        import_path(tenant=api.tenant, path=tree(tmp_path))
+    assert in_processes == [2]
+    assert not Session.objects.filter(tenant=api.tenant, tool="qwen-code").exists()
+
+    monkeypatch.setattr(imports, "messages_append_to_sessions", real)
+    import_path(tenant=api.tenant, path=tmp_path)
+    qwen = Session.objects.get(tenant=api.tenant, tool="qwen-code")
+    assert {name: stats(api, qwen)[name] for name in COUNTERS}["messages"] > 0
+    for session in Session.objects.filter(tenant=api.tenant):
+        assert session_count_drift(session=session) == {}
+
+
+def test_what_worker_processes_queue_reaches_the_worker(celery_worker, in_processes, tmp_path):
+    api = make_client("indexed")
+    import_path(tenant=api.tenant, path=tree(tmp_path))
+    assert in_processes == [2]
+    imported = Message.objects.filter(tenant=api.tenant)
+    # The indexing tasks the worker processes queued after their commits fill every search vector.
+    wait_for(lambda: not imported.filter(search_vector__isnull=True).exists())
+    assert messages_index(imported.values_list("pk", flat=True)) == 0
+    found = api.get("/api/v1/messages/", {"q": "Hangzhou", "page_size": 100}).json()["results"]
+    assert {m["id"] for m in found} == {
+        str(pk) for pk in imported.filter(content__icontains="hangzhou").values_list("pk", flat=True)
+    }
+    assert len(found) >= 3
