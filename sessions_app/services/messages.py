@@ -9,15 +9,16 @@ a fixed order so they cannot deadlock.
 from __future__ import annotations
 
 import json
+import operator
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import orjson
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 from django.db.models.base import ModelState
 from django.utils import timezone
-from psycopg.types.json import Jsonb
+from psycopg.types.json import JsonbDumper
 
 from sessions_app.db import update_rows
 from sessions_app.models import (
@@ -458,14 +459,21 @@ def _without_nul(value):
     return value
 
 
+class _JsonbDumper(JsonbDumper):
+    """jsonb for the dicts and lists of a COPY (the tables written here have no array columns)."""
+
+    _dumps = staticmethod(_json_dumps)
+
+
 @dataclass(frozen=True)
 class _CopyPlan:
     sql: str
-    attnames: tuple[str, ...]
-    json_positions: tuple[int, ...]
+    row: operator.itemgetter  # the row's values, in column order, from an instance's __dict__
+    types: tuple[str, ...]  # the columns' types: values are formatted by column, not looked up by type
 
 
 _COPY_PLANS: dict = {}
+_COPY_TYPES = {"timestamp with time zone": "timestamptz", "double precision": "float8", "integer": "int4"}
 
 
 def _copy_plan(model) -> _CopyPlan:
@@ -474,10 +482,15 @@ def _copy_plan(model) -> _CopyPlan:
         skip = getattr(model, "db_computed_fields", ())
         fields = [f for f in model._meta.concrete_fields if not f.generated and f.attname not in skip]
         columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+        types = []
+        for f in fields:
+            db_type = f.rel_db_type(connection) if f.is_relation else f.db_type(connection)
+            base = db_type.split("(")[0]
+            types.append(_COPY_TYPES.get(base, base))
         plan = _COPY_PLANS[model] = _CopyPlan(
             sql=f"COPY {model._meta.db_table} ({columns}) FROM STDIN",
-            attnames=tuple(f.attname for f in fields),
-            json_positions=tuple(i for i, f in enumerate(fields) if isinstance(f, models.JSONField)),
+            row=operator.itemgetter(*(f.attname for f in fields)),
+            types=tuple(types),
         )
     return plan
 
@@ -488,20 +501,19 @@ def _copy_insert(model, objects: list) -> None:
     if not objects:
         return
     plan = _copy_plan(model)
-    attnames, json_positions = plan.attnames, plan.json_positions
+    row = plan.row
     with connection.cursor() as cursor:
+        cursor.cursor.adapters.register_dumper(dict, _JsonbDumper)
+        cursor.cursor.adapters.register_dumper(list, _JsonbDumper)
         with cursor.cursor.copy(plan.sql) as copy:
+            copy.set_types(plan.types)
             write_row = copy.write_row
             for obj in objects:
-                values = obj.__dict__
-                row = [values[name] for name in attnames]
-                for position in json_positions:
-                    if row[position] is not None:
-                        row[position] = Jsonb(row[position], dumps=_json_dumps)
-                write_row(row)
+                write_row(row(obj.__dict__))
+    alias = connection.alias
     for obj in objects:
-        obj._state.adding = False
-        obj._state.db = connection.alias
+        state = obj._state
+        state.adding, state.db = False, alias
 
 
 def _defer_search(on: bool) -> None:
