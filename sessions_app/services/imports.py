@@ -551,21 +551,28 @@ class _ImportRun:
             raise RuntimeError("an import worker process ended without a result (killed?); import again to go on")
 
     def _worker(self, tasks, results, stop) -> None:
-        """One import process: groups of files from `tasks` until "no more", its reports to `results`."""
+        """One import process: groups of files from `tasks` until "no more", its reports to `results`. It
+        stops after its current batch when told to, or when the process that started it is gone (killed
+        by a time limit, say): what it committed stays, the next import reads the rest."""
         gc.freeze()  # what it inherited is never collected here: no scans of it, no copies of its pages
+        parent = os.getppid()
         self.reports, self.totals = {}, []
+
+        def stopped() -> bool:
+            return stop.is_set() or os.getppid() != parent
+
+        finished = False
+
+        def next_group():
+            nonlocal finished
+            if finished or stopped():
+                return None
+            group = tasks.get()
+            finished = group is None
+            return group
+
         try:
-            finished = False
-
-            def next_group():
-                nonlocal finished
-                if finished or stop.is_set():
-                    return None
-                group = tasks.get()
-                finished = group is None
-                return group
-
-            self._work(next_group, stopped=stop.is_set)
+            self._work(next_group, stopped=stopped)
             results.put(("done", self.reports, self.totals[0]))
         except BaseException as error:  # noqa: BLE001 - reported to the parent, which raises it
             try:
@@ -575,6 +582,8 @@ class _ImportRun:
             results.put(("failed", error))
         finally:
             connections.close_all()
+            if os.getppid() != parent:
+                results.cancel_join_thread()  # nobody will read it: exit without waiting to send
 
     def _work(self, next_group, stopped=lambda: False) -> None:
         """Take groups of files and import them, batch after batch, until none is left (or `stopped()`)."""
