@@ -40,6 +40,7 @@ import json
 import os
 import pstats
 import random
+import resource
 import sys
 import time
 import uuid
@@ -88,6 +89,7 @@ def parse_args():
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--profile", action="store_true", help="profile the import (cProfile), print the top")
     parser.add_argument("--keep", action="store_true", help="keep the imported tenant (default: delete it)")
+    parser.add_argument("--workers", type=int, default=0, help="import worker processes (default ACE_IMPORT_WORKERS)")
     parser.add_argument("--name", default=None, help="results file name (default imports or imports-quick)")
     parser.add_argument("--tree-dir", type=Path, default=TREE_ROOT, help=f"where trees are generated ({TREE_ROOT})")
     args = parser.parse_args()
@@ -398,27 +400,37 @@ def parser_only(files: list[Path]) -> dict:
     return {"seconds": time.perf_counter() - started, "bytes": size, "lines": lines, "messages": messages}
 
 
-class TimedSignal:
-    """Stands in for `messages_appended` in services.messages: the same receivers, timed."""
-
-    def __init__(self, signal):
-        self.signal = signal
-        self.seconds = 0.0
-
-    def send(self, **kwargs):
-        started = time.perf_counter()
+def cpu_seconds() -> dict:
+    """CPU time used so far by this process and its finished children (the import's worker processes),
+    and by every PostgreSQL process of the machine (from /proc)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    postgres = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
         try:
-            return self.signal.send(**kwargs)
-        finally:
-            self.seconds += time.perf_counter() - started
+            with open(f"/proc/{pid}/comm") as handle:
+                if not handle.read().startswith("postgres"):
+                    continue
+            with open(f"/proc/{pid}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        postgres += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
+    tick = os.sysconf("SC_CLK_TCK")
+    python = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return {"python": python, "postgres": postgres / tick}
 
 
-def import_tree(tenant, tree: Path, profile: bool) -> tuple[dict, str | None]:
-    from sessions_app.services import messages
+def import_tree(tenant, tree: Path, profile: bool, workers: int) -> tuple[dict, str | None]:
+    from django.conf import settings
+
     from sessions_app.services.imports import import_path
 
+    settings.ACE_IMPORT_WORKERS = workers
     profiler = cProfile.Profile() if profile else None
-    signal = messages.messages_appended = TimedSignal(messages.messages_appended)
+    before = cpu_seconds()
     started = time.perf_counter()
     if profiler:
         profiler.enable()
@@ -427,8 +439,8 @@ def import_tree(tenant, tree: Path, profile: bool) -> tuple[dict, str | None]:
     finally:
         if profiler:
             profiler.disable()
-        messages.messages_appended = signal.signal
     seconds = time.perf_counter() - started
+    after = cpu_seconds()
     report = None
     if profiler:
         out = io.StringIO()
@@ -438,7 +450,9 @@ def import_tree(tenant, tree: Path, profile: bool) -> tuple[dict, str | None]:
         report = out.getvalue()
     return {
         "seconds": seconds,
-        "signal_seconds": signal.seconds,
+        "workers": workers,
+        "python_cpu": after["python"] - before["python"],
+        "postgres_cpu": after["postgres"] - before["postgres"],
         "bytes": summary.bytes_read,
         "lines": summary.lines_read,
         "messages": summary.messages,
@@ -451,30 +465,65 @@ def import_tree(tenant, tree: Path, profile: bool) -> tuple[dict, str | None]:
     }, report
 
 
-def storage_floor(tenant, tree_bytes: int) -> dict:
-    """The database's own cost of storing the imported messages: the same rows copied with one
-    INSERT … SELECT into a scratch table with the message table's columns,
-    indexes and constraints (no Python, no bookkeeping). No import can be faster than this."""
-    from django.db import connection, transaction
+def storage_floor(tenant, tree_bytes: int, connections: int = 1) -> dict:
+    """What PostgreSQL alone needs to store the imported message rows: the rows, exported beforehand as COPY
+    text, copied into a scratch table made like the message table (columns, indexes, constraints, foreign
+    keys, the search-vector trigger, deferred as in an import) and committed; the rows split over
+    `connections` connections copying at once. No Python, no bookkeeping: no import can be faster."""
+    import threading
+
+    from django.db import connection
 
     from sessions_app.models import Message
 
     columns = ", ".join(f'"{f.column}"' for f in Message._meta.concrete_fields if not f.generated)
-    with transaction.atomic(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'sessions_app_message'::regclass "
+            "AND contype = 'f'"
+        )
+        foreign_keys = [row[0] for row in cursor.fetchall()]
+        cursor.execute(
+            "SELECT pg_get_triggerdef(oid) FROM pg_trigger "
+            "WHERE tgrelid = 'sessions_app_message'::regclass AND NOT tgisinternal"
+        )
+        triggers = [row[0].replace(" ON public.sessions_app_message ", " ON bench_imports_floor ") for row in cursor]
+        rows = io.BytesIO()
+        query = f"SELECT {columns} FROM sessions_app_message WHERE tenant_id = %s ORDER BY session_id, seq"
+        with cursor.cursor.copy(f"COPY ({query}) TO STDOUT", [tenant.pk]) as copy:
+            for data in copy:
+                rows.write(data)
+        cursor.execute("DROP TABLE IF EXISTS bench_imports_floor")
         cursor.execute("CREATE TABLE bench_imports_floor (LIKE sessions_app_message INCLUDING ALL)")
-        try:
-            cursor.execute("SELECT count(*) FROM sessions_app_message WHERE tenant_id = %s", [tenant.pk])
-            rows = cursor.fetchone()[0]
-            started = time.perf_counter()
-            cursor.execute(
-                f"INSERT INTO bench_imports_floor ({columns}) SELECT {columns} FROM sessions_app_message "
-                "WHERE tenant_id = %s",
-                [tenant.pk],
-            )
-            seconds = time.perf_counter() - started
-        finally:
+        for definition in foreign_keys:
+            cursor.execute(f"ALTER TABLE bench_imports_floor ADD {definition}")
+        for definition in triggers:
+            cursor.execute(definition)
+    lines = rows.getvalue().splitlines(keepends=True)
+    parts = [b"".join(lines[n::connections]) for n in range(connections)]
+
+    def store(part: bytes) -> None:
+        with benchlib.psycopg_connect() as conn, conn.cursor() as cursor:
+            cursor.execute("SET ace.defer_search = 'on'")  # as an import does
+            with cursor.copy(f"COPY bench_imports_floor ({columns}) FROM STDIN") as copy:
+                for start in range(0, len(part), 1 << 20):
+                    copy.write(part[start : start + (1 << 20)])
+            conn.commit()  # the deferred foreign-key checks run here
+
+    try:
+        before = cpu_seconds()
+        started = time.perf_counter()
+        threads = [threading.Thread(target=store, args=(part,)) for part in parts]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        seconds = time.perf_counter() - started
+        postgres_cpu = cpu_seconds()["postgres"] - before["postgres"]
+    finally:
+        with connection.cursor() as cursor:
             cursor.execute("DROP TABLE bench_imports_floor")
-    return {"seconds": seconds, "bytes": tree_bytes, "lines": 0, "messages": rows}
+    return {"seconds": seconds, "bytes": tree_bytes, "lines": 0, "messages": len(lines), "postgres_cpu": postgres_cpu}
 
 
 def search_indexing(tenant, tree_bytes: int) -> dict:
@@ -530,9 +579,11 @@ def rate(part: dict) -> dict:
 
 def main():
     args = parse_args()
-    # Queued tasks (embeddings, strategy runs) go to a private in-memory broker, never to a shared worker.
+    # Queued tasks (embeddings, strategy runs, indexing) go to a private in-memory broker, never to a worker.
     os.environ.setdefault("CELERY_BROKER_URL", "memory://")
     benchlib.setup_django()
+    from django.conf import settings
+
     from sessions_app.services.apikeys import tenant_get_or_create
 
     started = time.perf_counter()
@@ -541,46 +592,69 @@ def main():
     files = tree_files(tree)
     size = sum(path.stat().st_size for path in files)
     subagents = sum(1 for path in files if "subagents" in path.parts)
+    workers = args.workers or settings.ACE_IMPORT_WORKERS
+    cores = len(os.sched_getaffinity(0))
     print(
         f"Tree: {tree} — {len(files):,} files ({subagents:,} sub-agent files), {size / 1e6:,.1f} MB "
-        f"(ready in {generated_in:.1f} s). Database: {benchlib.database_description()}, {benchlib.server_version()}."
+        f"(ready in {generated_in:.1f} s). Database: {benchlib.database_description()}, {benchlib.server_version()}. "
+        f"{cores} cores."
     )
 
     bare_parse(files)  # warm the page cache: every measurement reads from memory
     bare = bare_parse(files)
     parsed = parser_only(files)
-    tenant = tenant_get_or_create(name=f"bench-imports-{datetime.now(UTC):%Y%m%d%H%M%S}")
-    try:
-        imported, profile = import_tree(tenant, tree, args.profile)
-        floor = storage_floor(tenant, imported["bytes"])
-        indexing = search_indexing(tenant, imported["bytes"])
-        reimport_started = time.perf_counter()
-        again, _ = import_tree(tenant, tree, False)
-        again["seconds"] = time.perf_counter() - reimport_started
-    finally:
-        if not args.keep:
-            delete_tenant(tenant)
+    runs, profile = [], None
+    for n in sorted({1, workers}, reverse=True):
+        tenant = tenant_get_or_create(name=f"bench-imports-{datetime.now(UTC):%Y%m%d%H%M%S}-{n}")
+        try:
+            imported, report = import_tree(tenant, tree, args.profile and n == 1, n)
+            profile = profile or report
+            if n == workers:
+                floor = storage_floor(tenant, imported["bytes"])
+                floor_parallel = storage_floor(tenant, imported["bytes"], connections=cores) if cores > 1 else None
+                indexing = search_indexing(tenant, imported["bytes"])
+                reimport_started = time.perf_counter()
+                again, _ = import_tree(tenant, tree, False, n)
+                again["seconds"] = time.perf_counter() - reimport_started
+        finally:
+            if not (args.keep and n == workers):
+                delete_tenant(tenant)
+        runs.append(imported)
+    imported = runs[0]  # with the default number of workers
+    serial = runs[-1]
 
-    rows = [
-        ["(a) read + json.loads", *rate_row(bare)],
-        ["(b) parse_file (no database)", *rate_row(parsed)],
-        ["(c) import_path (database)", *rate_row(imported)],
-        ["(d) database floor: the messages' rows alone", *rate_row(floor)[:2], "", rate_row(floor)[3]],
-        ["(f) search indexing left to the workers", *rate_row(indexing)[:2], "", rate_row(indexing)[3]],
-    ]
+    rows = [["(a) read + json.loads, one process", *rate_row(bare)], ["(b) parse_file, one process", *rate_row(parsed)]]
+    for run in runs:
+        label = f"(c) import_path, {run['workers']} worker process{'es' if run['workers'] > 1 else ''}"
+        rows.append([label, *rate_row(run)])
+    rows.append(["(d) database floor: the rows alone, 1 connection", *rate_row(floor)[:2], "", rate_row(floor)[3]])
+    if floor_parallel:
+        rows.append(
+            [f"(d) the same over {cores} connections", *rate_row(floor_parallel)[:2], "", rate_row(floor_parallel)[3]]
+        )
+    rows.append(["(f) search indexing left to the workers", *rate_row(indexing)[:2], "", rate_row(indexing)[3]])
     benchlib.print_table(["", "seconds", "MB/s", "lines/s", "messages/s"], rows, title="Claude Code tree import")
     ratio = rate(imported)["mb_per_s"] / rate(bare)["mb_per_s"]
     verdict = "met" if ratio >= TARGET_RATIO else "MISSED"
     print(f"\nimport / bare parse = {ratio:.3f} (target ≥ {TARGET_RATIO:.2f}: {verdict})")
     print(f"import: {imported['summary']}")
+    for run in runs:
+        busy = (run["python_cpu"] + run["postgres_cpu"]) / (run["seconds"] * cores)
+        print(
+            f"CPU, {run['workers']} worker(s): Python {run['python_cpu']:.2f} s, "
+            f"PostgreSQL {run['postgres_cpu']:.2f} s in {run['seconds']:.2f} s on {cores} cores ({busy:.0%} busy)"
+        )
+    parse_cpu = parsed["seconds"]
+    needed = parse_cpu + floor["postgres_cpu"]
+    best = needed / cores
     print(
-        f"of the import's {imported['seconds']:.1f} s: {floor['seconds']:.1f} s is the floor (d) of storing the "
-        f"message rows (indexes, constraints), {imported['signal_seconds']:.1f} s the receivers of "
-        "`messages_appended` after each commit (strategy triggers, embedding queue)"
+        f"bound: parsing ({parse_cpu:.2f} s) and storing the rows ({floor['postgres_cpu']:.2f} s of PostgreSQL CPU) "
+        f"need {needed:.2f} CPU-seconds: on {cores} cores no import is faster than {best:.2f} s = "
+        f"{size / 1e6 / best:.0f} MB/s = {size / 1e6 / best / rate(bare)['mb_per_s']:.2f} of the bare parse"
     )
     print(f"re-import of the unchanged tree: {again['seconds']:.2f} s — {again['summary']}")
-    if parsed["messages"] != imported["messages"]:
-        print(f"WARNING: the parsers gave {parsed['messages']:,} messages, the import stored {imported['messages']:,}")
+    if parsed["messages"] != imported["messages"] or serial["summary"] != imported["summary"]:
+        print(f"WARNING: parsers {parsed['messages']:,} messages; {serial['summary']} / {imported['summary']}")
     if profile:
         print("\n" + profile)
 
@@ -592,12 +666,17 @@ def main():
             "tree": {"files": len(files), "subagent_files": subagents, "bytes": size, "lines": bare["lines"]},
             "bare_parse": rate(bare),
             "parse_file": rate(parsed),
-            "import": {
-                **rate(imported),
-                **{k: imported[k] for k in ("messages", "requests", "sessions", "files")},
-                "signal_receivers_seconds": round(imported["signal_seconds"], 2),
-            },
+            "imports": [
+                {
+                    **rate(run),
+                    **{k: run[k] for k in ("workers", "messages", "requests", "sessions", "files")},
+                    "python_cpu": round(run["python_cpu"], 2),
+                    "postgres_cpu": round(run["postgres_cpu"], 2),
+                }
+                for run in runs
+            ],
             "database_floor": {k: v for k, v in rate(floor).items() if k != "lines_per_s"},
+            "database_floor_parallel": floor_parallel and rate(floor_parallel),
             "search_indexing": {k: v for k, v in rate(indexing).items() if k != "lines_per_s"},
             "reimport_seconds": round(again["seconds"], 2),
             "import_to_bare_ratio": round(ratio, 3),

@@ -512,7 +512,6 @@ class _ImportRun:
             tasks.put(group)
         for _ in range(workers):
             tasks.put(None)  # one "no more" for each worker
-        connections.close_all()  # each process opens its own; none may share this one's
         processes = [
             context.Process(target=self._worker, args=(tasks, results, stop), name=f"ace-import-{n}", daemon=True)
             for n in range(workers)
@@ -555,6 +554,11 @@ class _ImportRun:
         stops after its current batch when told to, or when the process that started it is gone (killed
         by a time limit, say): what it committed stays, the next import reads the rest."""
         gc.freeze()  # what it inherited is never collected here: no scans of it, no copies of its pages
+        for conn in connections.all(initialized_only=True):
+            # The parent's connections stay the parent's (a scan holds its source's lock on one): this
+            # process drops them unclosed (psycopg never ends a connection another process opened) and opens
+            # its own.
+            conn.connection = None
         parent = os.getppid()
         self.reports, self.totals = {}, []
 

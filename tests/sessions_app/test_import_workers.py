@@ -127,3 +127,23 @@ def test_what_worker_processes_queue_reaches_the_worker(celery_worker, in_proces
         str(pk) for pk in imported.filter(content__icontains="hangzhou").values_list("pk", flat=True)
     }
     assert len(found) >= 3
+
+
+def test_the_callers_connection_and_its_locks_outlive_the_worker_processes(transactional_db, in_processes, tmp_path):
+    from django.db import connection
+
+    from sessions_app.models import ImportSource
+    from sessions_app.services.imports import import_source_scan
+
+    api = make_client("scanner")
+    source = ImportSource.objects.create(tenant=api.tenant, path=str(tree(tmp_path)))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    summary = import_source_scan(source=source)
+    assert in_processes == [2] and summary.messages > 0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        assert cursor.fetchone()[0] == backend  # the scan's connection (holding the source's lock) was kept
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()")
+        assert cursor.fetchone()[0] == 0  # and the lock was released at the end, on that connection
