@@ -13,22 +13,27 @@ tens of KB); parallel tool calls; Task calls whose sub-agent writes `<session>/s
 (with its `.meta.json`); older sessions with inline `isSidechain` lines; meta, command, summary,
 file-history-snapshot, turn_duration and api_error lines.
 
-Measured in the same run, on the same files (the page cache warm for both, one process, one thread):
-  (a) bare: open each file, iterate its lines, `json.loads` every one;
-  (b) parse: `importers.parse_file` on every file, no database (what the parsers cost);
+Measured in the same run, on the same files (the page cache warm):
+  (a) bare: open each file, iterate its lines, `json.loads` every one (one process);
+  (b) parse: `importers.parse_file` on every file, no database (what the parsers cost, one process);
   (c) import: `services.imports.import_path` of the whole tree into a fresh tenant of the bench database
-      (ACE_DATA_DIR=.ace/bench): parsing, sessions, `messages_append` in batches of 1000 with every
-      counter and roll-up, the offsets and carries, one transaction per 16 MB chunk; then
-  (d) the database floor: the stored message rows copied with one INSERT … SELECT into a scratch table
-      like the message table (indexes, constraints): what storing them costs PostgreSQL alone;
+      (ACE_DATA_DIR=.ace/bench), exactly as `ace_import` does — batches of up to 16 MB of log per
+      transaction, every counter and roll-up, offsets and carries — with ACE_IMPORT_WORKERS worker
+      processes (default: the CPU count, at most 4; `--workers N`) and with one process; the CPU both
+      sides used (this process and its workers, every PostgreSQL process);
+  (d) the database floor: the imported message rows, exported as COPY text beforehand, copied into a
+      scratch table made like the message table (indexes, constraints, foreign keys, the search-vector
+      trigger deferred as in an import) and committed, over one connection and over one per core: what
+      PostgreSQL alone needs to store them;
   (f) the search indexing the import leaves to the workers (migration 0008): `messages_index` over every
       imported message, as the indexing tasks run it — the time until all of it is found by keyword;
   (e) re-import: the same tree again (every file unchanged: a stat and no read).
-Target: (c) at no less than a third of (a) in MB/s.
+Target: (c) at no less than a third of (a) in MB/s. The run also prints a bound: (b) + (d)'s PostgreSQL
+CPU spread over every core, the fastest any import storing these rows could be on this machine.
 
-The signals `messages_append` sends after commit run as in production (strategy triggers score the new
-messages; the embedding task is queued), on a private in-memory broker so that no queued task reaches a
-worker of the shared bench database. The tenant and its rows are deleted afterwards unless --keep.
+The signals `messages_append` sends after commit run as in production (strategy triggers, the embedding
+and indexing tasks are queued), on a private in-memory broker so that no queued task reaches a worker of
+the shared bench database. The tenants and their rows are deleted afterwards (--keep keeps the last one).
 """
 
 from __future__ import annotations
@@ -585,6 +590,7 @@ def main():
     from django.conf import settings
 
     from sessions_app.services.apikeys import tenant_get_or_create
+    from sessions_app.services.imports import PARALLEL_MIN_BYTES
 
     started = time.perf_counter()
     tree = generate_tree(args.tree_dir, args.mb, args.seed)
@@ -625,7 +631,12 @@ def main():
 
     rows = [["(a) read + json.loads, one process", *rate_row(bare)], ["(b) parse_file, one process", *rate_row(parsed)]]
     for run in runs:
-        label = f"(c) import_path, {run['workers']} worker process{'es' if run['workers'] > 1 else ''}"
+        if run["workers"] == 1:
+            label = "(c) import_path, one process (ACE_IMPORT_WORKERS=1)"
+        elif size < PARALLEL_MIN_BYTES:
+            label = f"(c) import_path, {run['workers']} workers asked, one used (< {PARALLEL_MIN_BYTES >> 20} MB)"
+        else:
+            label = f"(c) import_path, {run['workers']} worker processes"
         rows.append([label, *rate_row(run)])
     rows.append(["(d) database floor: the rows alone, 1 connection", *rate_row(floor)[:2], "", rate_row(floor)[3]])
     if floor_parallel:

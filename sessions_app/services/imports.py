@@ -444,6 +444,7 @@ class _ImportRun:
         # The rounds in which a session spawned its sub-agents, from the files read in this run:
         # {(tool, agent session id, "agent" | "tool_use", id): conversation reference or None}.
         self.spawns: dict[tuple, str | None] = {}
+        self.batch_sessions: list[tuple[str, str]] = []  # made in the current batch's transaction
         self.reports: dict[Path, _FileReport] = {}
         self.totals: list[ImportSummary] = []
 
@@ -665,6 +666,8 @@ class _ImportRun:
                 # Another writer took the same rows in another order: the batch is read again.
                 if attempt == RETRIES or not isinstance(error.__cause__, DeadlockDetected | SerializationFailure):
                     raise
+                for key in self.batch_sessions:  # made by the rolled-back transaction: gone
+                    self.sessions.pop(key, None)
                 for unit in units:
                     unit.issues, unit.parsed, unit.session, unit.refused, unit.created = [], None, None, "", 0
         done = []
@@ -703,6 +706,7 @@ class _ImportRun:
     def _store_batch(self, units: list[_Unit]) -> dict:
         """Inside the batch's transaction: lock the files' rows, parse each file from its offset, find or
         create the sessions, store every message with one append, and save the files' offsets and carries."""
+        self.batch_sessions = []
         self._lock_records(units)
         budget = CHUNK_BYTES
         for unit in units:
@@ -739,7 +743,7 @@ class _ImportRun:
         new = [
             ImportedFile(tenant=self.tenant, path=str(unit.path), source=self.source, tool=self.tool or "")
             for unit in units
-            if unit.record is None
+            if str(unit.path) not in self.records  # committed knowledge: a retried batch makes them again
         ]
         made = {record.pk for record in new}
         if new:
@@ -945,10 +949,10 @@ class _ImportRun:
                 if session.pk in locked:
                     changed.setdefault(session.pk, set()).update(fields)
                 with_messages.add(session.pk)
+        self.batch_sessions = list(new)
         if new:
             Session.objects.bulk_create(new.values())
-            for key, session in new.items():
-                self.sessions[key] = session
+            self.sessions.update(new)
         described = [by_pk[pk] for pk, fields in changed.items() if fields]
         if described:
             now = timezone.now()

@@ -275,6 +275,30 @@ def test_a_chunk_that_fails_is_rolled_back_whole_and_the_next_import_goes_on(api
     assert session_count_drift(session=session) == {}
 
 
+def test_a_batch_that_meets_a_deadlock_is_read_again_and_counts_once(api, tmp_path, monkeypatch):
+    # PostgreSQL breaks a deadlock by failing one of the transactions; the import reads that batch again.
+    import psycopg
+    from django.db import OperationalError
+
+    copy(CLAUDE, tmp_path)
+    copy(CLAUDE_AGENT, tmp_path)
+    real_append = imports.messages_append_to_sessions
+    calls = {"n": 0}
+
+    def deadlocked_once(**kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OperationalError("deadlock detected") from psycopg.errors.DeadlockDetected("deadlock detected")
+        return real_append(**kwargs)
+
+    monkeypatch.setattr(imports, "messages_append_to_sessions", deadlocked_once)
+    summary = import_path(tenant=api.tenant, path=tmp_path)
+    assert calls["n"] == 2 and (summary.sessions_created, summary.files_refused) == (1, 0)
+    session = only_session(api)  # made again by the second try, once
+    assert session.messages == 23 and session_count_drift(session=session) == {}
+    assert ImportedFile.objects.filter(tenant=api.tenant, session=session).count() == 2
+
+
 def test_a_response_held_open_is_emitted_once_the_file_has_been_idle(api, tmp_path, settings):
     settings.ACE_IMPORT_IDLE_SECONDS = 3600
     path = copy(CLAUDE, tmp_path, upto=line_start(DATA / CLAUDE, 9))  # msg_01's last line not written yet
