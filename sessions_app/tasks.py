@@ -24,7 +24,7 @@ def collect_imports() -> int:
     return len(source_ids)
 
 
-# A first scan of a big directory can take a while; every chunk commits, so a scan cut short by the time
+# A first scan of a big directory can take a while; every batch commits, so a scan cut short by the time
 # limit loses nothing and the next one goes on from there.
 @shared_task(acks_late=True, time_limit=3600, soft_time_limit=3500)
 def scan_import_source(source_id: str) -> str:

@@ -7,9 +7,13 @@
 - A file is read from where the last import stopped: `ImportedFile` keeps the byte offset and the parser's
   carry. A file that was replaced or truncated (its fingerprint or size no longer match) is read again
   from the start; the messages' external ids make that safe (nothing is stored twice).
-- Big files are read in chunks of `CHUNK_BYTES`. Each chunk is one transaction: its messages (through
-  `messages_append`, in batches of at most 1000, so every counter and roll-up is maintained the usual
-  way) and the new offset and carry commit together, so a crash loses or repeats nothing.
+- Files are read in batches of up to `CHUNK_BYTES` of new log and `BATCH_FILES` files (a bigger file over
+  several batches). Each batch is one transaction: its files' rows locked, their messages stored with one
+  call of the message service (`messages_append_to_sessions`: every counter and roll-up maintained the
+  usual way, one statement per table for all the batch's sessions), and the new offsets and carries, all
+  commit together, so a crash loses or repeats nothing.
+- A big import (more than `PARALLEL_MIN_BYTES`) runs in `ACE_IMPORT_WORKERS` forked processes, each taking
+  whole groups (a session's file and its sub-agent files), each with its own database connection.
 - The messages of a sub-agent file (and sidechains) go to the session that spawned them, flagged in their
   metadata (see docs/accounting.md).
 
@@ -117,27 +121,6 @@ class ImportSummary:
     def add_refused(self, path: str, reason: str) -> None:
         self.add_issues([ParseIssue(path, 0, reason)])
         self.add_file(FileResult(path, "refused", reason=reason))
-
-    def merge(self, other: ImportSummary) -> None:
-        """Add what another summary counted (one file's, from a worker thread) to this one."""
-        for name in (
-            "files_seen",
-            "files_imported",
-            "files_unchanged",
-            "files_refused",
-            "sessions_created",
-            "messages",
-            "requests",
-            "lines_read",
-            "bytes_read",
-            "issues_total",
-        ):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.tokens.update(other.tokens)
-        room = MAX_ISSUES - len(self.issues)
-        if room > 0:
-            self.issues.extend(other.issues[:room])
-        self.files.extend(other.files)
 
     def add_file(self, result: FileResult) -> None:
         self.files_seen += 1
