@@ -263,10 +263,13 @@ def _fewer_collections():
 
 
 def _parallel_possible() -> bool:
-    """Worker processes are forked (Linux): a fork inside the caller's transaction could not use it."""
+    """Worker processes are forked (Linux); not inside the caller's transaction (they could not use it), nor
+    from a daemonic process such as a Celery worker's pool process (which may not have children: there,
+    sources are scanned side by side by the pool's processes instead)."""
     return (
         sys.platform.startswith("linux")
         and "fork" in multiprocessing.get_all_start_methods()
+        and not multiprocessing.current_process().daemon
         and not any(conn.in_atomic_block for conn in connections.all(initialized_only=True))
     )
 

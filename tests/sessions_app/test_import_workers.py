@@ -147,3 +147,15 @@ def test_the_callers_connection_and_its_locks_outlive_the_worker_processes(trans
         assert cursor.fetchone()[0] == backend  # the scan's connection (holding the source's lock) was kept
         cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()")
         assert cursor.fetchone()[0] == 0  # and the lock was released at the end, on that connection
+
+
+def test_a_daemonic_process_such_as_a_celery_pool_worker_imports_in_one_process(
+    transactional_db, in_processes, monkeypatch, tmp_path
+):
+    import multiprocessing
+
+    # Celery's prefork pool runs tasks in daemonic processes, which may not start processes of their own.
+    monkeypatch.setitem(multiprocessing.current_process()._config, "daemon", True)
+    api = make_client("pool")
+    summary = import_path(tenant=api.tenant, path=tree(tmp_path))
+    assert in_processes == [] and summary.files_imported == len(LOGS) and summary.files_refused == 0
