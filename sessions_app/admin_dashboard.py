@@ -204,12 +204,14 @@ def _chart_data(grouped: dict, since: datetime.date, until: datetime.date) -> di
         days.append(day.isoformat())
         day += datetime.timedelta(days=1)
     series = {field: [by_day.get(d, {}).get(field, 0) for d in days] for field, _ in TOKEN_KINDS}
+    # The messages of no model (prompts, tool results) cost nothing: a bar of them says nothing.
+    models = [row for row in grouped["model"]["results"] if row["key"] or row["cost_usd"]][:15]
     return {
         "days": days,
         "tokens": [{"label": label, "data": series[field]} for field, label in TOKEN_KINDS],
         "cost": [float(by_day[d]["cost_usd"]) if d in by_day else 0 for d in days],
-        "models": [row["key"] or "(none)" for row in grouped["model"]["results"][:15]],
-        "model_cost": [float(row["cost_usd"]) for row in grouped["model"]["results"][:15]],
+        "models": [row["key"] or "(none)" for row in models],
+        "model_cost": [float(row["cost_usd"]) for row in models],
     }
 
 

@@ -120,6 +120,10 @@ def test_the_dashboard_shows_the_tenants_figures(staff, api, usage):
     assert "sessions_app/vendor/chart.js/chart.umd.min.js" in html
     assert 'id="ace-chart-data"' in html
     assert response.context["chart"]["days"] == ["2026-03-01", "2026-03-02"]
+    # Cost by model: the models (the unpriced one at 0), not the prompts and tool results of no model.
+    chart = response.context["chart"]
+    assert set(chart["models"]) == {SONNET, "qwen3-coder-plus", "mystery-model-x"}
+    assert dict(zip(chart["models"], chart["model_cost"], strict=True))[SONNET] == 0.00975
     assert "globex-secret" not in html
 
 
