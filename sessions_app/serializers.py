@@ -1,5 +1,6 @@
 """Serializers: strict on input (wrong types are refused, not coerced), plain on output."""
 
+import orjson
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -26,8 +27,39 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
+def contains_nul(value) -> bool:
+    """Whether a JSON value holds NUL in a string or a key (jsonb cannot store it)."""
+    try:
+        if b"\\u0000" not in orjson.dumps(value):  # the quick answer, nearly always
+            return False
+    except TypeError:
+        pass
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(key) or contains_nul(item) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return any(contains_nul(item) for item in value)
+    return False
+
+
+NUL_REFUSED = "Null characters (\\u0000) are not allowed: PostgreSQL cannot store them in JSON."
+
+
+class StoredJSONField(serializers.JSONField):
+    """JSON for a jsonb column, which cannot hold NUL: refused with a 400, as DRF refuses it in text."""
+
+    default_error_messages = {"null_characters": NUL_REFUSED}
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if contains_nul(value):
+            self.fail("null_characters")
+        return value
+
+
 @extend_schema_field({"type": "object", "additionalProperties": True})
-class JSONObjectField(serializers.JSONField):
+class JSONObjectField(StoredJSONField):
     default_error_messages = {"not_object": "Must be a JSON object."}
 
     def to_internal_value(self, data):
@@ -112,7 +144,7 @@ class MessageInSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     request_id = StrictCharField(required=False, max_length=255, allow_blank=True)
     model = StrictCharField(required=False, max_length=255, allow_blank=True)
     thinking = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
-    tool_calls = serializers.JSONField(required=False, allow_null=True)
+    tool_calls = StoredJSONField(required=False, allow_null=True)
     tool_name = StrictCharField(required=False, max_length=255, allow_blank=True)
     input_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
     output_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
@@ -337,8 +369,8 @@ class ToolCallSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     id = StrictCharField(required=False, max_length=255, allow_blank=True)
     type = StrictCharField(required=False, max_length=32)
     name = StrictCharField(max_length=255)
-    arguments = serializers.JSONField(required=False, allow_null=True)
-    result = serializers.JSONField(required=False, allow_null=True)
+    arguments = StoredJSONField(required=False, allow_null=True)
+    result = StoredJSONField(required=False, allow_null=True)
 
     def to_internal_value(self, data):
         if isinstance(data, dict) and isinstance(data.get("function"), dict) and "name" not in data:
@@ -349,7 +381,7 @@ class ToolCallSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 
 class TurnStartSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     content = StrictCharField(allow_blank=True, trim_whitespace=False)
-    attachments = serializers.ListField(child=serializers.JSONField(), required=False, help_text="Attachment ids")
+    attachments = serializers.ListField(child=StoredJSONField(), required=False, help_text="Attachment ids")
     thinking_mode = StrictCharField(required=False, max_length=32, allow_blank=True, default="")
     conversation = StrictCharField(required=False, max_length=255, allow_null=True)
     external_id = StrictCharField(required=False, max_length=255, allow_null=True)

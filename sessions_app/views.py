@@ -26,6 +26,7 @@ from sessions_app.filters import ConversationFilter, MessageFilter, SessionFilte
 from sessions_app.models import Conversation, Message, Session, StateVersion, Turn, TurnStatus
 from sessions_app.selectors import session_stats, usage_grouped
 from sessions_app.serializers import (
+    NUL_REFUSED,
     CheckpointSerializer,
     ConversationSerializer,
     GroupedStatsQuerySerializer,
@@ -43,6 +44,7 @@ from sessions_app.serializers import (
     TurnProgressSerializer,
     TurnSerializer,
     TurnStartSerializer,
+    contains_nul,
 )
 from sessions_app.services.messages import messages_append
 from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
@@ -253,6 +255,8 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
             data = request.data
             if not isinstance(data, dict):
                 raise serializers.ValidationError({"data": ["The state is a JSON object."]})
+            if contains_nul(data):
+                raise serializers.ValidationError({"data": [NUL_REFUSED]})
             if_match = self._if_match(request)
             try:
                 if request.method == "PUT":

@@ -67,6 +67,28 @@ def test_wrong_types_are_refused(api, session, message, field):
     assert nothing_written(session)
 
 
+@pytest.mark.parametrize(
+    "message,field",
+    [
+        ({"role": "user", "content": "a\u0000b"}, "content"),
+        ({"role": "user", "content": "x", "metadata": {"k": "x\u0000y"}}, "metadata"),
+        ({"role": "user", "content": "x", "metadata": {"k\u0000": 1}}, "metadata"),
+        ({"role": "assistant", "content": "x", "tool_calls": [{"name": "Bash", "arguments": "\u0000"}]}, "tool_calls"),
+    ],
+)
+def test_null_characters_postgres_cannot_store_are_refused(api, session, message, field):
+    body = assert_error(api.post(url(session), [{"role": "user", "content": "fine"}, message], format="json"), 400)
+    assert "Null characters" in body["errors"][f"1.{field}"][0]
+    assert nothing_written(session)
+    # A literal backslash-u0000 is text like any other.
+    ok = api.post(url(session), {"role": "user", "content": "x", "metadata": {"k": "\\u0000"}}, format="json")
+    assert ok.status_code == 201 and Message.objects.get(session=session).metadata == {"k": "\\u0000"}
+    # The state is JSON too.
+    state = api.put(f"/api/v1/sessions/{session.pk}/state/", {"k": "\u0000"}, format="json")
+    assert_error(state, 400, "data")
+    assert not StateVersion.objects.filter(session=session).exists()
+
+
 def test_batch_over_the_limit(api, session):
     batch = [{"role": "user", "content": "x"}] * 1001
     body = assert_error(api.post(url(session), batch, format="json"), 400)
