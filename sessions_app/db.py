@@ -54,17 +54,39 @@ def update_rows(model, objects: list, fields: list[str]) -> None:
     Django's bulk_update builds a CASE expression per field and row, which for a few dozen rows costs more
     Python than the statement costs PostgreSQL. Values are prepared by the fields themselves (JSON, dates,
     foreign keys by their column) and cast to the column types."""
-    if not objects:
-        return
     meta = model._meta
     columns = [meta.pk, *(meta.get_field(name) for name in fields)]
-    row = "(" + ", ".join(f"%s::{field.db_type(connection)}" for field in columns) + ")"
     names = [connection.ops.quote_name(field.column) for field in columns]
-    assignments = ", ".join(f"{name} = v.{name}" for name in names[1:])
-    params = [field.get_db_prep_save(getattr(obj, field.attname), connection) for obj in objects for field in columns]
+    _update_from_values(
+        meta.db_table,
+        names,
+        [field.db_type(connection) for field in columns],
+        [f"{name} = v.{name}" for name in names[1:]],
+        [[field.get_db_prep_save(getattr(obj, field.attname), connection) for field in columns] for obj in objects],
+    )
+
+
+def add_to_rows(model, *, add: tuple[str, ...], assign: dict[str, tuple[str, str]], rows: list[tuple]) -> None:
+    """The same for counters, each row given as (id, *values of `add`, *values of `assign`): the `add`
+    columns get their value added, the `assign` columns ({column: (SQL type, expression of t.column and
+    v.column)}) the expression. The ORM's F() expressions cost more to compile than PostgreSQL's work."""
+    _update_from_values(
+        model._meta.db_table,
+        ["id", *add, *assign],
+        ["uuid", *["bigint"] * len(add), *(sql_type for sql_type, _ in assign.values())],
+        [f"{name} = t.{name} + v.{name}" for name in add] + [f"{name} = {sql}" for name, (_, sql) in assign.items()],
+        rows,
+    )
+
+
+def _update_from_values(table: str, columns: list[str], types: list[str], sets: list[str], rows: list) -> None:
+    """UPDATE table AS t SET <sets> FROM (VALUES <rows>) AS v(<columns>) WHERE t.<first> = v.<first>."""
+    if not rows:
+        return
+    row = "(" + ", ".join(f"%s::{sql_type}" for sql_type in types) + ")"
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {meta.db_table} AS t SET {assignments} FROM (VALUES {', '.join([row] * len(objects))}) "
-            f"AS v({', '.join(names)}) WHERE t.{names[0]} = v.{names[0]}",
-            params,
+            f"UPDATE {table} AS t SET {', '.join(sets)} FROM (VALUES {', '.join([row] * len(rows))}) "
+            f"AS v({', '.join(columns)}) WHERE t.{columns[0]} = v.{columns[0]}",
+            [value for values in rows for value in values],
         )

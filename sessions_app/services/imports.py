@@ -661,8 +661,7 @@ class _ImportRun:
             report, parsed = unit.report, unit.parsed
             report.issues.extend(unit.issues)
             if unit.refused:
-                report.result.status, report.result.reason = "refused", unit.refused
-                report.issues.append(ParseIssue(str(unit.path), 0, unit.refused))
+                self._refuse(report, unit.refused)
                 done.append(unit)
                 continue
             if parsed is None or parsed.tool is None:  # not recognisable (yet): nothing read, nothing stored

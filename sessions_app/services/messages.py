@@ -20,7 +20,7 @@ from django.db.models.base import ModelState
 from django.utils import timezone
 from psycopg.types.json import JsonbDumper
 
-from sessions_app.db import update_rows
+from sessions_app.db import add_to_rows, update_rows
 from sessions_app.models import (
     COUNTER_FIELDS,
     ROLE_COUNTER,
@@ -353,55 +353,35 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
     _copy_insert(Message, messages)
     if index_later:
         _defer_search(False)
-    with connection.cursor() as cursor:
-        _add_to_rows(
-            cursor,
-            Conversation,
-            add=COUNTER_FIELDS,
-            assign={
-                "last_message_at": ("timestamptz", "GREATEST(t.last_message_at, v.last_message_at)"),
-                "feishu_conversation_id": ("varchar", "COALESCE(v.feishu_conversation_id, t.feishu_conversation_id)"),
-            },
-            rows=existing,
-        )
-        _add_to_rows(
-            cursor,
-            Session,
-            add=_SESSION_FIELDS,
-            assign={
-                "last_seq": ("bigint", "v.last_seq"),
-                "current_conversation_id": ("uuid", "v.current_conversation_id"),
-                "last_message_at": ("timestamptz", "GREATEST(t.last_message_at, v.last_message_at)"),
-            },
-            rows=[
-                (
-                    append.session.pk,
-                    *append.session_tally[: len(_SESSION_FIELDS)],
-                    append.seq,
-                    append.current.pk if append.current else None,
-                    append.last_message_at,
-                )
-                for append in appends
-            ],
-        )
-    rollups_add(entries=[(append.session, append.rollup_deltas()) for append in appends])
-
-
-def _add_to_rows(cursor, model, *, add: tuple[str, ...], assign: dict[str, tuple[str, str]], rows: list[tuple]) -> None:
-    """One UPDATE for many rows, each given as (id, *values of `add`, *values of `assign`): the `add` counters
-    get their value added, the `assign` columns ({column: (SQL type, expression of t.column and v.column)})
-    the expression. Plain SQL: the ORM's F() expressions cost more to compile than PostgreSQL's work."""
-    if not rows:
-        return
-    columns = ["id", *add, *assign]
-    types = ["uuid", *["bigint"] * len(add), *(sql_type for sql_type, _ in assign.values())]
-    row = "(" + ", ".join(f"%s::{sql_type}" for sql_type in types) + ")"
-    sets = [f"{name} = t.{name} + v.{name}" for name in add] + [f"{name} = {sql}" for name, (_, sql) in assign.items()]
-    cursor.execute(
-        f"UPDATE {model._meta.db_table} AS t SET {', '.join(sets)} "
-        f"FROM (VALUES {', '.join([row] * len(rows))}) AS v({', '.join(columns)}) WHERE t.id = v.id",
-        [value for values in rows for value in values],
+    add_to_rows(
+        Conversation,
+        add=COUNTER_FIELDS,
+        assign={
+            "last_message_at": ("timestamptz", "GREATEST(t.last_message_at, v.last_message_at)"),
+            "feishu_conversation_id": ("varchar", "COALESCE(v.feishu_conversation_id, t.feishu_conversation_id)"),
+        },
+        rows=existing,
     )
+    add_to_rows(
+        Session,
+        add=_SESSION_FIELDS,
+        assign={
+            "last_seq": ("bigint", "v.last_seq"),
+            "current_conversation_id": ("uuid", "v.current_conversation_id"),
+            "last_message_at": ("timestamptz", "GREATEST(t.last_message_at, v.last_message_at)"),
+        },
+        rows=[
+            (
+                append.session.pk,
+                *append.session_tally[: len(_SESSION_FIELDS)],
+                append.seq,
+                append.current.pk if append.current else None,
+                append.last_message_at,
+            )
+            for append in appends
+        ],
+    )
+    rollups_add(entries=[(append.session, append.rollup_deltas()) for append in appends])
 
 
 def _defaults(model) -> tuple[dict, list]:
