@@ -21,7 +21,7 @@ Measured in the same run, on the same files (the page cache warm):
       transaction, every counter and roll-up, offsets and carries — with ACE_IMPORT_WORKERS worker
       processes (default: the CPU count, at most 4; `--workers N`) and with one process; the CPU both
       sides used (this process and its workers, every PostgreSQL process);
-  (d) the database floor: the imported message rows, exported as COPY text beforehand, copied into a
+  (d) the database floor: the imported message rows, exported as binary COPY beforehand, copied into a
       scratch table made like the message table (indexes, constraints, foreign keys, the search-vector
       trigger deferred as in an import) and committed, over one connection and over one per core: what
       PostgreSQL alone needs to store them;
@@ -471,8 +471,8 @@ def import_tree(tenant, tree: Path, profile: bool, workers: int) -> tuple[dict, 
 
 
 def storage_floor(tenant, tree_bytes: int, connections: int = 1) -> dict:
-    """What PostgreSQL alone needs to store the imported message rows: the rows, exported beforehand as COPY
-    text, copied into a scratch table made like the message table (columns, indexes, constraints, foreign
+    """What PostgreSQL alone needs to store the imported message rows: the rows, exported beforehand as binary
+    COPY, copied into a scratch table made like the message table (columns, indexes, constraints, foreign
     keys, the search-vector trigger, deferred as in an import) and committed; the rows split over
     `connections` connections copying at once. No Python, no bookkeeping: no import can be faster."""
     import threading
@@ -480,6 +480,7 @@ def storage_floor(tenant, tree_bytes: int, connections: int = 1) -> dict:
     from django.db import connection
 
     from sessions_app.models import Message
+    from sessions_app.services.messages import _FlushingWriter
 
     columns = ", ".join(f'"{f.column}"' for f in Message._meta.concrete_fields if not f.generated)
     with connection.cursor() as cursor:
@@ -493,24 +494,31 @@ def storage_floor(tenant, tree_bytes: int, connections: int = 1) -> dict:
             "WHERE tgrelid = 'sessions_app_message'::regclass AND NOT tgisinternal"
         )
         triggers = [row[0].replace(" ON public.sessions_app_message ", " ON bench_imports_floor ") for row in cursor]
-        rows = io.BytesIO()
-        query = f"SELECT {columns} FROM sessions_app_message WHERE tenant_id = %s ORDER BY session_id, seq"
-        with cursor.cursor.copy(f"COPY ({query}) TO STDOUT", [tenant.pk]) as copy:
-            for data in copy:
-                rows.write(data)
+        query = f"SELECT {columns} FROM sessions_app_message WHERE tenant_id = %s"
+        parts = []
+        for n in range(connections):
+            # binary COPY, as the import writes: the rows of connection n are every n-th in (session, seq)
+            part = io.BytesIO()
+            numbered = f"SELECT *, row_number() OVER (ORDER BY session_id, seq) AS n FROM ({query}) AS m"
+            ordered = f"SELECT {columns} FROM ({numbered}) AS r WHERE n %% {connections} = {n} ORDER BY n"
+            with cursor.cursor.copy(f"COPY ({ordered}) TO STDOUT (FORMAT BINARY)", [tenant.pk]) as copy:
+                for data in copy:
+                    part.write(data)
+            parts.append(part.getvalue())
+        cursor.execute(f"SELECT count(*) FROM ({query}) AS m", [tenant.pk])
+        messages = cursor.fetchone()[0]
         cursor.execute("DROP TABLE IF EXISTS bench_imports_floor")
         cursor.execute("CREATE TABLE bench_imports_floor (LIKE sessions_app_message INCLUDING ALL)")
         for definition in foreign_keys:
             cursor.execute(f"ALTER TABLE bench_imports_floor ADD {definition}")
         for definition in triggers:
             cursor.execute(definition)
-    lines = rows.getvalue().splitlines(keepends=True)
-    parts = [b"".join(lines[n::connections]) for n in range(connections)]
 
     def store(part: bytes) -> None:
         with benchlib.psycopg_connect() as conn, conn.cursor() as cursor:
             cursor.execute("SET ace.defer_search = 'on'")  # as an import does
-            with cursor.copy(f"COPY bench_imports_floor ({columns}) FROM STDIN") as copy:
+            sql = f"COPY bench_imports_floor ({columns}) FROM STDIN (FORMAT BINARY)"
+            with cursor.copy(sql, writer=_FlushingWriter(cursor)) as copy:
                 for start in range(0, len(part), 1 << 20):
                     copy.write(part[start : start + (1 << 20)])
             conn.commit()  # the deferred foreign-key checks run here
@@ -528,7 +536,7 @@ def storage_floor(tenant, tree_bytes: int, connections: int = 1) -> dict:
     finally:
         with connection.cursor() as cursor:
             cursor.execute("DROP TABLE bench_imports_floor")
-    return {"seconds": seconds, "bytes": tree_bytes, "lines": 0, "messages": len(lines), "postgres_cpu": postgres_cpu}
+    return {"seconds": seconds, "bytes": tree_bytes, "lines": 0, "messages": messages, "postgres_cpu": postgres_cpu}
 
 
 def search_indexing(tenant, tree_bytes: int) -> dict:

@@ -18,7 +18,9 @@ import orjson
 from django.db import connection, transaction
 from django.db.models.base import ModelState
 from django.utils import timezone
-from psycopg.types.json import JsonbDumper
+from psycopg.copy import LibpqWriter
+from psycopg.generators import copy_to
+from psycopg.types.json import JsonbBinaryDumper
 
 from sessions_app.db import add_to_rows, update_rows
 from sessions_app.models import (
@@ -439,10 +441,24 @@ def _without_nul(value):
     return value
 
 
-class _JsonbDumper(JsonbDumper):
+class _JsonbDumper(JsonbBinaryDumper):
     """jsonb for the dicts and lists of a COPY (the tables written here have no array columns)."""
 
     _dumps = staticmethod(_json_dumps)
+
+
+class _FlushingWriter(LibpqWriter):
+    """Sends each buffer of a COPY before taking the next. psycopg's writer leaves the sending to libpq, which
+    keeps what the socket did not take and moves the rest of its buffer down after every partial send:
+    while PostgreSQL is slower than the rows are made (an import), that backlog grows to megabytes and
+    moving it took most of the COPY's Python time (1.7 of 2.1 CPU-seconds for 25,000 messages)."""
+
+    CHUNK = 128 * 1024  # psycopg's own largest piece for one put (psycopg issue #255)
+
+    def write(self, data) -> None:
+        wait, pgconn = self.connection.wait, self._pgconn
+        for start in range(0, len(data), self.CHUNK):
+            wait(copy_to(pgconn, data[start : start + self.CHUNK], flush=True))
 
 
 @dataclass(frozen=True)
@@ -468,7 +484,7 @@ def _copy_plan(model) -> _CopyPlan:
             base = db_type.split("(")[0]
             types.append(_COPY_TYPES.get(base, base))
         plan = _COPY_PLANS[model] = _CopyPlan(
-            sql=f"COPY {model._meta.db_table} ({columns}) FROM STDIN",
+            sql=f"COPY {model._meta.db_table} ({columns}) FROM STDIN (FORMAT BINARY)",
             row=operator.itemgetter(*(f.attname for f in fields)),
             types=tuple(types),
         )
@@ -477,7 +493,9 @@ def _copy_plan(model) -> _CopyPlan:
 
 def _copy_insert(model, objects: list) -> None:
     """Insert with COPY, several times faster than INSERT for batches. The ids are made in Python and
-    nothing has to come back (bulk_create would also return each message's generated search vector)."""
+    nothing has to come back (bulk_create would also return each message's generated search vector).
+    Binary COPY: text goes as it is, where the text format escapes every newline and tab of the content
+    and PostgreSQL unescapes them again (a quarter of its time storing an import's messages)."""
     if not objects:
         return
     plan = _copy_plan(model)
@@ -485,7 +503,7 @@ def _copy_insert(model, objects: list) -> None:
     with connection.cursor() as cursor:
         cursor.cursor.adapters.register_dumper(dict, _JsonbDumper)
         cursor.cursor.adapters.register_dumper(list, _JsonbDumper)
-        with cursor.cursor.copy(plan.sql) as copy:
+        with cursor.cursor.copy(plan.sql, writer=_FlushingWriter(cursor.cursor)) as copy:
             copy.set_types(plan.types)
             write_row = copy.write_row
             for obj in objects:
