@@ -56,9 +56,17 @@ def enqueue(task, ids) -> None:
         logger.warning("could not queue %s for %d rows; the periodic sweep will", task.name, len(ids), exc_info=True)
 
 
-def messages_appended_handler(sender, message_ids, **kwargs):
-    if settings.ACE_EMBED_MESSAGES and message_ids:
-        enqueue(embed_messages, message_ids)
+# Messages per embedding task queued after a write: an import's batch of thousands is shared by the
+# workers (and a retry redoes a part), an API append of a few is one task.
+EMBED_TASK_MESSAGES = 500
+
+
+def messages_appended_handler(sender, appended, **kwargs):
+    if not settings.ACE_EMBED_MESSAGES:
+        return
+    ids = [pk for entry in appended for pk in entry.message_ids]
+    for start in range(0, len(ids), EMBED_TASK_MESSAGES):
+        enqueue(embed_messages, ids[start : start + EMBED_TASK_MESSAGES])
 
 
 def turn_completed_handler(sender, message_ids, **kwargs):

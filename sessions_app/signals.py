@@ -3,9 +3,22 @@
 `sessions_app` never imports the memory or strategy apps: they listen here.
 """
 
+from typing import NamedTuple
+
 from django.dispatch import Signal
 
-# sender=Session class; kwargs: session_id, tenant_id, message_ids (the newly stored ones, in seq order)
+
+class Appended(NamedTuple):
+    """The messages one write stored in one session."""
+
+    session_id: object  # uuid.UUID
+    tenant_id: object  # uuid.UUID
+    message_ids: list  # the newly stored ones, in seq order
+
+
+# sender=Session class; kwargs: appended (list of Appended: every session the write stored messages in —
+# one for an API append, up to a batch of files for an import). Sent once per write: an import of
+# hundreds of sessions queues its follow-up work in a few tasks, not a few per session.
 messages_appended = Signal()
 # sender=Session class; kwargs: session_id, tenant_id, version, previous (dict), data (dict)
 state_changed = Signal()

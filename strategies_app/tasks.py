@@ -62,10 +62,31 @@ def run_strategy(self, run_id: str) -> str:
     return run.status
 
 
+@shared_task(acks_late=True, time_limit=300, soft_time_limit=240)
+def sessions_messages_triggers(entries: list[list]) -> int:
+    """Evaluate the triggers of newly appended messages, for each [session id, tenant id, message ids] of
+    one write (queued by the messages_appended receiver). A session whose evaluation fails is logged and
+    the others go on; a lost evaluation costs latency only: the strategy's schedule reads every message it
+    has not read. Returns how many sessions were evaluated."""
+    from strategies_app.triggers import messages_evaluate
+
+    done = 0
+    for session_id, tenant_id, message_ids in entries:
+        try:
+            messages_evaluate(session_id=session_id, tenant_id=tenant_id, message_ids=message_ids)
+        except SoftTimeLimitExceeded:
+            raise
+        except Exception:  # noqa: BLE001 - one session's failure must not drop the others'
+            logger.exception("triggers of session %s failed; the scheduled run will catch up", session_id)
+        else:
+            done += 1
+    return done
+
+
 @shared_task(acks_late=True, time_limit=120, soft_time_limit=100)
 def messages_triggers(session_id: str, tenant_id: str, message_ids: list[str]) -> None:
-    """Evaluate the triggers of newly appended messages (queued by the messages_appended receiver). A lost
-    evaluation costs latency only: the strategy's schedule reads every message it has not read."""
+    """One session's triggers: what writes queued before sessions_messages_triggers existed (kept so that
+    such tasks still waiting in a broker run after an upgrade)."""
     from strategies_app.triggers import messages_evaluate
 
     messages_evaluate(session_id=session_id, tenant_id=tenant_id, message_ids=message_ids)

@@ -108,17 +108,26 @@ def _scored_rows(message_ids, roles=None) -> list[dict]:
     return list(rows.annotate(head=head).values("role", "seq", "head").order_by("seq"))
 
 
-def messages_appended_trigger(sender, *, session_id, tenant_id, message_ids, **kwargs):
-    """Receiver: scoring reads the new messages back and may queue runs, so it happens in the worker
-    (tasks.messages_triggers), never in the write — an import or a bulk append does not wait for it."""
-    from strategies_app.tasks import messages_triggers
+# Sessions per trigger task queued after a write (an import's batch holds up to a few hundred).
+TRIGGER_TASK_SESSIONS = 50
 
-    if not message_ids:
-        return
-    try:
-        messages_triggers.delay(str(session_id), str(tenant_id), [str(pk) for pk in message_ids])
-    except Exception:  # noqa: BLE001 - any broker failure; the data has committed
-        logger.warning("could not queue triggers for %d messages; the schedule will", len(message_ids), exc_info=True)
+
+def messages_appended_trigger(sender, *, appended, **kwargs):
+    """Receiver: scoring reads the new messages back and may queue runs, so it happens in the worker
+    (tasks.sessions_messages_triggers), never in the write — an import or a bulk append does not wait."""
+    from strategies_app.tasks import sessions_messages_triggers
+
+    entries = [
+        [str(entry.session_id), str(entry.tenant_id), [str(pk) for pk in entry.message_ids]]
+        for entry in appended
+        if entry.message_ids
+    ]
+    for start in range(0, len(entries), TRIGGER_TASK_SESSIONS):
+        part = entries[start : start + TRIGGER_TASK_SESSIONS]
+        try:
+            sessions_messages_triggers.delay(part)
+        except Exception:  # noqa: BLE001 - any broker failure; the data has committed
+            logger.warning("could not queue triggers for %d sessions; the schedule will", len(part), exc_info=True)
 
 
 def messages_evaluate(*, session_id, tenant_id, message_ids) -> None:

@@ -36,7 +36,7 @@ from sessions_app.models import (
 )
 from sessions_app.search import index_after_commit, needs_index
 from sessions_app.services.counters import ROLLUP_FIELDS, hour_of, rollups_add
-from sessions_app.signals import messages_appended
+from sessions_app.signals import Appended, messages_appended
 
 # Message fields a client may set (see serializers.MessageInSerializer).
 MESSAGE_INPUT_FIELDS = (
@@ -571,19 +571,14 @@ def _append(appends: list[_Append], *, index_later: bool) -> list[AppendResult]:
     if new_messages:
         _write([append for append, _, new in outcomes if any(new)], new_messages, index_later=index_later)
         index_after_commit([m.pk for m in new_messages if index_later or needs_index(m.content)])
-    answers = []
+    answers, appended = [], []
     for append, results, new in outcomes:
         created = [message for message, is_new in zip(results, new, strict=True) if is_new]
         if created:
             append.update_session()
-            _appended_after_commit(append.session, [message.pk for message in created])
+            session = append.session
+            appended.append(Appended(session.pk, session.tenant_id, [message.pk for message in created]))
         answers.append(AppendResult(messages=results, created=len(created), counters=append.counters(), new=new))
+    if appended:
+        transaction.on_commit(lambda: messages_appended.send(sender=Session, appended=appended))
     return answers
-
-
-def _appended_after_commit(session: Session, message_ids: list) -> None:
-    transaction.on_commit(
-        lambda: messages_appended.send(
-            sender=Session, session_id=session.pk, tenant_id=session.tenant_id, message_ids=message_ids
-        )
-    )

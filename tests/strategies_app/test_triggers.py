@@ -144,3 +144,59 @@ def test_the_schedule_runs_over_sessions_with_unread_messages(api, chat):
     assert wait_for(lambda: succeeded(strategy, Trigger.SCHEDULE).exists())
     assert not StrategyRun.objects.filter(session=idle).exists()
     assert strategy_scheduled(str(strategy.pk)) == 0  # everything read
+
+
+def test_one_write_to_many_sessions_queues_few_tasks_and_triggers_each_session(api):
+    """An import stores a batch of files (sessions) in one write: their follow-up work goes out as a few
+    tasks for the whole write, and every session's trigger still runs."""
+    from celery.signals import before_task_publish
+    from django.db import transaction
+
+    from sessions_app.models import Session
+    from sessions_app.services.messages import messages_append_to_sessions
+    from strategies_app.triggers import TRIGGER_TASK_SESSIONS
+
+    strategy = only(api.tenant, "facts-experience", on_tool_result=True)
+    count = TRIGGER_TASK_SESSIONS + 5
+    sessions = [SessionFactory(tenant=api.tenant, user_id=f"dev{n}") for n in range(count)]
+    published = []
+
+    def record(sender=None, **kwargs):
+        published.append(sender)
+
+    before_task_publish.connect(record)
+    try:
+        with transaction.atomic():
+            locked = list(Session.objects.select_for_update().filter(pk__in=[s.pk for s in sessions]))
+            messages_append_to_sessions(
+                appends=[
+                    (session, [
+                        {"role": "user", "content": f"Remember that build {n} needs the staging token."},
+                        {"role": "toolResult", "content": "noted", "tool_name": "note"},
+                    ])
+                    for n, session in enumerate(locked)
+                ]
+            )  # fmt: skip
+    finally:
+        before_task_publish.disconnect(record)
+    triggers = [name for name in published if name.endswith("sessions_messages_triggers")]
+    embeds = [name for name in published if name.endswith("embed_messages")]
+    assert len(triggers) == 2  # 55 sessions: one task of 50, one of 5 — not one per session
+    assert len(embeds) == 1  # 110 messages: one embedding task
+    assert wait_for(lambda: succeeded(strategy, Trigger.TOOL_RESULT).count() == count, timeout=60)
+    assert set(succeeded(strategy, Trigger.TOOL_RESULT).values_list("session_id", flat=True)) == {
+        s.pk for s in sessions
+    }
+
+
+def test_a_failing_session_does_not_stop_the_triggers_of_the_others(api, chat):
+    from strategies_app.tasks import sessions_messages_triggers
+
+    strategy = only(api.tenant, "facts-experience", on_tool_result=True)
+    stored = post(api, chat, {"role": "toolResult", "content": "saved", "tool_name": "note"})
+    gone = "00000000-0000-4000-8000-000000000000"  # a session that does not exist: its evaluation fails
+    evaluated = sessions_messages_triggers(
+        [[gone, str(api.tenant.pk), [stored[0]["id"]]], [str(chat.pk), str(api.tenant.pk), [stored[0]["id"]]]]
+    )
+    assert evaluated == 1  # the missing session failed (logged), the chat was still evaluated
+    assert StrategyRun.objects.filter(strategy=strategy, session=chat, trigger=Trigger.TOOL_RESULT).exists()
