@@ -28,6 +28,8 @@ Measured in the same run, on the same files (the page cache warm):
   (f) the search indexing the import leaves to the workers (migration 0008): `messages_index` over every
       imported message, as the indexing tasks run it — the time until all of it is found by keyword;
   (e) re-import: the same tree again (every file unchanged: a stat and no read).
+(a), (b) and (c) with the default workers run `--repeats` times (3), interleaved, and each keeps its best
+run: on a shared VM the same work takes ±20% from one minute to the next; every run's time is printed.
 Target: (c) at no less than a third of (a) in MB/s. The run also prints a bound: (b) + (d)'s PostgreSQL
 CPU spread over every core, the fastest any import storing these rows could be on this machine.
 
@@ -95,6 +97,9 @@ def parse_args():
     parser.add_argument("--profile", action="store_true", help="profile the import (cProfile), print the top")
     parser.add_argument("--keep", action="store_true", help="keep the imported tenant (default: delete it)")
     parser.add_argument("--workers", type=int, default=0, help="import worker processes (default ACE_IMPORT_WORKERS)")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="runs of (a), (b) and the default import, the best kept (default 3)"
+    )
     parser.add_argument("--name", default=None, help="results file name (default imports or imports-quick)")
     parser.add_argument("--tree-dir", type=Path, default=TREE_ROOT, help=f"where trees are generated ({TREE_ROOT})")
     args = parser.parse_args()
@@ -615,26 +620,39 @@ def main():
     )
 
     bare_parse(files)  # warm the page cache: every measurement reads from memory
-    bare = bare_parse(files)
-    parsed = parser_only(files)
-    runs, profile = [], None
-    for n in sorted({1, workers}, reverse=True):
-        tenant = tenant_get_or_create(name=f"bench-imports-{datetime.now(UTC):%Y%m%d%H%M%S}-{n}")
+    # This machine's speed drifts by ±20% within a minute: (a), (b) and the default import each run
+    # `repeats` times, interleaved, and each keeps its best run (as timeit does).
+    repeats = max(1, args.repeats)
+    bares, parses, imports_default, profile = [], [], [], None
+    for attempt in range(repeats):
+        bares.append(bare_parse(files))
+        parses.append(parser_only(files))
+        last = attempt == repeats - 1
+        tenant = tenant_get_or_create(name=f"bench-imports-{datetime.now(UTC):%Y%m%d%H%M%S}-{workers}-{attempt}")
         try:
-            imported, report = import_tree(tenant, tree, args.profile and n == 1, n)
-            profile = profile or report
-            if n == workers:
-                floor = storage_floor(tenant, imported["bytes"])
-                floor_parallel = storage_floor(tenant, imported["bytes"], connections=cores) if cores > 1 else None
-                indexing = search_indexing(tenant, imported["bytes"])
+            run, _ = import_tree(tenant, tree, False, workers)
+            imports_default.append(run)
+            if last:  # the stored rows are the same every time: measure the rest on the last run's
+                floor = storage_floor(tenant, run["bytes"])
+                floor_parallel = storage_floor(tenant, run["bytes"], connections=cores) if cores > 1 else None
+                indexing = search_indexing(tenant, run["bytes"])
                 reimport_started = time.perf_counter()
-                again, _ = import_tree(tenant, tree, False, n)
+                again, _ = import_tree(tenant, tree, False, workers)
                 again["seconds"] = time.perf_counter() - reimport_started
         finally:
-            if not (args.keep and n == workers):
+            if not (args.keep and last):
                 delete_tenant(tenant)
-        runs.append(imported)
-    imported = runs[0]  # with the default number of workers
+    bare = min(bares, key=lambda part: part["seconds"])
+    parsed = min(parses, key=lambda part: part["seconds"])
+    imported = min(imports_default, key=lambda part: part["seconds"])
+    runs = [imported]
+    if workers != 1 or args.profile:
+        tenant = tenant_get_or_create(name=f"bench-imports-{datetime.now(UTC):%Y%m%d%H%M%S}-1")
+        try:
+            serial, profile = import_tree(tenant, tree, args.profile, 1)
+        finally:
+            delete_tenant(tenant)
+        runs.append(serial)
     serial = runs[-1]
 
     rows = [["(a) read + json.loads, one process", *rate_row(bare)], ["(b) parse_file, one process", *rate_row(parsed)]]
@@ -652,7 +670,16 @@ def main():
             [f"(d) the same over {cores} connections", *rate_row(floor_parallel)[:2], "", rate_row(floor_parallel)[3]]
         )
     rows.append(["(f) search indexing left to the workers", *rate_row(indexing)[:2], "", rate_row(indexing)[3]])
-    benchlib.print_table(["", "seconds", "MB/s", "lines/s", "messages/s"], rows, title="Claude Code tree import")
+    benchlib.print_table(
+        ["", "seconds", "MB/s", "lines/s", "messages/s"],
+        rows,
+        title=f"Claude Code tree import ((a), (b), (c) with {workers} workers: best of {repeats})",
+    )
+    spread = [
+        (label, [part["seconds"] for part in parts])
+        for label, parts in (("(a)", bares), ("(b)", parses), ("(c)", imports_default))
+    ]
+    print("runs: " + "; ".join(f"{label} " + " / ".join(f"{x:.2f}" for x in times) + " s" for label, times in spread))
     ratio = rate(imported)["mb_per_s"] / rate(bare)["mb_per_s"]
     verdict = "met" if ratio >= TARGET_RATIO else "MISSED"
     print(f"\nimport / bare parse = {ratio:.3f} (target ≥ {TARGET_RATIO:.2f}: {verdict})")
@@ -698,6 +725,8 @@ def main():
             "database_floor_parallel": floor_parallel and rate(floor_parallel),
             "search_indexing": {k: v for k, v in rate(indexing).items() if k != "lines_per_s"},
             "reimport_seconds": round(again["seconds"], 2),
+            "repeats": repeats,
+            "runs_seconds": {label: [round(x, 2) for x in times] for label, times in spread},
             "import_to_bare_ratio": round(ratio, 3),
             "target_ratio": round(TARGET_RATIO, 3),
             "target_met": ratio >= TARGET_RATIO,

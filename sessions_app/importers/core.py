@@ -13,6 +13,7 @@ file in several steps gives exactly the messages that one pass gives. See docs/a
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -679,17 +680,23 @@ def parse_timestamp(value: Any) -> datetime | None:
         except (OverflowError, OSError, ValueError):
             return None
     if isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError:
-            return None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        return parsed.astimezone(UTC)
+        return _parse_iso(value)
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_iso(value: str) -> datetime | None:
+    # Cached: each line's timestamp is read for the session's span and again for its message.
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
 
 
 MAX_COUNT = 2**53  # more tokens than any model has read; beyond this a number is not a count (nor exact as JSON)

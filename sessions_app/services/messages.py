@@ -110,7 +110,8 @@ def _message_tokens(item: dict) -> tuple[int | None, ...]:
 
 
 class _Append:
-    """The bookkeeping of one append call; see messages_append."""
+    """The bookkeeping of one append call; see messages_append. Rows are referred to by `.id` (the primary
+    key of every model here), not `.pk`, a property that looks the name up, a few times per message."""
 
     def __init__(self, session: Session, items: list[dict], now: datetime):
         self.session = session
@@ -152,7 +153,7 @@ class _Append:
         conversation = _new(
             Conversation,
             tenant_id=self.session.tenant_id,
-            session_id=self.session.pk,
+            session_id=self.session.id,
             ordinal=self.conversation_count,
             conversation_id=external_id,
             feishu_conversation_id=item.get("feishu_conversation_id") or "",
@@ -180,7 +181,7 @@ class _Append:
             feishu = item.get("feishu_conversation_id")
             if feishu and not conversation.feishu_conversation_id:
                 conversation.feishu_conversation_id = feishu
-                self.conversation_feishu[conversation.pk] = feishu
+                self.conversation_feishu[conversation.id] = feishu
         return conversation
 
     def request_for(self, item: dict, tokens: tuple, conversation, created_at) -> tuple[LlmRequest | None, int, tuple]:
@@ -192,20 +193,20 @@ class _Append:
             request = _new(
                 LlmRequest,
                 tenant_id=self.session.tenant_id,
-                session_id=self.session.pk,
-                conversation_id=conversation.pk if conversation else None,
+                session_id=self.session.id,
+                conversation_id=conversation.id if conversation else None,
                 request_id=request_id,
                 auth_type=item.get("auth_type") or "",
                 model=item.get("model") or "",
                 created_at=created_at,
             )
             self.new_requests.append(request)
-            self.new_request_ids.add(request.pk)
+            self.new_request_ids.add(request.id)
             if request_id:
                 self.requests_by_id[request_id] = request
             new = 1
-        elif request is not None and request.pk not in self.new_request_ids:
-            self.changed_requests[request.pk] = request
+        elif request is not None and request.id not in self.new_request_ids:
+            self.changed_requests[request.id] = request
         if request is None:
             return None, 0, tuple(value or 0 for value in tokens)
         # Repeated lines of one response report growing usage: the request keeps the largest value
@@ -239,7 +240,7 @@ class _Append:
             # The session's first message: the session counts once, in this message's hour and model.
             rollup[_SESSIONS] += 1
         if conversation is not None:
-            conversation_id = conversation.pk
+            conversation_id = conversation.id
             tally = self.conversation_tally.get(conversation_id)
             if tally is None:
                 tally = self.conversation_tally[conversation_id] = _tally()
@@ -256,9 +257,9 @@ class _Append:
         message = _new(
             Message,
             tenant_id=self.session.tenant_id,
-            session_id=self.session.pk,
-            conversation_id=conversation.pk if conversation else None,
-            llm_request_id=request.pk if request else None,
+            session_id=self.session.id,
+            conversation_id=conversation.id if conversation else None,
+            llm_request_id=request.id if request else None,
             seq=self.seq,
             created_at=created_at,
             received_at=self.now,
@@ -553,7 +554,7 @@ def _append(appends: list[_Append], *, index_later: bool) -> list[AppendResult]:
     for append in appends:
         results: list[Message] = []
         new: list[bool] = []
-        session_id = append.session.pk
+        session_id = append.session.id
         for item in append.items:
             external_id = item.get("external_id")
             repeated = stored.get((session_id, external_id)) if external_id else None
@@ -570,14 +571,14 @@ def _append(appends: list[_Append], *, index_later: bool) -> list[AppendResult]:
         outcomes.append((append, results, new))
     if new_messages:
         _write([append for append, _, new in outcomes if any(new)], new_messages, index_later=index_later)
-        index_after_commit([m.pk for m in new_messages if index_later or needs_index(m.content)])
+        index_after_commit([m.id for m in new_messages if index_later or needs_index(m.content)])
     answers, appended = [], []
     for append, results, new in outcomes:
         created = [message for message, is_new in zip(results, new, strict=True) if is_new]
         if created:
             append.update_session()
             session = append.session
-            appended.append(Appended(session.pk, session.tenant_id, [message.pk for message in created]))
+            appended.append(Appended(session.id, session.tenant_id, [message.id for message in created]))
         answers.append(AppendResult(messages=results, created=len(created), counters=append.counters(), new=new))
     if appended:
         transaction.on_commit(lambda: messages_appended.send(sender=Session, appended=appended))
