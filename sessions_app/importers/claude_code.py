@@ -118,12 +118,14 @@ class ClaudeCodeParser(LogParser):
             session.metadata["agent_id"] = agent_id
             if not self.source.agent_id:
                 session.agent_session_id = f"agent-{agent_id}"
-        for key, attr in (("cwd", "cwd"), ("gitBranch", "git_branch"), ("version", "version")):
+        cwd = data.get("cwd")
+        if isinstance(cwd, str) and cwd and cwd != session.cwd:
+            session.cwd = cwd
+            session.project = cwd.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or session.project
+        for key, attr in (("gitBranch", "git_branch"), ("version", "version")):
             value = data.get(key)
             if isinstance(value, str) and value:
                 setattr(session, attr, value)
-        if session.cwd:
-            session.project = session.cwd.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or session.project
         session.seen_at(parse_timestamp(data.get("timestamp")))
 
     def _flags(self, data: dict) -> dict:
