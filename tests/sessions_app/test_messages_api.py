@@ -81,6 +81,34 @@ def test_all_fields_round_trip(api, session):
             assert stored[field] == value, field
 
 
+def test_what_is_stored_reads_back_exactly(api, session):
+    """Messages go to the database by binary COPY: what a client reads back later (not the answer built
+    from the request) is byte for byte what it sent — text that COPY's text format would escape, JSON,
+    offsets, big numbers."""
+    tricky = "tab\there\nnew line\r\nCRLF \\N not null, a \\ backslash, \\. end marker, 表情 🙂, 'quotes' \"x\""
+    message = {
+        "role": "assistant",
+        "content": tricky,
+        "created_at": "2026-01-02T11:04:05.123456+08:00",
+        "thinking": tricky[::-1],
+        "tool_calls": [{"id": "t\t1", "name": "Bash", "arguments": {"cmd": "printf '%s\\n' \\N", "n": 2**53 - 1}}],
+        "request_id": "req\\1",
+        "model": "qwen3-coder-plus",
+        "input_tokens": 2**40,
+        "output_tokens": 0,
+        "metadata": {"nested": {"list": [1, 2.5, None, True, "ü"]}, "empty": {}, "text": tricky},
+    }
+    api.post(url(session), message, format="json")
+    stored = Message.objects.get(session=session)
+    assert stored.content == tricky and stored.thinking == tricky[::-1]
+    assert stored.tool_calls == message["tool_calls"] and stored.metadata == message["metadata"]
+    assert stored.request_id == "req\\1" and stored.input_tokens == 2**40 and stored.output_tokens == 0
+    assert stored.created_at.isoformat() == "2026-01-02T03:04:05.123456+00:00"
+    listed = api.get(url(session)).json()["results"][0]
+    for field in ("content", "thinking", "tool_calls", "metadata", "request_id", "input_tokens"):
+        assert listed[field] == message[field], field
+
+
 def test_list_in_seq_order_with_filters(api, session):
     api.post(
         url(session),
