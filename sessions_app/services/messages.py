@@ -454,7 +454,7 @@ class _FlushingWriter(LibpqWriter):
     """Sends each buffer of a COPY before taking the next. psycopg's writer leaves the sending to libpq, which
     keeps what the socket did not take and moves the rest of its buffer down after every partial send:
     while PostgreSQL is slower than the rows are made (an import), that backlog grows to megabytes and
-    moving it took most of the COPY's Python time (1.7 of 2.1 CPU-seconds for 25,000 messages). The sending
+    moving it took 0.9 of the 2.1 CPU-seconds of Python a COPY of 25,000 messages used. The sending
     is psycopg's own (`psycopg.generators.copy_to`, as its writer uses it) with its flush asked for."""
 
     CHUNK = 128 * 1024  # psycopg's own largest piece for one put (psycopg issue #255)
