@@ -3,6 +3,7 @@
 `sessions_app` never imports the memory or strategy apps: they listen here.
 """
 
+import uuid
 from typing import NamedTuple
 
 from django.dispatch import Signal
@@ -11,9 +12,9 @@ from django.dispatch import Signal
 class Appended(NamedTuple):
     """The messages one write stored in one session."""
 
-    session_id: object  # uuid.UUID
-    tenant_id: object  # uuid.UUID
-    message_ids: list  # the newly stored ones, in seq order
+    session_id: uuid.UUID
+    tenant_id: uuid.UUID
+    message_ids: list[uuid.UUID]  # the newly stored ones, in seq order
 
 
 # sender=Session class; kwargs: appended (list of Appended: every session the write stored messages in —
