@@ -645,7 +645,7 @@ def main():
     bare = min(bares, key=lambda part: part["seconds"])
     parsed = min(parses, key=lambda part: part["seconds"])
     imported = min(imports_default, key=lambda part: part["seconds"])
-    runs = [imported]
+    runs, serial = [imported], imported
     if workers != 1 or args.profile:
         tenant = tenant_get_or_create(name=f"bench-imports-{datetime.now(UTC):%Y%m%d%H%M%S}-1")
         try:
@@ -653,7 +653,6 @@ def main():
         finally:
             delete_tenant(tenant)
         runs.append(serial)
-    serial = runs[-1]
 
     rows = [["(a) read + json.loads, one process", *rate_row(bare)], ["(b) parse_file, one process", *rate_row(parsed)]]
     for run in runs:

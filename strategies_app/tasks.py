@@ -68,12 +68,17 @@ def sessions_messages_triggers(entries: list[list]) -> int:
     one write (queued by the messages_appended receiver). A session whose evaluation fails is logged and
     the others go on; a lost evaluation costs latency only: the strategy's schedule reads every message it
     has not read. Returns how many sessions were evaluated."""
-    from strategies_app.triggers import messages_evaluate
+    from strategies_app.triggers import enabled_strategies, messages_evaluate
 
     done = 0
+    strategies: dict[str, list[Strategy]] = {}  # by tenant: a write's sessions are mostly one tenant's
     for session_id, tenant_id, message_ids in entries:
         try:
-            messages_evaluate(session_id=session_id, tenant_id=tenant_id, message_ids=message_ids)
+            if tenant_id not in strategies:
+                strategies[tenant_id] = enabled_strategies(tenant_id)
+            messages_evaluate(
+                session_id=session_id, tenant_id=tenant_id, message_ids=message_ids, strategies=strategies[tenant_id]
+            )
         except SoftTimeLimitExceeded:
             raise
         except Exception:  # noqa: BLE001 - one session's failure must not drop the others'

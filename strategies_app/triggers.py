@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 SCORED_CHARS = 2000  # the scorer rates a message by its start
 
 
-def _strategies(tenant_id) -> list[Strategy]:
+def enabled_strategies(tenant_id) -> list[Strategy]:
     return list(Strategy.objects.filter(tenant_id=tenant_id, enabled=True))
 
 
@@ -42,8 +42,8 @@ def _add_pending_score(strategy: Strategy, session_id, amount: float) -> float:
         return cursor.fetchone()[0]
 
 
-def _on_messages(*, tenant_id, session_id, messages: list[dict]) -> None:
-    strategies = _strategies(tenant_id)
+def _on_messages(*, tenant_id, session_id, messages: list[dict], strategies: list[Strategy] | None = None) -> None:
+    strategies = enabled_strategies(tenant_id) if strategies is None else strategies
     if not strategies or not messages:
         return
     session = Session.objects.get(pk=session_id)
@@ -130,10 +130,17 @@ def messages_appended_trigger(sender, *, appended, **kwargs):
             logger.warning("could not queue triggers for %d sessions; the schedule will", len(part), exc_info=True)
 
 
-def messages_evaluate(*, session_id, tenant_id, message_ids) -> None:
-    """What new messages start: tool-result and threshold triggers (tasks.messages_triggers)."""
+def messages_evaluate(*, session_id, tenant_id, message_ids, strategies: list[Strategy] | None = None) -> None:
+    """What new messages start: tool-result and threshold triggers (tasks.sessions_messages_triggers, which
+    passes the tenant's enabled `strategies` once for all the sessions of a write). Nothing is read back
+    when the tenant has no strategy enabled."""
+    strategies = enabled_strategies(tenant_id) if strategies is None else strategies
+    if not strategies:
+        return
     with transaction.atomic():
-        _on_messages(tenant_id=tenant_id, session_id=session_id, messages=_scored_rows(message_ids))
+        _on_messages(
+            tenant_id=tenant_id, session_id=session_id, messages=_scored_rows(message_ids), strategies=strategies
+        )
 
 
 @_guarded
@@ -142,7 +149,7 @@ def turn_completed_trigger(*, session_id, tenant_id, tool_names, message_ids, **
     rows = _scored_rows(message_ids, roles=["assistant"])
     if tool_names:
         session = Session.objects.get(pk=session_id)
-        for strategy in _strategies(tenant_id):
+        for strategy in enabled_strategies(tenant_id):
             if strategy.on_tool_result:
                 run_request(
                     strategy=strategy,
@@ -157,7 +164,7 @@ def turn_completed_trigger(*, session_id, tenant_id, tool_names, message_ids, **
 @_guarded
 def state_changed_trigger(*, session_id, tenant_id, previous, data, **kwargs):
     session = None
-    for strategy in _strategies(tenant_id):
+    for strategy in enabled_strategies(tenant_id):
         changes = {
             key: [previous.get(key), data.get(key)]
             for key in strategy.on_state_keys
