@@ -13,7 +13,8 @@
   usual way, one statement per table for all the batch's sessions), and the new offsets and carries, all
   commit together, so a crash loses or repeats nothing.
 - A big import (more than `PARALLEL_MIN_BYTES`) runs in `ACE_IMPORT_WORKERS` forked processes, each taking
-  whole groups (a session's file and its sub-agent files), each with its own database connection.
+  whole groups (a session's file and its sub-agent files), each with its own database connection; the
+  collector's too, from inside a Celery pool process.
 - The messages of a sub-agent file (and sidechains) go to the session that spawned them, flagged in their
   metadata (see docs/accounting.md).
 
@@ -28,7 +29,6 @@ import functools
 import gc
 import hashlib
 import json
-import multiprocessing
 import os
 import pickle
 import pwd
@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import billiard
 from django.conf import settings
 from django.db import OperationalError, connection, connections, transaction
 from django.utils import timezone
@@ -263,13 +264,13 @@ def _fewer_collections():
 
 
 def _parallel_possible() -> bool:
-    """Worker processes are forked (Linux); not inside the caller's transaction (they could not use it), nor
-    from a daemonic process such as a Celery worker's pool process (which may not have children: there,
-    sources are scanned side by side by the pool's processes instead)."""
+    """Worker processes are forked (Linux), and not inside the caller's transaction (they could not use it).
+    They are billiard's processes (Celery's own fork of multiprocessing): a Celery pool process, where the
+    collector scans, is daemonic, and billiard lets a daemonic process have children where multiprocessing
+    refuses."""
     return (
         sys.platform.startswith("linux")
-        and "fork" in multiprocessing.get_all_start_methods()
-        and not multiprocessing.current_process().daemon
+        and "fork" in billiard.get_all_start_methods()
         and not any(conn.in_atomic_block for conn in connections.all(initialized_only=True))
     )
 
@@ -493,7 +494,7 @@ class _ImportRun:
         return total
 
     def _in_processes(self, groups: list[list[Path]], workers: int) -> None:
-        context = multiprocessing.get_context("fork")
+        context = billiard.get_context("fork")
         tasks, results, stop = context.Queue(), context.Queue(), context.Event()
         for group in groups:
             tasks.put(group)

@@ -149,13 +149,44 @@ def test_the_callers_connection_and_its_locks_outlive_the_worker_processes(trans
         assert cursor.fetchone()[0] == 0  # and the lock was released at the end, on that connection
 
 
-def test_a_daemonic_process_such_as_a_celery_pool_worker_imports_in_one_process(
-    transactional_db, in_processes, monkeypatch, tmp_path
+def test_the_collector_in_a_celery_pool_process_imports_with_worker_processes_too(
+    transactional_db, in_processes, tmp_path
 ):
-    import multiprocessing
+    import billiard
+    from django.db import connections
 
-    # Celery's prefork pool runs tasks in daemonic processes, which may not start processes of their own.
-    monkeypatch.setitem(multiprocessing.current_process()._config, "daemon", True)
-    api = make_client("pool")
-    summary = import_path(tenant=api.tenant, path=tree(tmp_path))
-    assert in_processes == [] and summary.files_imported == len(LOGS) and summary.files_refused == 0
+    from sessions_app.models import ImportSource
+    from sessions_app.services.imports import import_source_scan
+
+    serial, pooled = make_client("serial"), make_client("pool")
+    serial.root, pooled.root = tmp_path / "a", tmp_path / "b"
+    import_path(tenant=serial.tenant, path=tree(serial.root))
+    assert in_processes == [2]
+    in_processes.clear()
+    source = ImportSource.objects.create(tenant=pooled.tenant, path=str(tree(pooled.root)))
+
+    # Celery's prefork pool runs a task in a daemonic billiard process, where multiprocessing refuses to
+    # start processes ("daemonic processes are not allowed to have children"): the scan runs in one such.
+    context = billiard.get_context("fork")
+    answers = context.Queue()
+
+    def pool_process():
+        import multiprocessing
+
+        for conn in connections.all(initialized_only=True):
+            conn.connection = None  # the test's connection stays the test's
+        try:
+            summary = import_source_scan(source=source)
+            answers.put((multiprocessing.current_process().daemon, list(in_processes), summary.line()))
+        except BaseException as error:  # noqa: BLE001 - shown by the assertion below
+            answers.put((None, None, repr(error)))
+        finally:
+            connections.close_all()
+
+    process = context.Process(target=pool_process, daemon=True)
+    process.start()
+    daemonic, calls, line = answers.get(timeout=120)
+    process.join(timeout=30)
+    assert (daemonic, calls) == (True, [2]), line
+    assert by_session(pooled) == by_session(serial) and offsets(pooled) == offsets(serial)
+    assert line.startswith(f"imported {len(LOGS)} files")
