@@ -415,22 +415,35 @@ def cpu_seconds() -> dict:
     and by every PostgreSQL process of the machine (from /proc)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    postgres = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
+    tick = os.sysconf("SC_CLK_TCK")
+    python = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return {"python": python, "postgres": _postgres_ticks() / tick}
+
+
+def _postgres_ticks() -> int:
+    """Every PostgreSQL process's CPU ticks, its reaped children's included (a server's children's go to
+    the server process, `cutime`/`cstime`, once it has reaped them). A backend reaped while the processes are
+    read would be in neither reading (its connection closed just before: the import's workers', the
+    floor's): the servers are read again after the others, and the whole read is made again until they have
+    reaped nothing meanwhile."""
+
+    def stat(pid: str) -> list[int] | None:
         try:
             with open(f"/proc/{pid}/comm") as handle:
                 if not handle.read().startswith("postgres"):
-                    continue
+                    return None
             with open(f"/proc/{pid}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
+                return [int(value) for value in handle.read().rsplit(")", 1)[1].split()[11:15]]
         except OSError:
-            continue
-        postgres += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
-    tick = os.sysconf("SC_CLK_TCK")
-    python = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-    return {"python": python, "postgres": postgres / tick}
+            return None
+
+    for _ in range(100):
+        ticks = {pid: values for pid in os.listdir("/proc") if pid.isdigit() and (values := stat(pid)) is not None}
+        reaped = {pid: values[2:] for pid, values in ticks.items() if values[2] or values[3]}
+        if all((stat(pid) or [0, 0, -1, -1])[2:] == before for pid, before in reaped.items()):
+            break
+        time.sleep(0.01)
+    return sum(sum(values) for values in ticks.values())
 
 
 def import_tree(tenant, tree: Path, profile: bool, workers: int) -> tuple[dict, str | None]:
