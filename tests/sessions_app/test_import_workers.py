@@ -158,9 +158,9 @@ def test_the_collector_in_a_celery_pool_process_imports_with_worker_processes_to
     from sessions_app.models import ImportSource
     from sessions_app.services.imports import import_source_scan
 
-    serial, pooled = make_client("serial"), make_client("pool")
-    serial.root, pooled.root = tmp_path / "a", tmp_path / "b"
-    import_path(tenant=serial.tenant, path=tree(serial.root))
+    direct, pooled = make_client("direct"), make_client("pool")
+    direct.root, pooled.root = tmp_path / "a", tmp_path / "b"
+    import_path(tenant=direct.tenant, path=tree(direct.root))
     assert in_processes == [2]
     in_processes.clear()
     source = ImportSource.objects.create(tenant=pooled.tenant, path=str(tree(pooled.root)))
@@ -188,5 +188,5 @@ def test_the_collector_in_a_celery_pool_process_imports_with_worker_processes_to
     daemonic, calls, line = answers.get(timeout=120)
     process.join(timeout=30)
     assert (daemonic, calls) == (True, [2]), line
-    assert by_session(pooled) == by_session(serial) and offsets(pooled) == offsets(serial)
+    assert by_session(pooled) == by_session(direct) and offsets(pooled) == offsets(direct)
     assert line.startswith(f"imported {len(LOGS)} files")
