@@ -182,8 +182,12 @@ SPECTACULAR_SETTINGS = {
 
 # Celery: the app is `aceproject`. Unset CELERY_BROKER_URL means a file-system broker under ACE_DATA_DIR,
 # which needs no server (one machine); production points it at Redis or RabbitMQ.
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
-if CELERY_BROKER_URL == "filesystem://":
+# The host of a filesystem:// or memory:// URL means nothing, but without one kombu warns "No hostname was
+# supplied" each time a process first publishes (in the output of `ace_import`, say).
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://localhost/")
+if CELERY_BROKER_URL in ("filesystem://", "memory://"):
+    CELERY_BROKER_URL += "localhost/"
+if CELERY_BROKER_URL.startswith("filesystem://"):
     _broker_dir = ACE_DATA_DIR / "broker"
     for _sub in ("queue", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)

@@ -611,7 +611,7 @@ def rate(part: dict) -> dict:
 def main():
     args = parse_args()
     # Queued tasks (embeddings, strategy runs, indexing) go to a private in-memory broker, never to a worker.
-    os.environ.setdefault("CELERY_BROKER_URL", "memory://")
+    os.environ.setdefault("CELERY_BROKER_URL", "memory://localhost/")
     benchlib.setup_django()
     from django.conf import settings
 
