@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 from .embedded_db import embedded_database_settings
 
@@ -124,8 +125,17 @@ ACE_ADMIN_USERNAME = env.str("ACE_ADMIN_USERNAME", default="admin")
 ACE_ADMIN_PASSWORD = env.str("ACE_ADMIN_PASSWORD", default="")
 ACE_PUBLIC_HOST = f"{env.str('ACE_HOST', default='127.0.0.1')}:{env.str('ACE_PORT', default='8000')}"
 
-# Embed messages too (not only records), so recall can search raw conversation.
+# Embed messages too (not only records), so recall can search raw conversation: the messages of these roles.
+# Tool results (file contents, command output) are half an agent log's messages and 95% of its text: embedding
+# them doubled the workers' embedding after an import; keyword search finds them without vectors.
 ACE_EMBED_MESSAGES = env.bool("ACE_EMBED_MESSAGES", default=True)
+ACE_EMBED_MESSAGE_ROLES = env.list("ACE_EMBED_MESSAGE_ROLES", default=["user", "assistant"])
+_ROLES = ("user", "assistant", "toolResult", "error", "system")  # sessions_app.models.Role
+if not ACE_EMBED_MESSAGE_ROLES or set(ACE_EMBED_MESSAGE_ROLES) - set(_ROLES):
+    raise ImproperlyConfigured(
+        f"ACE_EMBED_MESSAGE_ROLES={','.join(ACE_EMBED_MESSAGE_ROLES)!r}: a comma-separated list of message roles, "
+        f"from {', '.join(_ROLES)} (set ACE_EMBED_MESSAGES=false to embed none)"
+    )
 
 # A chat turn with no checkpoint or completion for this long is closed as abandoned (finish_reason error).
 ACE_TURN_TIMEOUT_SECONDS = env.int("ACE_TURN_TIMEOUT_SECONDS", default=600)

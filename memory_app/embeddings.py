@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
@@ -86,11 +87,12 @@ def record_embedding_reset(*, record_id) -> None:
 
 
 def messages_embed(*, message_ids: Iterable, embedder: Embedder | None = None) -> int:
-    """Embed messages with text, so recall can search raw conversation. Returns how many were embedded."""
+    """Embed the messages with text of the roles in ACE_EMBED_MESSAGE_ROLES (user and assistant by default), so
+    recall can search raw conversation; the others are skipped. Returns how many were embedded."""
     embedder = embedder or get_embedder()
     messages = [
         m
-        for m in Message.objects.filter(pk__in=list(message_ids))
+        for m in Message.objects.filter(pk__in=list(message_ids), role__in=settings.ACE_EMBED_MESSAGE_ROLES)
         .select_related("session")
         .only("id", "tenant_id", "session_id", "session__user_id", "content", "created_at")
         if m.content.strip()
@@ -126,13 +128,14 @@ def pending_records(*, embedder: Embedder, limit: int) -> list:
 
 
 def pending_messages(*, embedder: Embedder, limit: int, within: timedelta | None = timedelta(days=1)) -> list:
-    """Messages with text and no vector in the embedder's space, received within `within` (None: all;
-    the periodic sweep looks at the last day, `ace_embeddings reembed` at everything)."""
+    """Messages with text of the embedded roles and no vector in the embedder's space, received within `within`
+    (None: all; the periodic sweep looks at the last day, `ace_embeddings reembed` at everything)."""
     embedded = MessageEmbedding.objects.filter(message_id=OuterRef("pk"), embedding_key=embedder.key)
     messages = (
         Message.objects.all() if within is None else Message.objects.filter(received_at__gte=timezone.now() - within)
     )
-    return list(messages.exclude(content="").filter(~Exists(embedded)).values_list("pk", flat=True)[:limit])
+    messages = messages.filter(role__in=settings.ACE_EMBED_MESSAGE_ROLES).exclude(content="")
+    return list(messages.filter(~Exists(embedded)).values_list("pk", flat=True)[:limit])
 
 
 def nearest_records(*, record: Record, limit: int = 20, same_user: bool = True) -> list[dict]:

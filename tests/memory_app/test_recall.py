@@ -251,6 +251,50 @@ def test_a_worker_embeds_records_and_messages_after_commit(celery_worker):
     wait_for(lambda: Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists())
 
 
+def test_the_worker_embeds_the_conversation_not_the_tool_output(celery_worker, settings):
+    from memory_app.embedders import get_embedder
+    from memory_app.embeddings import pending_messages
+    from memory_app.models import MessageEmbedding
+
+    api = make_client("embedding-roles")
+    session = SessionFactory(tenant=api.tenant, user_id="xiaoming")
+    items = [
+        {"role": "user", "content": "读一下 settings.py"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "t1", "name": "Read", "arguments": {}}]},
+        {"role": "toolResult", "tool_name": "Read", "content": "\n".join(f"{n}→DEBUG = {n}" for n in range(400))},
+        {"role": "system", "content": "Conversation compacted"},
+        {"role": "error", "content": "API error 529"},
+        {"role": "assistant", "content": "DEBUG 在第 1 行。"},
+    ]
+    response = api.post(f"/api/v1/sessions/{session.pk}/messages/", items, format="json")
+    assert response.status_code == 201, response.content
+    ids = {item["role"] + str(n): item["id"] for n, item in enumerate(response.json())}
+    # One task embeds the whole append: once the conversation's vectors are there, it has run.
+    wait_for(lambda: MessageEmbedding.objects.filter(message_id=ids["assistant5"]).exists())
+    embedded = set(MessageEmbedding.objects.filter(session=session).values_list("message_id", flat=True))
+    assert {str(pk) for pk in embedded} == {ids["user0"], ids["assistant5"]}  # the empty assistant has no text
+    assert pending_messages(embedder=get_embedder(), limit=100) == []  # nor does the sweep come back for them
+
+    settings.ACE_EMBED_MESSAGE_ROLES = ["user", "assistant", "toolResult"]
+    assert [str(pk) for pk in pending_messages(embedder=get_embedder(), limit=100)] == [ids["toolResult2"]]
+    assert messages_embed(message_ids=ids.values()) == 3
+
+
+def test_embedded_roles_that_do_not_exist_stop_the_start_with_the_setting_named(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ACE_EMBED_MESSAGE_ROLES": "user,tool", "ACE_DATA_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'aceproject.settings'; "
+         "django.setup()"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "ACE_EMBED_MESSAGE_ROLES='user,tool'" in done.stderr and "toolResult" in done.stderr
+
+
 def test_the_embedding_sweep_is_scheduled(db):
     from django_celery_beat.models import PeriodicTask
 
