@@ -94,12 +94,17 @@ class LocalEmbedder(Embedder):
             os.environ["TRANSFORMERS_OFFLINE"] = "1"
             os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # safe in forked workers
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no bars in the worker's log
             try:
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
             except ImportError as exc:
                 raise EmbedderMisconfigured(
                     f"ACE_EMBEDDER=local needs sentence-transformers and torch (pip install -r requirements.txt): {exc}"
                 ) from exc
+            # transformers reads that variable once, when first imported: its "Loading weights" bar, written
+            # to stderr at every model load, came out of Celery as a WARNING line per pool process.
+            transformers_logging.disable_progress_bar()
             try:
                 model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
             except Exception as exc:  # a broken folder fails in many ways (OSError, ValueError, KeyError...)

@@ -407,6 +407,16 @@ def test_local_batches_keep_order(local_embedder):
     assert vectors[129] == pytest.approx(local_embedder.embed([texts[129]])[0], abs=1e-5)
 
 
+def test_loading_the_local_model_writes_no_progress_bars(local_embedder, capfd):
+    from memory_app.embedders.local import LocalEmbedder
+
+    capfd.readouterr()
+    again = LocalEmbedder()
+    assert again.embed(["hello"])[0] == pytest.approx(local_embedder.embed(["hello"])[0], abs=1e-6)
+    captured = capfd.readouterr()
+    assert "Loading weights" not in captured.err + captured.out
+
+
 def test_local_model_path_setting(local_embedder, tmp_path):
     from memory_app.embedders.local import LocalEmbedder
 
