@@ -129,7 +129,8 @@ ACE_PUBLIC_HOST = f"{env.str('ACE_HOST', default='127.0.0.1')}:{env.str('ACE_POR
 # Tool results (file contents, command output) are half an agent log's messages and 95% of its text: embedding
 # them doubled the workers' embedding after an import; keyword search finds them without vectors.
 ACE_EMBED_MESSAGES = env.bool("ACE_EMBED_MESSAGES", default=True)
-ACE_EMBED_MESSAGE_ROLES = env.list("ACE_EMBED_MESSAGE_ROLES", default=["user", "assistant"])
+_embed_roles = env.list("ACE_EMBED_MESSAGE_ROLES", default=["user", "assistant"])
+ACE_EMBED_MESSAGE_ROLES = [role.strip() for role in _embed_roles if role.strip()]
 _ROLES = ("user", "assistant", "toolResult", "error", "system")  # sessions_app.models.Role
 if not ACE_EMBED_MESSAGE_ROLES or set(ACE_EMBED_MESSAGE_ROLES) - set(_ROLES):
     raise ImproperlyConfigured(

@@ -280,7 +280,7 @@ def test_the_worker_embeds_the_conversation_not_the_tool_output(celery_worker, s
     assert messages_embed(message_ids=ids.values()) == 3
 
 
-def test_embedded_roles_that_do_not_exist_stop_the_start_with_the_setting_named(tmp_path):
+def test_the_embedded_roles_setting_is_read_forgivingly_and_a_wrong_role_stops_the_start(tmp_path):
     import os
     import subprocess
     import sys
@@ -293,6 +293,14 @@ def test_embedded_roles_that_do_not_exist_stop_the_start_with_the_setting_named(
     )  # fmt: skip
     assert done.returncode != 0
     assert "ACE_EMBED_MESSAGE_ROLES='user,tool'" in done.stderr and "toolResult" in done.stderr
+    env["ACE_EMBED_MESSAGE_ROLES"] = " user, toolResult ,"  # spaces and a trailing comma are fine
+    done = subprocess.run(
+        [sys.executable, "-c", "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'aceproject.settings'; "
+         "django.setup(); from django.conf import settings; print(settings.ACE_EMBED_MESSAGE_ROLES)"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['user', 'toolResult']"
 
 
 def test_the_embedding_sweep_is_scheduled(db):
