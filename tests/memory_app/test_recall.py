@@ -302,6 +302,11 @@ def test_the_embedded_roles_setting_is_read_forgivingly_and_a_wrong_role_stops_t
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['user', 'toolResult']"
 
+    from aceproject import settings as project_settings
+    from sessions_app.models import Role
+
+    assert set(project_settings._ROLES) == set(Role.values)  # the settings' copy of the roles (no models there)
+
 
 def test_the_embedding_sweep_is_scheduled(db):
     from django_celery_beat.models import PeriodicTask
