@@ -1,19 +1,23 @@
 """The usage dashboard of the admin: one tenant's totals, trend by day, breakdowns by tool, model, user and
 project, and its top sessions, with a CSV export of every table.
 
-It reads only the hourly roll-ups (one grouped query per table, each model's token sums priced with the
-model price table) and the session rows (top sessions: ORDER BY … LIMIT on an index, their usage by
-model for the cost). Served by UsageHourlyAdmin at /admin/sessions_app/usagehourly/dashboard/.
+It reads only the roll-ups (the daily ones for whole days: every breakdown in one GROUPING SETS scan, each
+model's token sums priced with the model price table) and the session rows (top sessions by tokens:
+ORDER BY … LIMIT on an index; by cost: their usage by model priced in SQL). The two slowest queries, the
+breakdowns and the top sessions by cost, run side by side on two connections. Served by UsageHourlyAdmin
+at /admin/sessions_app/usagehourly/dashboard/.
 """
 
 from __future__ import annotations
 
 import csv
 import datetime
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 from django import forms
 from django.core.exceptions import PermissionDenied
+from django.db import connection
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
@@ -128,6 +132,7 @@ def dashboard_view(request, model_admin):
     if request.GET.get("format") == "csv":
         return csv_response(filters, usage, table, book)
 
+    top_cost = _beside(top_sessions_by_cost, usage=usage, limit=TOP_SESSIONS, book=book)
     grouped = usage_breakdowns(usage=usage, group_bys=list(BREAKDOWNS), book=book)  # one scan of the roll-ups
     totals = grouped["day"]["totals"]
     unpriced = sorted(set().union(*(g["unpriced_models"] for g in grouped.values())))
@@ -151,7 +156,7 @@ def dashboard_view(request, model_admin):
                 }
                 for name, rows in (
                     ("top_tokens", top_sessions_by_tokens(usage=usage, limit=TOP_SESSIONS, book=book)),
-                    ("top_cost", top_sessions_by_cost(usage=usage, limit=TOP_SESSIONS, book=book)),
+                    ("top_cost", top_cost()),
                 )
             ],
             "chart": _chart_data(grouped, filters.cleaned_data["since"], filters.cleaned_data["until"]),
@@ -163,6 +168,28 @@ def dashboard_view(request, model_admin):
         }
     )
     return TemplateResponse(request, "admin/sessions_app/usage_dashboard.html", context)
+
+
+def _beside(function, /, **kwargs) -> Callable[[], object]:
+    """`function(**kwargs)` run in another thread with a database connection of its own, so that PostgreSQL
+    works on it on another core while this thread runs the page's other queries (at 10M messages, 90 days:
+    ~75 ms each for the breakdowns and the top sessions by cost); returns the call that waits for its result.
+    Inside a transaction (a test's, say) another connection would not see what it wrote: the call is made
+    here, at once."""
+    if connection.in_atomic_block:
+        result = function(**kwargs)
+        return lambda: result
+
+    def run():
+        try:
+            return function(**kwargs)
+        finally:
+            connection.close()  # this thread's, opened for the call
+
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ace-dashboard")
+    future = executor.submit(run)
+    executor.shutdown(wait=False)  # the thread ends after the call
+    return future.result
 
 
 def _grouped(usage: UsageFilter, group_by: str, book: PriceBook) -> dict:

@@ -127,6 +127,30 @@ def test_the_dashboard_shows_the_tenants_figures(staff, api, usage):
     assert "globex-secret" not in html
 
 
+def test_outside_a_transaction_the_top_sessions_by_cost_are_read_beside_the_breakdowns(
+    transactional_db, staff, api, usage
+):
+    import threading
+
+    from django.db.backends.signals import connection_created
+
+    opened = []
+
+    def created(sender, connection, **kwargs):
+        opened.append(threading.current_thread().name)
+
+    connection_created.connect(created)
+    try:
+        response, html = page(staff, f"tenant={api.tenant.pk}&{WINDOW}")
+    finally:
+        connection_created.disconnect(created)
+    code, qwen = usage
+    assert any(name.startswith("ace-dashboard") for name in opened)  # the second connection, in its thread
+    tops = {top["name"]: [row["session"].pk for row in top["rows"]] for top in response.context["tops"]}
+    assert tops == {"top_tokens": [qwen.pk, code.pk], "top_cost": [code.pk, qwen.pk]}
+    assert response.context["totals"]["cost_usd"] == Decimal("0.012250") and "globex-secret" not in html
+
+
 def test_it_reads_the_roll_ups_never_the_messages(staff, api, usage):
     with CaptureQueriesContext(connection) as queries:
         page(staff, f"tenant={api.tenant.pk}&{WINDOW}")
