@@ -6,6 +6,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from sessions_app.schema import ROLES
+
 from .embedded_db import embedded_database_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -54,6 +56,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "platform_kit",  # the bottom layer the apps share (no models)
     "sessions_app",
     "memory_app",
     "strategies_app",
@@ -131,11 +134,10 @@ ACE_PUBLIC_HOST = f"{env.str('ACE_HOST', default='127.0.0.1')}:{env.str('ACE_POR
 ACE_EMBED_MESSAGES = env.bool("ACE_EMBED_MESSAGES", default=True)
 _embed_roles = env.list("ACE_EMBED_MESSAGE_ROLES", default=["user", "assistant"])
 ACE_EMBED_MESSAGE_ROLES = [role.strip() for role in _embed_roles if role.strip()]
-_ROLES = ("user", "assistant", "toolResult", "error", "system")  # sessions_app.models.Role
-if not ACE_EMBED_MESSAGE_ROLES or set(ACE_EMBED_MESSAGE_ROLES) - set(_ROLES):
+if not ACE_EMBED_MESSAGE_ROLES or set(ACE_EMBED_MESSAGE_ROLES) - set(ROLES):
     raise ImproperlyConfigured(
         f"ACE_EMBED_MESSAGE_ROLES={','.join(ACE_EMBED_MESSAGE_ROLES)!r}: a comma-separated list of message roles, "
-        f"from {', '.join(_ROLES)} (set ACE_EMBED_MESSAGES=false to embed none)"
+        f"from {', '.join(ROLES)} (set ACE_EMBED_MESSAGES=false to embed none)"
     )
 
 # A chat turn with no checkpoint or completion for this long is closed as abandoned (finish_reason error).

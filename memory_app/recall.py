@@ -22,7 +22,7 @@ from django.db.models import Sum
 from memory_app.embedders import EmbedderError, get_embedder
 from memory_app.embeddings import ensure_vector_index
 from memory_app.models import MessageEmbedding, Record
-from sessions_app.db import within_time
+from platform_kit.db import within_time
 from sessions_app.models import Message, Session, Tenant
 from sessions_app.search import CJK_RUN, SEARCH_CONFIG
 

@@ -17,7 +17,7 @@ from django.core.paginator import Paginator
 from django.db import connections
 from django.utils.functional import cached_property
 
-from sessions_app.db import within_time
+from platform_kit.db import within_time
 
 
 class EstimatedCountPaginator(Paginator):

@@ -12,7 +12,7 @@ import re
 from django.contrib.postgres.search import SearchQuery
 from django.db import connection, connections, transaction
 
-from sessions_app.db import within_time
+from platform_kit.db import within_time
 
 logger = logging.getLogger(__name__)
 

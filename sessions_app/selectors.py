@@ -11,8 +11,9 @@ from datetime import UTC, datetime, timedelta
 from django.db import connection
 from django.db.models import Count, Sum
 
-from sessions_app.models import COUNTER_FIELDS, Session, SessionModelUsage, Tenant, UsageDaily, UsageHourly
+from sessions_app.models import Session, SessionModelUsage, Tenant, UsageDaily, UsageHourly
 from sessions_app.pricing import PRICED_TOKEN_FIELDS, PRICED_TOKENS, Cost, PriceBook
+from sessions_app.schema import COUNTER_FIELDS
 
 # The contract's counters, in the contract's order, plus `message_system`.
 STATS_FIELDS = (

@@ -25,22 +25,10 @@ from typing import Any
 
 import orjson
 
-TOOLS = ("claude-code", "qwen-code", "openclaw")
-ROLES = ("user", "assistant", "toolResult", "error", "system")
-TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens")
-CARRY_VERSION = 1
+from sessions_app.schema import MESSAGE_TEXT_LIMITS, TOKEN_FIELDS
 
-# Field lengths the message serializer accepts (sessions_app/serializers.MessageInSerializer).
-_MAX_LENGTHS = {
-    "external_id": 255,
-    "conversation": 255,
-    "auth_type": 64,
-    "request_id": 255,
-    "model": 255,
-    "tool_name": 255,
-    "finish_reason": 32,
-    "feishu_conversation_id": 255,
-}
+TOOLS = ("claude-code", "qwen-code", "openclaw")
+CARRY_VERSION = 1
 
 
 # -- the normalised output ---------------------------------------------------------------------------
@@ -179,7 +167,7 @@ class ParsedMessage:
         for name in ("external_id", "conversation", "auth_type", "request_id", "model", "tool_name"):
             value = getattr(self, name)
             if value:
-                item[name] = _clean_text(value[: _MAX_LENGTHS[name]])
+                item[name] = _clean_text(value[: MESSAGE_TEXT_LIMITS[name]])
         if self.thinking:
             item["thinking"] = _clean_text(self.thinking)
         if self.tool_calls:
@@ -191,7 +179,7 @@ class ParsedMessage:
         for name in ("finish_reason", "feishu_conversation_id"):
             value = getattr(self, name)
             if value:
-                item[name] = _clean_text(value[: _MAX_LENGTHS[name]])
+                item[name] = _clean_text(value[: MESSAGE_TEXT_LIMITS[name]])
         metadata = dict(self.metadata)
         metadata["line"] = self.line
         for flag, key in ((self.is_sidechain, "sidechain"), (self.is_subagent, "subagent"), (self.is_meta, "meta")):

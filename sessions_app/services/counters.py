@@ -10,14 +10,13 @@ from datetime import UTC, datetime
 from django.db import connection, transaction
 
 from sessions_app.models import (
-    COUNTER_FIELDS,
-    TOKEN_FIELDS,
     Session,
     SessionModelUsage,
     Tenant,
     UsageDaily,
     UsageHourly,
 )
+from sessions_app.schema import COUNTER_FIELDS, TOKEN_FIELDS
 
 ROLLUP_FIELDS = (*COUNTER_FIELDS, "conversations", "sessions")
 ROLLUP_KEY = ("tenant_id", "hour", "tool", "user_id", "project", "model")

@@ -48,11 +48,12 @@ from django.db import OperationalError, connection, connections, transaction
 from django.utils import timezone
 from psycopg.errors import DeadlockDetected, SerializationFailure
 
-from sessions_app.db import update_rows
+from platform_kit.db import update_rows
 from sessions_app.importers import ParsedSession, ParseIssue, ParseResult, describe_layout, parse_file
 from sessions_app.importers.core import read_head
 from sessions_app.importers.detect import explain_detection
-from sessions_app.models import TOKEN_FIELDS, ImportedFile, ImportSource, Message, Session, Tenant
+from sessions_app.models import ImportedFile, ImportSource, Message, Session, Tenant
+from sessions_app.schema import TOKEN_FIELDS
 from sessions_app.services.messages import messages_append_to_sessions
 
 CHUNK_BYTES = 16 * 1024 * 1024  # log bytes read per transaction (a batch of files, or part of a big one)

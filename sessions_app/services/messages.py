@@ -22,11 +22,8 @@ from psycopg.copy import LibpqWriter
 from psycopg.generators import copy_to
 from psycopg.types.json import JsonbBinaryDumper
 
-from sessions_app.db import add_to_rows, update_rows
+from platform_kit.db import add_to_rows, update_rows
 from sessions_app.models import (
-    COUNTER_FIELDS,
-    ROLE_COUNTER,
-    TOKEN_FIELDS,
     Conversation,
     LlmRequest,
     Message,
@@ -34,6 +31,7 @@ from sessions_app.models import (
     Session,
     Tenant,
 )
+from sessions_app.schema import COUNTER_FIELDS, ROLE_COUNTERS, TOKEN_FIELDS
 from sessions_app.search import index_after_commit, needs_index
 from sessions_app.services.counters import ROLLUP_FIELDS, hour_of, rollups_add
 from sessions_app.signals import Appended, messages_appended
@@ -80,7 +78,7 @@ def _is_uuid(value: str) -> bool:
 _POSITION = {name: index for index, name in enumerate(ROLLUP_FIELDS)}
 _REQUESTS, _MESSAGES = _POSITION["requests"], _POSITION["messages"]
 _CONVERSATIONS, _SESSIONS = _POSITION["conversations"], _POSITION["sessions"]
-_ROLE_POSITION = {role: _POSITION[counter] for role, counter in ROLE_COUNTER.items()}
+_ROLE_POSITION = {role: _POSITION[counter] for role, counter in ROLE_COUNTERS.items()}
 _TOKEN_POSITIONS = tuple(_POSITION[name] for name in TOKEN_FIELDS)
 _SESSION_FIELDS = (*COUNTER_FIELDS, "conversations")
 _INPUT_FIELDS = frozenset(MESSAGE_INPUT_FIELDS) - set(TOKEN_FIELDS)

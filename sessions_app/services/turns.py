@@ -26,9 +26,6 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from sessions_app.models import (
-    COUNTER_FIELDS,
-    ROLE_COUNTER,
-    TOKEN_FIELDS,
     Conversation,
     Message,
     Role,
@@ -38,6 +35,7 @@ from sessions_app.models import (
     TurnStatus,
 )
 from sessions_app.redaction import redact_secrets
+from sessions_app.schema import COUNTER_FIELDS, ROLE_COUNTERS, TOKEN_FIELDS
 from sessions_app.search import index_after_commit, needs_index
 from sessions_app.services.counters import hour_of, rollup_add
 from sessions_app.services.messages import messages_append
@@ -176,7 +174,7 @@ def turn_complete(*, tenant: Tenant, turn_id, data: dict) -> tuple[Turn, bool]:
 
 
 def _contribution(message: Message) -> tuple[tuple[datetime, str], Counter]:
-    counts = Counter({"messages": 1, ROLE_COUNTER[message.role]: 1, "requests": message.api_calls or 0})
+    counts = Counter({"messages": 1, ROLE_COUNTERS[message.role]: 1, "requests": message.api_calls or 0})
     for field in TOKEN_FIELDS:
         counts[field] = getattr(message, field) or 0
     return (hour_of(message.created_at), message.model or ""), counts

@@ -2,7 +2,7 @@
 
 from django.db import connection
 
-from sessions_app.db import within_time
+from platform_kit.db import within_time
 from sessions_app.models import Tenant
 
 

@@ -1,10 +1,11 @@
-"""Tenants, API keys, sessions, conversations, messages, LLM requests, state and usage roll-ups.
+"""The message ledger: sessions, conversations, messages, LLM requests, state versions and chat turns.
 
-Counting follows ../shared/seeds/000: a Request is one LLM API call (a message carrying `auth_type` or a
-`request_id`; messages sharing a `request_id` count once); messages are counted by role; a Conversation
-is one round that a real user message starts. The counters on Session, Conversation and UsageHourly are
-maintained by `services.messages.messages_append` in the same transaction as the messages themselves,
-so reading them never scans the message table.
+Counting follows ../shared/seeds/000 and is stated once in `sessions_app.accounting`: a Request is one LLM
+API call (a message carrying `auth_type` or a `request_id`; messages sharing a `request_id` count once);
+messages are counted by role; a Conversation is one round that a real user message starts. The counters on
+Session and Conversation (and the roll-ups of `models.usage`) are maintained by
+`services.messages.messages_append` in the same transaction as the messages themselves, so reading them
+never scans the message table.
 """
 
 import uuid
@@ -15,8 +16,13 @@ from django.db import models
 from django.db.models import Func, Q
 from django.utils import timezone
 
+from sessions_app.models.tenancy import Tenant
+from sessions_app.schema import MESSAGE_TEXT_LIMITS
+
 
 class Role(models.TextChoices):
+    """The roles of `sessions_app.schema.ROLES`, as Django choices (a test keeps the two the same)."""
+
     USER = "user", "user"
     ASSISTANT = "assistant", "assistant"
     TOOL_RESULT = "toolResult", "toolResult"
@@ -24,55 +30,9 @@ class Role(models.TextChoices):
     SYSTEM = "system", "system"
 
 
-# Contract counter name per role.
-ROLE_COUNTER = {
-    Role.USER: "message_user",
-    Role.ASSISTANT: "message_assistant",
-    Role.TOOL_RESULT: "message_toolresult",
-    Role.ERROR: "message_error",
-    Role.SYSTEM: "message_system",
-}
-TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens")
-
-
-class Tenant(models.Model):
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    name = models.CharField(max_length=100, unique=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self):
-        return self.name
-
-
-class ApiKey(models.Model):
-    """An API key; only its SHA-256 digest is stored. The first characters (`prefix`) find the row."""
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="api_keys")
-    name = models.CharField(max_length=100, blank=True)
-    prefix = models.CharField(max_length=16, unique=True, editable=False)
-    key_hash = models.CharField(max_length=64, editable=False)
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-        verbose_name = "API key"
-
-    def __str__(self):
-        return f"{self.prefix}… ({self.tenant})"
-
-    @property
-    def is_active(self):
-        return self.revoked_at is None
-
-
 class UsageCounters(models.Model):
-    """The counters of ../shared/CONTRACT.md "Statistics", shared by sessions, conversations and roll-ups."""
+    """The counters of ../shared/CONTRACT.md "Statistics" (`schema.COUNTER_FIELDS`), shared by sessions,
+    conversations and roll-ups."""
 
     requests = models.BigIntegerField(default=0)
     messages = models.BigIntegerField(default=0)
@@ -89,18 +49,6 @@ class UsageCounters(models.Model):
 
     class Meta:
         abstract = True
-
-
-COUNTER_FIELDS = (
-    "requests",
-    "messages",
-    "message_user",
-    "message_assistant",
-    "message_toolresult",
-    "message_error",
-    "message_system",
-    *TOKEN_FIELDS,
-)
 
 
 class Session(UsageCounters):
@@ -159,7 +107,7 @@ class Conversation(UsageCounters):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="conversation_set", db_index=False)
     ordinal = models.IntegerField(help_text="1 for the session's first conversation, 2 for the next…")
     conversation_id = models.CharField(max_length=255, blank=True, help_text="The client's own conversation id")
-    feishu_conversation_id = models.CharField(max_length=255, blank=True)
+    feishu_conversation_id = models.CharField(max_length=MESSAGE_TEXT_LIMITS["feishu_conversation_id"], blank=True)
     started_at = models.DateTimeField()
     last_message_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -193,9 +141,9 @@ class LlmRequest(models.Model):
     conversation = models.ForeignKey(
         Conversation, null=True, on_delete=models.SET_NULL, related_name="+", db_index=False
     )
-    request_id = models.CharField(max_length=255, blank=True)
-    auth_type = models.CharField(max_length=64, blank=True)
-    model = models.CharField(max_length=255, blank=True)
+    request_id = models.CharField(max_length=MESSAGE_TEXT_LIMITS["request_id"], blank=True)
+    auth_type = models.CharField(max_length=MESSAGE_TEXT_LIMITS["auth_type"], blank=True)
+    model = models.CharField(max_length=MESSAGE_TEXT_LIMITS["model"], blank=True)
     input_tokens = models.BigIntegerField(default=0)
     output_tokens = models.BigIntegerField(default=0)
     cache_read_tokens = models.BigIntegerField(default=0)
@@ -255,24 +203,24 @@ class Message(models.Model):
     content = models.TextField(blank=True)
     thinking = models.TextField(blank=True)
     tool_calls = models.JSONField(null=True, blank=True)
-    tool_name = models.CharField(max_length=255, blank=True)
-    auth_type = models.CharField(max_length=64, blank=True)
-    request_id = models.CharField(max_length=255, blank=True)
-    model = models.CharField(max_length=255, blank=True)
-    finish_reason = models.CharField(max_length=32, blank=True)
+    tool_name = models.CharField(max_length=MESSAGE_TEXT_LIMITS["tool_name"], blank=True)
+    auth_type = models.CharField(max_length=MESSAGE_TEXT_LIMITS["auth_type"], blank=True)
+    request_id = models.CharField(max_length=MESSAGE_TEXT_LIMITS["request_id"], blank=True)
+    model = models.CharField(max_length=MESSAGE_TEXT_LIMITS["model"], blank=True)
+    finish_reason = models.CharField(max_length=MESSAGE_TEXT_LIMITS["finish_reason"], blank=True)
     input_tokens = models.BigIntegerField(null=True, blank=True)
     output_tokens = models.BigIntegerField(null=True, blank=True)
     cache_read_tokens = models.BigIntegerField(null=True, blank=True)
     cache_creation_tokens = models.BigIntegerField(null=True, blank=True)
     total_tokens = models.BigIntegerField(null=True, blank=True)
     elapsed_ms = models.IntegerField(null=True, blank=True)
-    external_id = models.CharField(max_length=255, null=True, blank=True)
-    feishu_conversation_id = models.CharField(max_length=255, blank=True)
+    external_id = models.CharField(max_length=MESSAGE_TEXT_LIMITS["external_id"], null=True, blank=True)
+    feishu_conversation_id = models.CharField(max_length=MESSAGE_TEXT_LIMITS["feishu_conversation_id"], blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     # Chat turns (../shared/seeds/003). On a user message `thinking` is the system prompt snapshot and
     # `tool_names` the tools offered; on an assistant message, its reasoning and the tools it called.
     attachments = models.JSONField(null=True, blank=True)
-    thinking_mode = models.CharField(max_length=32, blank=True)
+    thinking_mode = models.CharField(max_length=MESSAGE_TEXT_LIMITS["thinking_mode"], blank=True)
     skill_names = models.JSONField(null=True, blank=True)
     tool_names = models.JSONField(null=True, blank=True)
     max_tokens = models.IntegerField(null=True, blank=True)
@@ -334,144 +282,6 @@ class StateVersion(models.Model):
         return f"v{self.version}"
 
 
-class UsageRollup(UsageCounters):
-    """The dimensions and counters every usage roll-up shares; each adds its time bucket."""
-
-    id = models.BigAutoField(primary_key=True)
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
-    tool = models.CharField(max_length=64, blank=True)
-    user_id = models.CharField(max_length=255, blank=True)
-    project = models.CharField(max_length=255, blank=True)
-    model = models.CharField(max_length=255, blank=True)
-    conversations = models.BigIntegerField(default=0)
-    sessions = models.BigIntegerField(default=0)
-
-    class Meta:
-        abstract = True
-
-    def _dimensions(self) -> str:
-        return f"{self.tool or '-'} {self.user_id or '-'} {self.model or '-'}"
-
-
-class UsageHourly(UsageRollup):
-    """Counters per tenant, UTC hour, tool, user, project and model: what grouped statistics and the
-    dashboard read. A message counts in the hour it was created; a conversation in the hour of the
-    message that started it; a session once, in the hour (and under the model) of its first message."""
-
-    hour = models.DateTimeField()
-
-    class Meta:
-        verbose_name = "hourly usage"
-        verbose_name_plural = "hourly usage"
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "hour", "tool", "user_id", "project", "model"], name="usage_hourly_key"
-            )
-        ]
-
-    def __str__(self):
-        return f"{self.hour:%Y-%m-%d %H}:00 {self._dimensions()}"
-
-
-class UsageDaily(UsageRollup):
-    """The hourly roll-ups summed per UTC day, maintained with them: what the dashboard and whole-day
-    statistics read (a quarter of the rows or fewer, so a 90-day window sums quickly)."""
-
-    day = models.DateField()
-
-    class Meta:
-        verbose_name = "daily usage"
-        verbose_name_plural = "daily usage"
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "day", "tool", "user_id", "project", "model"], name="usage_daily_key"
-            )
-        ]
-
-    def __str__(self):
-        return f"{self.day:%Y-%m-%d} {self._dimensions()}"
-
-
-class SessionModelUsage(models.Model):
-    """A session's requests and tokens per model, kept beside the hourly roll-ups: what a session's cost
-    is computed from (a price applies per model), without reading its requests."""
-
-    id = models.BigAutoField(primary_key=True)
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="model_usage", db_index=False)
-    model = models.CharField(max_length=255, blank=True)
-    requests = models.BigIntegerField(default=0)
-    input_tokens = models.BigIntegerField(default=0)
-    output_tokens = models.BigIntegerField(default=0)
-    cache_read_tokens = models.BigIntegerField(default=0)
-    cache_creation_tokens = models.BigIntegerField(default=0)
-    total_tokens = models.BigIntegerField(default=0)
-
-    class Meta:
-        verbose_name = "session usage by model"
-        verbose_name_plural = "session usage by model"
-        constraints = [models.UniqueConstraint(fields=["session", "model"], name="session_model_usage_key")]
-        # The models a tenant used, to price them: an index-only scan, not a read of the table.
-        indexes = [models.Index(fields=["tenant", "model"], name="session_model_usage_tenant")]
-
-    def __str__(self):
-        return f"{self.model or '-'}: {self.total_tokens:,} tokens"
-
-
-class PriceMatch(models.TextChoices):
-    EXACT = "exact", "exact name"
-    PREFIX = "prefix", "names starting with it"
-
-
-class ModelPrice(models.Model):
-    """List price of a model in USD per million tokens of each kind. Costs are computed from token sums
-    when they are read, so correcting a price here changes every cost shown, past usage included."""
-
-    id = models.BigAutoField(primary_key=True)
-    model = models.CharField(
-        max_length=255,
-        help_text="A model name as the tools report it (lower case), or the beginning of such names (see match).",
-    )
-    match = models.CharField(
-        max_length=8,
-        choices=PriceMatch.choices,
-        default=PriceMatch.EXACT,
-        help_text="An exact name wins over prefixes; among prefixes the longest wins.",
-    )
-    provider = models.CharField(max_length=64, blank=True, help_text="anthropic, openai, google, alibaba…")
-    input_usd_per_mtok = models.DecimalField(
-        "input", max_digits=12, decimal_places=6, help_text="USD per million input tokens (not read from a cache)"
-    )
-    output_usd_per_mtok = models.DecimalField("output", max_digits=12, decimal_places=6)
-    cache_read_usd_per_mtok = models.DecimalField("cache read", max_digits=12, decimal_places=6)
-    cache_write_usd_per_mtok = models.DecimalField("cache write", max_digits=12, decimal_places=6)
-    source = models.URLField(max_length=500, blank=True, help_text="Where the price was published")
-    checked_on = models.DateField(null=True, blank=True, help_text="When the price was last compared with the source")
-    notes = models.TextField(blank=True, help_text="Tiers not modelled, uncertainty, aliases")
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["provider", "model"]
-        verbose_name = "model price"
-        constraints = [
-            models.UniqueConstraint(fields=["model", "match"], name="model_price_key"),
-            models.CheckConstraint(
-                condition=Q(input_usd_per_mtok__gte=0)
-                & Q(output_usd_per_mtok__gte=0)
-                & Q(cache_read_usd_per_mtok__gte=0)
-                & Q(cache_write_usd_per_mtok__gte=0),
-                name="model_price_not_negative",
-            ),
-        ]
-
-    def __str__(self):
-        return self.model + ("*" if self.match == PriceMatch.PREFIX else "")
-
-    def save(self, *args, **kwargs):
-        self.model = self.model.strip().lower()
-        super().save(*args, **kwargs)
-
-
 class TurnStatus(models.TextChoices):
     STREAMING = "streaming", "streaming"
     COMPLETED = "completed", "completed"
@@ -489,7 +299,7 @@ class Turn(models.Model):
     user_message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="turn_as_user")
     assistant_message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="turn_as_assistant")
     status = models.CharField(max_length=16, choices=TurnStatus.choices, default=TurnStatus.STREAMING)
-    external_id = models.CharField(max_length=255, null=True, blank=True)
+    external_id = models.CharField(max_length=MESSAGE_TEXT_LIMITS["external_id"], null=True, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
     system_ready_at = models.DateTimeField(null=True, blank=True)
     last_activity_at = models.DateTimeField(default=timezone.now)
@@ -513,75 +323,3 @@ class Turn(models.Model):
 
     def __str__(self):
         return f"turn {str(self.id)[:8]} ({self.status})"
-
-
-class ImportTool(models.TextChoices):
-    AUTO = "auto", "auto (detect per file)"
-    CLAUDE_CODE = "claude-code", "Claude Code"
-    QWEN_CODE = "qwen-code", "Qwen Code"
-    OPENCLAW = "openclaw", "OpenClaw"
-
-
-class ImportSource(models.Model):
-    """A directory of agent logs that the collector (`sessions_app.tasks.collect_imports`) scans."""
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="import_sources")
-    path = models.CharField(
-        max_length=1024, help_text="A directory (or one file) on the server, e.g. ~/.claude/projects"
-    )
-    tool = models.CharField(max_length=16, choices=ImportTool.choices, default=ImportTool.AUTO)
-    user_id = models.CharField(
-        max_length=255, blank=True, help_text="Attribute the sessions to this user (default: the log's or the OS user)"
-    )
-    enabled = models.BooleanField(default=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    last_scan_at = models.DateTimeField(null=True, blank=True, editable=False)
-    last_summary = models.JSONField(default=dict, blank=True, editable=False)
-
-    class Meta:
-        ordering = ["tenant", "path"]
-        constraints = [models.UniqueConstraint(fields=["tenant", "path"], name="importsource_tenant_path")]
-
-    def __str__(self):
-        return self.path
-
-
-class ImportedFile(models.Model):
-    """How far one log file has been imported: the byte offset and the parser's carry after the last batch."""
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
-    source = models.ForeignKey(
-        ImportSource, null=True, blank=True, on_delete=models.SET_NULL, related_name="files", db_index=False
-    )
-    session = models.ForeignKey(
-        Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
-    )
-    path = models.TextField()
-    tool = models.CharField(max_length=16, blank=True)
-    agent_session_id = models.CharField(max_length=255, blank=True)
-    size = models.BigIntegerField(default=0, help_text="Bytes, when last imported")
-    mtime = models.DateTimeField(null=True, blank=True)
-    device = models.BigIntegerField(null=True, blank=True)
-    inode = models.BigIntegerField(null=True, blank=True)
-    head_hash = models.CharField(
-        max_length=64, blank=True, help_text="SHA-256 of the first bytes: a different head means a replaced file"
-    )
-    offset = models.BigIntegerField(default=0, help_text="Bytes consumed: the next import starts here")
-    carry = models.JSONField(default=dict, blank=True, help_text="The parser's state at `offset`")
-    pending = models.IntegerField(default=0, help_text="Streamed responses held in the carry")
-    lines_read = models.BigIntegerField(default=0)
-    messages_imported = models.BigIntegerField(default=0)
-    issues = models.IntegerField(default=0, help_text="Lines skipped or read with a caveat, all imports")
-    last_error = models.TextField(blank=True)
-    first_imported_at = models.DateTimeField(null=True, blank=True)
-    last_imported_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["path"]
-        constraints = [models.UniqueConstraint(fields=["tenant", "path"], name="importedfile_tenant_path")]
-        indexes = [models.Index(fields=["source", "path"], name="importedfile_source")]
-
-    def __str__(self):
-        return self.path

@@ -1,0 +1,41 @@
+"""The models of sessions_app, one module per concern: tenancy, the message ledger, usage, imports."""
+
+from sessions_app.models.imports import ImportedFile, ImportSource, ImportTool
+from sessions_app.models.ledger import (
+    CjkSearchVector,
+    Conversation,
+    LlmRequest,
+    Message,
+    Role,
+    Session,
+    StateVersion,
+    Turn,
+    TurnStatus,
+    UsageCounters,
+)
+from sessions_app.models.tenancy import ApiKey, Tenant
+from sessions_app.models.usage import ModelPrice, PriceMatch, SessionModelUsage, UsageDaily, UsageHourly, UsageRollup
+
+__all__ = [
+    "ApiKey",
+    "CjkSearchVector",
+    "Conversation",
+    "ImportSource",
+    "ImportTool",
+    "ImportedFile",
+    "LlmRequest",
+    "Message",
+    "ModelPrice",
+    "PriceMatch",
+    "Role",
+    "Session",
+    "SessionModelUsage",
+    "StateVersion",
+    "Tenant",
+    "Turn",
+    "TurnStatus",
+    "UsageCounters",
+    "UsageDaily",
+    "UsageHourly",
+    "UsageRollup",
+]

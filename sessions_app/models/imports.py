@@ -1,0 +1,81 @@
+"""Agent-log imports: the directories the collector scans, and how far each log file has been read."""
+
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+from sessions_app.models.ledger import Session
+from sessions_app.models.tenancy import Tenant
+
+
+class ImportTool(models.TextChoices):
+    AUTO = "auto", "auto (detect per file)"
+    CLAUDE_CODE = "claude-code", "Claude Code"
+    QWEN_CODE = "qwen-code", "Qwen Code"
+    OPENCLAW = "openclaw", "OpenClaw"
+
+
+class ImportSource(models.Model):
+    """A directory of agent logs that the collector (`sessions_app.tasks.collect_imports`) scans."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="import_sources")
+    path = models.CharField(
+        max_length=1024, help_text="A directory (or one file) on the server, e.g. ~/.claude/projects"
+    )
+    tool = models.CharField(max_length=16, choices=ImportTool.choices, default=ImportTool.AUTO)
+    user_id = models.CharField(
+        max_length=255, blank=True, help_text="Attribute the sessions to this user (default: the log's or the OS user)"
+    )
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_scan_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_summary = models.JSONField(default=dict, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["tenant", "path"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "path"], name="importsource_tenant_path")]
+
+    def __str__(self):
+        return self.path
+
+
+class ImportedFile(models.Model):
+    """How far one log file has been imported: the byte offset and the parser's carry after the last batch."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+    source = models.ForeignKey(
+        ImportSource, null=True, blank=True, on_delete=models.SET_NULL, related_name="files", db_index=False
+    )
+    session = models.ForeignKey(
+        Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    path = models.TextField()
+    tool = models.CharField(max_length=16, blank=True)
+    agent_session_id = models.CharField(max_length=255, blank=True)
+    size = models.BigIntegerField(default=0, help_text="Bytes, when last imported")
+    mtime = models.DateTimeField(null=True, blank=True)
+    device = models.BigIntegerField(null=True, blank=True)
+    inode = models.BigIntegerField(null=True, blank=True)
+    head_hash = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 of the first bytes: a different head means a replaced file"
+    )
+    offset = models.BigIntegerField(default=0, help_text="Bytes consumed: the next import starts here")
+    carry = models.JSONField(default=dict, blank=True, help_text="The parser's state at `offset`")
+    pending = models.IntegerField(default=0, help_text="Streamed responses held in the carry")
+    lines_read = models.BigIntegerField(default=0)
+    messages_imported = models.BigIntegerField(default=0)
+    issues = models.IntegerField(default=0, help_text="Lines skipped or read with a caveat, all imports")
+    last_error = models.TextField(blank=True)
+    first_imported_at = models.DateTimeField(null=True, blank=True)
+    last_imported_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["path"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "path"], name="importedfile_tenant_path")]
+        indexes = [models.Index(fields=["source", "path"], name="importedfile_source")]
+
+    def __str__(self):
+        return self.path

@@ -1,0 +1,62 @@
+"""The message ledger's vocabulary, written once: the roles and what each is counted as, the token kinds, the
+counters, and the fields a client may set on a message.
+
+Plain Python, no Django: the settings and the log parsers read it before (or without) the models. The models,
+the serializers, the importers, the accounting and the COPY path all take these names from here.
+"""
+
+# Each role of a message and the counter that counts it (../shared/CONTRACT.md "Statistics"; `system` is ours).
+ROLE_COUNTERS = {
+    "user": "message_user",
+    "assistant": "message_assistant",
+    "toolResult": "message_toolresult",
+    "error": "message_error",
+    "system": "message_system",
+}
+ROLES = tuple(ROLE_COUNTERS)
+
+# The kinds of tokens a message reports and a request keeps the largest value of.
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens")
+
+# What sessions, conversations and the roll-ups count, in their column order.
+COUNTER_FIELDS = ("requests", "messages", *ROLE_COUNTERS.values(), *TOKEN_FIELDS)
+# Sessions count their conversations too; a roll-up row also counts the sessions that started in it.
+SESSION_COUNTER_FIELDS = (*COUNTER_FIELDS, "conversations")
+ROLLUP_FIELDS = (*SESSION_COUNTER_FIELDS, "sessions")
+# A session's counters in the contract's order (the stats API).
+STATS_FIELDS = ("requests", "conversations", "messages", *ROLE_COUNTERS.values(), *TOKEN_FIELDS)
+
+# The longest value each text field of a message holds (the model's max_length; the API refuses longer,
+# the importers cut to it). `conversation` is a reference, not a column: our id or the client's own.
+MESSAGE_TEXT_LIMITS = {
+    "external_id": 255,
+    "conversation": 255,
+    "auth_type": 64,
+    "request_id": 255,
+    "model": 255,
+    "tool_name": 255,
+    "finish_reason": 32,
+    "feishu_conversation_id": 255,
+    "thinking_mode": 32,
+}
+
+# The fields of a message that its writer sets (the API's body, an importer's item, a chat turn's start);
+# everything else on the row — seq, conversation, request, received_at — the message service works out.
+MESSAGE_INPUT_FIELDS = (
+    "role",
+    "content",
+    "thinking",
+    "tool_calls",
+    "tool_name",
+    "auth_type",
+    "request_id",
+    "model",
+    "finish_reason",
+    *TOKEN_FIELDS,
+    "elapsed_ms",
+    "external_id",
+    "feishu_conversation_id",
+    "metadata",
+    "attachments",
+    "thinking_mode",
+)
