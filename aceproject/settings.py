@@ -159,13 +159,13 @@ ACE_MAX_PAGE_SIZE = env("ACE_MAX_PAGE_SIZE")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["sessions_app.auth.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["sessions_app.auth.HasTenant"],
+    "DEFAULT_PERMISSION_CLASSES": ["platform_kit.api.auth.HasTenant"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "sessions_app.api.pagination.CursorPage",
+    "DEFAULT_PAGINATION_CLASS": "platform_kit.api.pagination.CursorPage",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "sessions_app.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "platform_kit.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DATETIME_FORMAT": "%Y-%m-%dT%H:%M:%S.%fZ",
     "PAGE_SIZE": 100,

@@ -19,5 +19,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
 ]
 
-handler404 = "sessions_app.api.errors.json_404"
-handler500 = "sessions_app.api.errors.json_500"
+handler404 = "platform_kit.api.errors.json_404"
+handler500 = "platform_kit.api.errors.json_500"

@@ -199,7 +199,7 @@ def profile_request(tenant, key: str, args) -> dict:
     from django.test import Client
     from rest_framework.renderers import JSONRenderer
 
-    from sessions_app.serializers import MessageBatchSerializer, MessageSerializer
+    from sessions_app.api.serializers import MessageBatchSerializer, MessageSerializer
     from sessions_app.services.messages import messages_append
     from sessions_app.services.sessions import session_create
 

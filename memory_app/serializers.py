@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from memory_app.models import Record, RecordRevision, RecordType
-from sessions_app.serializers import (
+from platform_kit.api.fields import (
     JSONObjectField,
     RejectUnknownFieldsMixin,
     StrictCharField,

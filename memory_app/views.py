@@ -23,14 +23,10 @@ from memory_app.serializers import (
     RecordWriteSerializer,
 )
 from memory_app.services import RecordClosed, record_create, record_invalidate, record_update
-from sessions_app.api.errors import Conflict
-from sessions_app.api.pagination import CursorPage
+from platform_kit.api.errors import Conflict
+from platform_kit.api.pagination import CursorPage, cursor_page
+from platform_kit.api.views import TenantScopedMixin
 from sessions_app.models import Session
-from sessions_app.views import TenantScopedMixin
-
-
-class NewestRevisionPage(CursorPage):
-    ordering = "-revision"
 
 
 @extend_schema_view(
@@ -95,7 +91,7 @@ class RecordViewSet(
     @action(detail=True, methods=["get"])
     def history(self, request, pk=None):
         record = self.get_object()
-        paginator = NewestRevisionPage()
+        paginator = cursor_page("-revision")()
         page = paginator.paginate_queryset(RecordRevision.objects.filter(record=record), request, view=self)
         return paginator.get_paginated_response(RecordRevisionSerializer(page, many=True).data)
 

@@ -13,24 +13,8 @@ from django.db.models import Count, Sum
 
 from sessions_app.models import Session, SessionModelUsage, Tenant, UsageDaily, UsageHourly
 from sessions_app.pricing import PRICED_TOKEN_FIELDS, PRICED_TOKENS, Cost, PriceBook
-from sessions_app.schema import COUNTER_FIELDS
+from sessions_app.schema import COUNTER_FIELDS, STATS_FIELDS
 
-# The contract's counters, in the contract's order, plus `message_system`.
-STATS_FIELDS = (
-    "requests",
-    "conversations",
-    "messages",
-    "message_user",
-    "message_assistant",
-    "message_toolresult",
-    "message_error",
-    "message_system",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_creation_tokens",
-    "total_tokens",
-)
 GROUP_BY = ("day", "tool", "user_id", "project", "model", "session")
 # What grouped usage adds to the counters: sessions started, and cost.
 USAGE_FIELDS = ("sessions", *STATS_FIELDS)

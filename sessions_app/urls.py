@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from sessions_app import views
+from sessions_app.api import views
 from sessions_app.api.imports import ImportUploadView
 
 router = DefaultRouter(trailing_slash=True)

@@ -6,10 +6,10 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from sessions_app.api.errors import Conflict
-from sessions_app.api.pagination import CursorPage
+from platform_kit.api.errors import Conflict
+from platform_kit.api.pagination import cursor_page
+from platform_kit.api.views import TenantScopedMixin
 from sessions_app.models import Session
-from sessions_app.views import TenantScopedMixin
 from strategies_app.filters import StrategyRunFilter
 from strategies_app.models import Strategy, StrategyRun, StrategyVersion, Trigger
 from strategies_app.serializers import (
@@ -22,14 +22,6 @@ from strategies_app.serializers import (
 )
 from strategies_app.services.runs import StrategyDisabled, run_request
 from strategies_app.services.strategies import strategy_create, strategy_update
-
-
-class NewestVersionPage(CursorPage):
-    ordering = "-version"
-
-
-class NewestRunPage(CursorPage):
-    ordering = "-queued_at"
 
 
 @extend_schema_view(
@@ -73,7 +65,7 @@ class StrategyViewSet(
     @action(detail=True, methods=["get"])
     def versions(self, request, pk=None):
         strategy = self.get_object()
-        paginator = NewestVersionPage()
+        paginator = cursor_page("-version")()
         page = paginator.paginate_queryset(StrategyVersion.objects.filter(strategy=strategy), request, view=self)
         return paginator.get_paginated_response(StrategyVersionSerializer(page, many=True).data)
 
@@ -114,7 +106,7 @@ class StrategyViewSet(
 class StrategyRunViewSet(TenantScopedMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = StrategyRunSerializer
     filterset_class = StrategyRunFilter
-    pagination_class = NewestRunPage
+    pagination_class = cursor_page("-queued_at")
     model = StrategyRun
 
     def tenant_queryset(self):

@@ -22,7 +22,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app.api.errors import error_response
+from platform_kit.api.errors import error_response
 from sessions_app.models import ImportTool
 from sessions_app.services.imports import file_refusal, import_files
 

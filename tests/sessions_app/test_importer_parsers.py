@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sessions_app.api.serializers import MessageInSerializer
 from sessions_app.importers import (
     ParsedMessage,
     count_usage,
@@ -20,7 +21,6 @@ from sessions_app.importers import (
 from sessions_app.importers.core import as_int
 from sessions_app.importers.openclaw import feishu_context, parse_inbound_metadata
 from sessions_app.importers.qwen_code import normalise_usage
-from sessions_app.serializers import MessageInSerializer
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
 CLAUDE_SESSION = "5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11"

@@ -1,4 +1,7 @@
+"""Cursor pagination for every list of the API: stable under inserts, and strict about its parameters."""
+
 import base64
+import functools
 from urllib import parse
 
 from django.conf import settings
@@ -52,20 +55,8 @@ class CursorPage(CursorPagination):
         return bool(tokens) and set(tokens) <= {"o", "r", "p"}
 
 
-class SeqCursorPage(CursorPage):
-    ordering = "seq"
-
-
-class NewestMessagesCursorPage(CursorPage):
-    # Messages of one batch share created_at: seq keeps them in their order.
-    ordering = ("-created_at", "-seq")
-
-
-class NewestInSessionCursorPage(CursorPage):
-    # Within one session seq is the order of arrival, and its index reads a page of even a session
-    # that is old and huge at once (walking created_at would first skip every newer message).
-    ordering = "-seq"
-
-
-class StartedCursorPage(CursorPage):
-    ordering = "-started_at"
+@functools.cache
+def cursor_page(*ordering: str) -> type[CursorPage]:
+    """The CursorPage class ordered by `ordering` (one class per ordering, whichever view asks for it)."""
+    name = "CursorPage_" + "_".join(field.replace("-", "desc_") for field in ordering)
+    return type(name, (CursorPage,), {"ordering": ordering[0] if len(ordering) == 1 else ordering})

@@ -1,84 +1,19 @@
 """Serializers: strict on input (wrong types are refused, not coerced), plain on output."""
 
-import orjson
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from platform_kit.api.fields import (
+    JSONObjectField,
+    RejectUnknownFieldsMixin,
+    StoredJSONField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictNumberField,
+)
 from sessions_app.models import Conversation, Message, Role, Session, StateVersion, Turn
-from sessions_app.selectors import STATS_FIELDS
-
-
-class StrictCharField(serializers.CharField):
-    default_error_messages = {"invalid": "Must be a string."}
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictIntegerField(serializers.IntegerField):
-    default_error_messages = {"invalid": "Must be an integer (a JSON number, not a string)."}
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-def contains_nul(value) -> bool:
-    """Whether a JSON value holds NUL in a string or a key (jsonb cannot store it)."""
-    try:
-        if b"\\u0000" not in orjson.dumps(value):  # the quick answer, nearly always
-            return False
-    except TypeError:
-        pass
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(contains_nul(key) or contains_nul(item) for key, item in value.items())
-    if isinstance(value, list | tuple):
-        return any(contains_nul(item) for item in value)
-    return False
-
-
-NUL_REFUSED = "Null characters (\\u0000) are not allowed: PostgreSQL cannot store them in JSON."
-
-
-class StoredJSONField(serializers.JSONField):
-    """JSON for a jsonb column, which cannot hold NUL: refused with a 400, as DRF refuses it in text."""
-
-    default_error_messages = {"null_characters": NUL_REFUSED}
-
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        if contains_nul(value):
-            self.fail("null_characters")
-        return value
-
-
-@extend_schema_field({"type": "object", "additionalProperties": True})
-class JSONObjectField(StoredJSONField):
-    default_error_messages = {"not_object": "Must be a JSON object."}
-
-    def to_internal_value(self, data):
-        if not isinstance(data, dict):
-            self.fail("not_object")
-        return super().to_internal_value(data)
-
-
-class RejectUnknownFieldsMixin:
-    """A misspelt field would otherwise be dropped silently: the client would lose data it sent."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError(
-                    {name: [f"Unknown field. Allowed: {', '.join(sorted(self.fields))}."] for name in unknown}
-                )
-        return super().to_internal_value(data)
+from sessions_app.schema import MESSAGE_TEXT_LIMITS, STATS_FIELDS
 
 
 # -- sessions ---------------------------------------------------------------------------------------
@@ -133,27 +68,29 @@ class MessageInSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     )
     content = StrictCharField(required=False, allow_blank=True, trim_whitespace=False, default="")
     created_at = serializers.DateTimeField(required=False)
-    external_id = StrictCharField(required=False, max_length=255, allow_null=True)
+    external_id = StrictCharField(required=False, max_length=MESSAGE_TEXT_LIMITS["external_id"], allow_null=True)
     conversation = StrictCharField(
         required=False,
-        max_length=255,
+        max_length=MESSAGE_TEXT_LIMITS["conversation"],
         allow_null=True,
         help_text="A conversation id of this session, or your own conversation id (created on first use).",
     )
-    auth_type = StrictCharField(required=False, max_length=64, allow_blank=True)
-    request_id = StrictCharField(required=False, max_length=255, allow_blank=True)
-    model = StrictCharField(required=False, max_length=255, allow_blank=True)
+    auth_type = StrictCharField(required=False, max_length=MESSAGE_TEXT_LIMITS["auth_type"], allow_blank=True)
+    request_id = StrictCharField(required=False, max_length=MESSAGE_TEXT_LIMITS["request_id"], allow_blank=True)
+    model = StrictCharField(required=False, max_length=MESSAGE_TEXT_LIMITS["model"], allow_blank=True)
     thinking = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
     tool_calls = StoredJSONField(required=False, allow_null=True)
-    tool_name = StrictCharField(required=False, max_length=255, allow_blank=True)
+    tool_name = StrictCharField(required=False, max_length=MESSAGE_TEXT_LIMITS["tool_name"], allow_blank=True)
     input_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
     output_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
     cache_read_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
     cache_creation_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
     total_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
     elapsed_ms = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=2**31 - 1)
-    finish_reason = StrictCharField(required=False, max_length=32, allow_blank=True)
-    feishu_conversation_id = StrictCharField(required=False, max_length=255, allow_blank=True)
+    finish_reason = StrictCharField(required=False, max_length=MESSAGE_TEXT_LIMITS["finish_reason"], allow_blank=True)
+    feishu_conversation_id = StrictCharField(
+        required=False, max_length=MESSAGE_TEXT_LIMITS["feishu_conversation_id"], allow_blank=True
+    )
     metadata = JSONObjectField(required=False)
 
     def validate_tool_calls(self, value):
@@ -350,15 +287,6 @@ class StateVersionSerializer(serializers.ModelSerializer):
 
 
 # -- chat turns -------------------------------------------------------------------------------------
-class StrictNumberField(serializers.FloatField):
-    default_error_messages = {"invalid": "Must be a number (a JSON number, not a string)."}
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int | float):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
 class NameListField(serializers.ListField):
     child = StrictCharField(max_length=255)
 

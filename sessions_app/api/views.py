@@ -14,19 +14,12 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app.api.errors import Conflict, PreconditionFailed
-from sessions_app.api.pagination import (
-    CursorPage,
-    NewestInSessionCursorPage,
-    NewestMessagesCursorPage,
-    SeqCursorPage,
-    StartedCursorPage,
-)
-from sessions_app.filters import ConversationFilter, MessageFilter, SessionFilter, SessionMessageFilter
-from sessions_app.models import Conversation, Message, Session, StateVersion, Turn, TurnStatus
-from sessions_app.selectors import session_stats, usage_grouped
-from sessions_app.serializers import (
-    NUL_REFUSED,
+from platform_kit.api.errors import Conflict, PreconditionFailed
+from platform_kit.api.fields import NUL_REFUSED, contains_nul
+from platform_kit.api.pagination import CursorPage, cursor_page
+from platform_kit.api.views import TenantScopedMixin
+from sessions_app.api.filters import ConversationFilter, MessageFilter, SessionFilter, SessionMessageFilter
+from sessions_app.api.serializers import (
     CheckpointSerializer,
     ConversationSerializer,
     GroupedStatsQuerySerializer,
@@ -44,8 +37,9 @@ from sessions_app.serializers import (
     TurnProgressSerializer,
     TurnSerializer,
     TurnStartSerializer,
-    contains_nul,
 )
+from sessions_app.models import Conversation, Message, Session, StateVersion, Turn, TurnStatus
+from sessions_app.selectors import session_stats, usage_grouped
 from sessions_app.services.messages import messages_append
 from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
 from sessions_app.services.state import StaleVersion, state_get, state_merge, state_replace
@@ -58,19 +52,6 @@ from sessions_app.services.turns import (
 )
 
 IF_MATCH = re.compile(r'^\s*(?:W/)?"?(\d+)"?\s*$')
-
-
-class TenantScopedMixin:
-    """Every queryset is the tenant's own: another tenant's id is simply not found (404)."""
-
-    @property
-    def tenant(self):
-        return self.request.user.tenant
-
-    def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):  # drf-spectacular building the schema
-            return self.model.objects.none()
-        return self.tenant_queryset()
 
 
 class MergePatchParser(JSONParser):
@@ -87,7 +68,7 @@ class MergePatchParser(JSONParser):
 class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
     serializer_class = SessionSerializer
     filterset_class = SessionFilter
-    pagination_class = StartedCursorPage
+    pagination_class = cursor_page("-started_at")
     http_method_names = ["get", "post", "patch", "delete", "put", "head", "options"]
     model = Session
 
@@ -158,7 +139,7 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
         if not filterset.is_valid():
             raise serializers.ValidationError(filterset.errors)
         messages = filterset.qs
-        paginator = SeqCursorPage()
+        paginator = cursor_page("seq")()
         page = paginator.paginate_queryset(messages, request, view=self)
         return paginator.get_paginated_response(MessageSerializer(page, many=True).data)
 
@@ -205,7 +186,7 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
                 if status_filter not in TurnStatus.values:
                     raise serializers.ValidationError({"status": [f"Use one of: {', '.join(TurnStatus.values)}."]})
                 turns = turns.filter(status=status_filter)
-            paginator = TurnCursorPage()
+            paginator = cursor_page("-started_at")()
             page = paginator.paginate_queryset(turns, request, view=self)
             return paginator.get_paginated_response(TurnSerializer(page, many=True).data)
         body = TurnStartSerializer(data=request.data)
@@ -222,7 +203,7 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
     @action(detail=True, methods=["get"])
     def conversations(self, request, pk=None):
         session = self.get_object()
-        paginator = OrdinalCursorPage()
+        paginator = cursor_page("ordinal")()
         page = paginator.paginate_queryset(Conversation.objects.filter(session=session), request, view=self)
         return paginator.get_paginated_response(ConversationSerializer(page, many=True).data)
 
@@ -287,21 +268,9 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
     @action(detail=True, methods=["get"], url_path="state/history")
     def state_history(self, request, pk=None):
         session = self.get_object()
-        paginator = VersionCursorPage()
+        paginator = cursor_page("-version")()
         page = paginator.paginate_queryset(StateVersion.objects.filter(session=session), request, view=self)
         return paginator.get_paginated_response(StateVersionSerializer(page, many=True).data)
-
-
-class TurnCursorPage(CursorPage):
-    ordering = "-started_at"
-
-
-class OrdinalCursorPage(CursorPage):
-    ordering = "ordinal"
-
-
-class VersionCursorPage(CursorPage):
-    ordering = "-version"
 
 
 @extend_schema_view(
@@ -311,7 +280,8 @@ class VersionCursorPage(CursorPage):
 class MessageViewSet(TenantScopedMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = MessageSerializer
     filterset_class = MessageFilter
-    pagination_class = NewestMessagesCursorPage
+    # Messages of one batch share created_at: seq keeps them in their order.
+    pagination_class = cursor_page("-created_at", "-seq")
     model = Message
 
     def tenant_queryset(self):
@@ -320,8 +290,10 @@ class MessageViewSet(TenantScopedMixin, viewsets.ReadOnlyModelViewSet):
     @property
     def paginator(self):
         if not hasattr(self, "_paginator"):
+            # Within one session seq is the order of arrival, and its index reads a page of even a session
+            # that is old and huge at once (walking created_at would first skip every newer message).
             one_session = "session" in self.request.query_params
-            self._paginator = NewestInSessionCursorPage() if one_session else NewestMessagesCursorPage()
+            self._paginator = cursor_page("-seq")() if one_session else self.pagination_class()
         return self._paginator
 
 

@@ -1,0 +1,87 @@
+"""Strict serializer fields: a wrong type is refused with a 400 that says what to send, never coerced, and
+JSON that PostgreSQL cannot store (NUL) is refused before it reaches a write."""
+
+import orjson
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+
+class StrictCharField(serializers.CharField):
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    default_error_messages = {"invalid": "Must be an integer (a JSON number, not a string)."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictNumberField(serializers.FloatField):
+    default_error_messages = {"invalid": "Must be a number (a JSON number, not a string)."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+def contains_nul(value) -> bool:
+    """Whether a JSON value holds NUL in a string or a key (jsonb cannot store it)."""
+    try:
+        if b"\\u0000" not in orjson.dumps(value):  # the quick answer, nearly always
+            return False
+    except TypeError:
+        pass
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(key) or contains_nul(item) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return any(contains_nul(item) for item in value)
+    return False
+
+
+NUL_REFUSED = "Null characters (\\u0000) are not allowed: PostgreSQL cannot store them in JSON."
+
+
+class StoredJSONField(serializers.JSONField):
+    """JSON for a jsonb column, which cannot hold NUL: refused with a 400, as DRF refuses it in text."""
+
+    default_error_messages = {"null_characters": NUL_REFUSED}
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if contains_nul(value):
+            self.fail("null_characters")
+        return value
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True})
+class JSONObjectField(StoredJSONField):
+    default_error_messages = {"not_object": "Must be a JSON object."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            self.fail("not_object")
+        return super().to_internal_value(data)
+
+
+class RejectUnknownFieldsMixin:
+    """A misspelt field would otherwise be dropped silently: the client would lose data it sent."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: [f"Unknown field. Allowed: {', '.join(sorted(self.fields))}."] for name in unknown}
+                )
+        return super().to_internal_value(data)
