@@ -497,7 +497,7 @@ def main() -> int:
 
     from sessions_app.models import Session, Tenant, UsageHourly
     from sessions_app.pricing import PriceBook
-    from sessions_app.selectors import (
+    from sessions_app.selectors.usage import (
         UsageFilter,
         top_sessions_by_cost,
         top_sessions_by_tokens,

@@ -26,7 +26,7 @@ from django.utils.text import slugify
 
 from sessions_app.models import Tenant
 from sessions_app.pricing import PriceBook
-from sessions_app.selectors import (
+from sessions_app.selectors.usage import (
     USAGE_FIELDS,
     UsageFilter,
     top_sessions_by_cost,

@@ -51,7 +51,7 @@ class SessionSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
 
     @extend_schema_field({"type": "object", "properties": {f: {"type": "integer"} for f in STATS_FIELDS}})
     def get_stats(self, session):
-        from sessions_app.selectors import session_stats
+        from sessions_app.selectors.usage import session_stats
 
         return session_stats(session=session)
 
@@ -310,9 +310,11 @@ class ToolCallSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 class TurnStartSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     content = StrictCharField(allow_blank=True, trim_whitespace=False)
     attachments = serializers.ListField(child=StoredJSONField(), required=False, help_text="Attachment ids")
-    thinking_mode = StrictCharField(required=False, max_length=32, allow_blank=True, default="")
-    conversation = StrictCharField(required=False, max_length=255, allow_null=True)
-    external_id = StrictCharField(required=False, max_length=255, allow_null=True)
+    thinking_mode = StrictCharField(
+        required=False, max_length=MESSAGE_TEXT_LIMITS["thinking_mode"], allow_blank=True, default=""
+    )
+    conversation = StrictCharField(required=False, max_length=MESSAGE_TEXT_LIMITS["conversation"], allow_null=True)
+    external_id = StrictCharField(required=False, max_length=MESSAGE_TEXT_LIMITS["external_id"], allow_null=True)
 
 
 class SystemReadySerializer(RejectUnknownFieldsMixin, serializers.Serializer):

@@ -39,7 +39,7 @@ from sessions_app.api.serializers import (
     TurnStartSerializer,
 )
 from sessions_app.models import Conversation, Message, Session, StateVersion, Turn, TurnStatus
-from sessions_app.selectors import session_stats, usage_grouped
+from sessions_app.selectors.usage import session_stats, usage_grouped
 from sessions_app.services.messages import messages_append
 from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
 from sessions_app.services.state import StaleVersion, state_get, state_merge, state_replace

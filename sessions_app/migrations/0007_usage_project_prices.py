@@ -172,7 +172,7 @@ def unload_prices(apps, schema_editor):
         ModelPrice.objects.filter(model=model, match=match).delete()
 
 
-# The recount of sessions_app.selectors (ROLLUP_RECOUNT_SQL, SESSION_MODEL_RECOUNT_SQL) as of this migration,
+# The recount of sessions_app.selectors.recount (ROLLUP_RECOUNT_SQL, SESSION_MODEL_RECOUNT_SQL) as of this migration,
 # frozen here so that the migration keeps working when those change.
 ROLLUP_RECOUNT_SQL = """
 WITH m AS (

@@ -235,7 +235,7 @@ class Message(models.Model):
     search_vector = SearchVectorField(null=True, editable=False)
 
     objects = MessageManager()
-    db_computed_fields = ("search_vector",)  # left out of COPY (services.messages._copy_insert)
+    db_computed_fields = ("search_vector",)  # left out of COPY (platform_kit.db.copy_insert)
 
     class Meta:
         ordering = ["session", "seq"]

@@ -8,53 +8,39 @@ a fixed order so they cannot deadlock.
 
 from __future__ import annotations
 
-import json
-import operator
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import orjson
 from django.db import connection, transaction
-from django.db.models.base import ModelState
 from django.utils import timezone
-from psycopg.copy import LibpqWriter
-from psycopg.generators import copy_to
-from psycopg.types.json import JsonbBinaryDumper
 
-from platform_kit.db import add_to_rows, update_rows
-from sessions_app.models import (
-    Conversation,
-    LlmRequest,
-    Message,
-    Role,
-    Session,
-    Tenant,
+from platform_kit.db import add_to_rows, copy_insert, unsaved_instance, update_rows
+from sessions_app.accounting import (
+    CONVERSATIONS,
+    SESSIONS,
+    Round,
+    conversation_target,
+    empty_tally,
+    hour_of,
+    is_request,
+    message_tokens,
+    own_tokens,
+    request_growth,
+    tally_as_dict,
+    tally_message,
 )
-from sessions_app.schema import COUNTER_FIELDS, ROLE_COUNTERS, TOKEN_FIELDS
+from sessions_app.models import Conversation, LlmRequest, Message, Session, Tenant
+from sessions_app.schema import (
+    COUNTER_FIELDS,
+    MESSAGE_INPUT_FIELDS,
+    ROLLUP_FIELDS,
+    SESSION_COUNTER_FIELDS,
+    TOKEN_FIELDS,
+)
 from sessions_app.search import index_after_commit, needs_index
-from sessions_app.services.counters import ROLLUP_FIELDS, hour_of, rollups_add
+from sessions_app.services.rollups import rollups_add
 from sessions_app.signals import Appended, messages_appended
-
-# Message fields a client may set (see serializers.MessageInSerializer).
-MESSAGE_INPUT_FIELDS = (
-    "role",
-    "content",
-    "thinking",
-    "tool_calls",
-    "tool_name",
-    "auth_type",
-    "request_id",
-    "model",
-    "finish_reason",
-    *TOKEN_FIELDS,
-    "elapsed_ms",
-    "external_id",
-    "feishu_conversation_id",
-    "metadata",
-    "attachments",
-    "thinking_mode",
-)
 
 
 @dataclass(frozen=True)
@@ -73,43 +59,14 @@ def _is_uuid(value: str) -> bool:
     return True
 
 
-# The bookkeeping tallies counters in fixed positions (lists, not Counters: an import adds tens of
-# thousands of messages in one call, and each touches three tallies).
-_POSITION = {name: index for index, name in enumerate(ROLLUP_FIELDS)}
-_REQUESTS, _MESSAGES = _POSITION["requests"], _POSITION["messages"]
-_CONVERSATIONS, _SESSIONS = _POSITION["conversations"], _POSITION["sessions"]
-_ROLE_POSITION = {role: _POSITION[counter] for role, counter in ROLE_COUNTERS.items()}
-_TOKEN_POSITIONS = tuple(_POSITION[name] for name in TOKEN_FIELDS)
-_SESSION_FIELDS = (*COUNTER_FIELDS, "conversations")
+# The message fields stored as the writer gave them; the tokens are stored as accounting.message_tokens says.
 _INPUT_FIELDS = frozenset(MESSAGE_INPUT_FIELDS) - set(TOKEN_FIELDS)
 
 
-def _tally() -> list[int]:
-    return [0] * len(ROLLUP_FIELDS)
-
-
-def _count(tally: list[int], role_position: int, new_request: int, growth: tuple[int, ...]) -> None:
-    tally[_MESSAGES] += 1
-    tally[role_position] += 1
-    tally[_REQUESTS] += new_request
-    for position, value in zip(_TOKEN_POSITIONS, growth, strict=True):
-        if value:
-            tally[position] += value
-
-
-def _message_tokens(item: dict) -> tuple[int | None, ...]:
-    """The message's tokens in TOKEN_FIELDS order. Cache reads and writes are reported on their own; total
-    means input + output unless the client says."""
-    get = item.get
-    input_tokens, output_tokens, total = get("input_tokens"), get("output_tokens"), get("total_tokens")
-    if total is None and (input_tokens is not None or output_tokens is not None):
-        total = (input_tokens or 0) + (output_tokens or 0)
-    return input_tokens, output_tokens, get("cache_read_tokens"), get("cache_creation_tokens"), total
-
-
 class _Append:
-    """The bookkeeping of one append call; see messages_append. Rows are referred to by `.id` (the primary
-    key of every model here), not `.pk`, a property that looks the name up, a few times per message."""
+    """The bookkeeping of one append call for one session (see messages_append): the rows it makes and what
+    they add to the counters, by the rules of `sessions_app.accounting`. Rows are referred to by `.id` (the
+    primary key of every model here), not `.pk`, a property that looks the name up, a few times per message."""
 
     def __init__(self, session: Session, items: list[dict], now: datetime):
         self.session = session
@@ -125,7 +82,7 @@ class _Append:
         self.new_requests: list[LlmRequest] = []
         self.new_request_ids: set[uuid.UUID] = set()
         self.changed_requests: dict[uuid.UUID, LlmRequest] = {}
-        self.session_tally = _tally()
+        self.session_tally = empty_tally()
         self.conversation_tally: dict[uuid.UUID, list[int]] = {}
         self.conversation_last: dict[uuid.UUID, datetime] = {}
         self.conversation_feishu: dict[uuid.UUID, str] = {}
@@ -142,13 +99,13 @@ class _Append:
         key = (hour_of(created_at), model)
         tally = self.rollup.get(key)
         if tally is None:
-            tally = self.rollup[key] = _tally()
+            tally = self.rollup[key] = empty_tally()
         return tally
 
     # -- per message ---------------------------------------------------------------------------------
     def _new_conversation(self, *, external_id: str, item: dict, created_at: datetime) -> Conversation:
         self.conversation_count += 1
-        conversation = _new(
+        conversation = unsaved_instance(
             Conversation,
             tenant_id=self.session.tenant_id,
             session_id=self.session.id,
@@ -158,22 +115,21 @@ class _Append:
             started_at=created_at,
         )
         self.new_conversations.append(conversation)
-        self.session_tally[_CONVERSATIONS] += 1
-        self.rollup_tally(created_at, item.get("model") or "")[_CONVERSATIONS] += 1
+        self.session_tally[CONVERSATIONS] += 1
+        self.rollup_tally(created_at, item.get("model") or "")[CONVERSATIONS] += 1
         return conversation
 
     def conversation_for(self, item: dict, created_at: datetime) -> Conversation | None:
-        ref = item.get("conversation")
-        if ref:
-            conversation = self.conversations_by_ref.get(ref)
-            if conversation is None:
-                conversation = self._new_conversation(external_id=ref, item=item, created_at=created_at)
-                self.conversations_by_ref[ref] = conversation
-        elif item["role"] == Role.USER:
-            # A real user message starts a round; a tool result, an error or a system line never does.
+        target = conversation_target(item)
+        if target is Round.NEW:
             conversation = self._new_conversation(external_id="", item=item, created_at=created_at)
-        else:
+        elif target is Round.CURRENT:
             conversation = self.current_conversation()
+        else:
+            conversation = self.conversations_by_ref.get(target)
+            if conversation is None:
+                conversation = self._new_conversation(external_id=target, item=item, created_at=created_at)
+                self.conversations_by_ref[target] = conversation
         if conversation is not None:
             self.current, self.current_loaded = conversation, True
             feishu = item.get("feishu_conversation_id")
@@ -187,8 +143,8 @@ class _Append:
         request_id = item.get("request_id") or ""
         request = self.requests_by_id.get(request_id) if request_id else None
         new = 0
-        if request is None and (request_id or item.get("auth_type")):
-            request = _new(
+        if request is None and is_request(item):
+            request = unsaved_instance(
                 LlmRequest,
                 tenant_id=self.session.tenant_id,
                 session_id=self.session.id,
@@ -206,43 +162,33 @@ class _Append:
         elif request is not None and request.id not in self.new_request_ids:
             self.changed_requests[request.id] = request
         if request is None:
-            return None, 0, tuple(value or 0 for value in tokens)
-        # Repeated lines of one response report growing usage: the request keeps the largest value
-        # of each kind, and only the growth is added to the counters (never a sum of the lines).
-        values = request.__dict__
-        growth = []
-        for name, value in zip(TOKEN_FIELDS, tokens, strict=True):
-            before = values[name]
-            if value is not None and value > before:
-                values[name] = value
-                growth.append(value - before)
-            else:
-                growth.append(0)
+            return None, 0, own_tokens(tokens)
+        growth = request_growth(request.__dict__, tokens)  # the request's largest values are its fields
         if not request.model and item.get("model"):
             request.model = item["model"]
         if not request.auth_type and item.get("auth_type"):
             request.auth_type = item["auth_type"]
-        return request, new, tuple(growth)
+        return request, new, growth
 
     def add(self, item: dict) -> Message:
         created_at = item.get("created_at") or self.now
         conversation = self.conversation_for(item, created_at)
-        tokens = _message_tokens(item)
+        tokens = message_tokens(item)
         request, new_request, growth = self.request_for(item, tokens, conversation, created_at)
-        role_position = _ROLE_POSITION[item["role"]]
+        role = item["role"]
 
-        _count(self.session_tally, role_position, new_request, growth)
+        tally_message(self.session_tally, role, new_request, growth)
         rollup = self.rollup_tally(created_at, item.get("model") or (request.model if request else ""))
-        _count(rollup, role_position, new_request, growth)
+        tally_message(rollup, role, new_request, growth)
         if self.seq == 0:
             # The session's first message: the session counts once, in this message's hour and model.
-            rollup[_SESSIONS] += 1
+            rollup[SESSIONS] += 1
         if conversation is not None:
             conversation_id = conversation.id
             tally = self.conversation_tally.get(conversation_id)
             if tally is None:
-                tally = self.conversation_tally[conversation_id] = _tally()
-            _count(tally, role_position, new_request, growth)
+                tally = self.conversation_tally[conversation_id] = empty_tally()
+            tally_message(tally, role, new_request, growth)
             previous = self.conversation_last.get(conversation_id)
             self.conversation_last[conversation_id] = max(previous, created_at) if previous else created_at
         self.last_message_at = max(self.last_message_at, created_at) if self.last_message_at else created_at
@@ -252,7 +198,7 @@ class _Append:
         for name, value in zip(TOKEN_FIELDS, tokens, strict=True):
             if value is not None:
                 fields[name] = value
-        message = _new(
+        message = unsaved_instance(
             Message,
             tenant_id=self.session.tenant_id,
             session_id=self.session.id,
@@ -269,10 +215,10 @@ class _Append:
 
     # -- writing -------------------------------------------------------------------------------------
     def counters(self) -> dict[str, int]:
-        return dict(zip(_SESSION_FIELDS, self.session_tally, strict=False))
+        return tally_as_dict(self.session_tally, SESSION_COUNTER_FIELDS)
 
     def rollup_deltas(self) -> dict[tuple[datetime, str], dict[str, int]]:
-        return {key: dict(zip(ROLLUP_FIELDS, tally, strict=True)) for key, tally in self.rollup.items()}
+        return {key: tally_as_dict(tally, ROLLUP_FIELDS) for key, tally in self.rollup.items()}
 
     def update_session(self) -> None:
         """Bring the in-memory session row up to what write() stored (a caller may append to it again)."""
@@ -345,13 +291,13 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
             for pk, tally in append.conversation_tally.items()
             if pk not in new_ids
         )
-    _copy_insert(Conversation, new_conversations)
-    _copy_insert(LlmRequest, [request for append in appends for request in append.new_requests])
+    copy_insert(Conversation, new_conversations)
+    copy_insert(LlmRequest, [request for append in appends for request in append.new_requests])
     changed = [request for append in appends for request in append.changed_requests.values()]
     update_rows(LlmRequest, changed, [*TOKEN_FIELDS, "model", "auth_type"])
     if index_later:
         _defer_search(True)  # read by the insert trigger of migration 0008, for this write only
-    _copy_insert(Message, messages)
+    copy_insert(Message, messages)
     if index_later:
         _defer_search(False)
     add_to_rows(
@@ -365,7 +311,7 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
     )
     add_to_rows(
         Session,
-        add=_SESSION_FIELDS,
+        add=SESSION_COUNTER_FIELDS,
         assign={
             "last_seq": ("bigint", "v.last_seq"),
             "current_conversation_id": ("uuid", "v.current_conversation_id"),
@@ -374,7 +320,7 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
         rows=[
             (
                 append.session.pk,
-                *append.session_tally[: len(_SESSION_FIELDS)],
+                *append.session_tally[: len(SESSION_COUNTER_FIELDS)],
                 append.seq,
                 append.current.pk if append.current else None,
                 append.last_message_at,
@@ -383,137 +329,6 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
         ],
     )
     rollups_add(entries=[(append.session, append.rollup_deltas()) for append in appends])
-
-
-def _defaults(model) -> tuple[dict, list]:
-    """The model's field defaults: (constant values by attname, [(attname, callable)])."""
-    cached = _DEFAULTS.get(model)
-    if cached is None:
-        constants, calls = {}, []
-        for field in model._meta.concrete_fields:
-            if field.has_default() and callable(field.default):
-                calls.append((field.attname, field.default))
-            else:
-                constants[field.attname] = field.get_default()
-        cached = _DEFAULTS[model] = (constants, calls)
-    return cached
-
-
-_DEFAULTS: dict = {}
-
-
-def _new(model_class, /, **values):
-    """A new, unsaved instance with every field set, without Model.__init__: a bulk append makes one per
-    message, and __init__ (signals, descriptors, per-field checks) cost more than the rest of the append."""
-    constants, calls = _defaults(model_class)
-    instance = model_class.__new__(model_class)
-    instance._state = ModelState()
-    attributes = instance.__dict__
-    attributes.update(constants)
-    for attname, default in calls:
-        if attname not in values:
-            attributes[attname] = default()
-    attributes.update(values)
-    return instance
-
-
-def _json_dumps(value) -> bytes:
-    """JSON for a jsonb column, with orjson (several times faster than json here); what orjson refuses
-    (integers over 64 bits, keys that are not strings) goes through json. jsonb cannot hold NUL: it becomes
-    U+FFFD, as in the text of imported messages."""
-    try:
-        data = orjson.dumps(value)
-    except TypeError:  # orjson.JSONEncodeError
-        data = json.dumps(value, ensure_ascii=False).encode()
-    if b"\\u0000" in data:  # perhaps a NUL (or a literal backslash-u0000, which the cleaning leaves as it is)
-        data = json.dumps(_without_nul(value), ensure_ascii=False).encode()
-    return data
-
-
-def _without_nul(value):
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, dict):
-        return {_without_nul(str(key)): _without_nul(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_without_nul(item) for item in value]
-    return value
-
-
-class _JsonbDumper(JsonbBinaryDumper):
-    """jsonb for the dicts and lists of a COPY (the tables written here have no array columns): the binary
-    jsonb format's version byte and the JSON, in one call (a COPY of messages makes one or two per row)."""
-
-    def dump(self, obj) -> bytes:
-        return b"\x01" + _json_dumps(obj)
-
-
-class _FlushingWriter(LibpqWriter):
-    """Sends each buffer of a COPY before taking the next. psycopg's writer leaves the sending to libpq, which
-    keeps what the socket did not take and moves the rest of its buffer down after every partial send:
-    while PostgreSQL is slower than the rows are made (an import), that backlog grows to megabytes and
-    moving it took 0.9 of the 2.1 CPU-seconds of Python a COPY of 25,000 messages used. The sending
-    is psycopg's own (`psycopg.generators.copy_to`, as its writer uses it) with its flush asked for."""
-
-    CHUNK = 128 * 1024  # psycopg's own largest piece for one put (psycopg issue #255)
-
-    def write(self, data) -> None:
-        wait, pgconn = self.connection.wait, self._pgconn
-        for start in range(0, len(data), self.CHUNK):
-            wait(copy_to(pgconn, data[start : start + self.CHUNK], flush=True))
-
-
-@dataclass(frozen=True)
-class _CopyPlan:
-    sql: str
-    row: operator.itemgetter  # the row's values, in column order, from an instance's __dict__
-    types: tuple[str, ...]  # the columns' types: values are formatted by column, not looked up by type
-
-
-_COPY_PLANS: dict = {}
-_COPY_TYPES = {"timestamp with time zone": "timestamptz", "double precision": "float8", "integer": "int4"}
-
-
-def _copy_plan(model) -> _CopyPlan:
-    plan = _COPY_PLANS.get(model)
-    if plan is None:
-        skip = getattr(model, "db_computed_fields", ())
-        fields = [f for f in model._meta.concrete_fields if not f.generated and f.attname not in skip]
-        columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-        types = []
-        for f in fields:
-            db_type = f.rel_db_type(connection) if f.is_relation else f.db_type(connection)
-            base = db_type.split("(")[0]
-            types.append(_COPY_TYPES.get(base, base))
-        plan = _COPY_PLANS[model] = _CopyPlan(
-            sql=f"COPY {model._meta.db_table} ({columns}) FROM STDIN (FORMAT BINARY)",
-            row=operator.itemgetter(*(f.attname for f in fields)),
-            types=tuple(types),
-        )
-    return plan
-
-
-def _copy_insert(model, objects: list) -> None:
-    """Insert with COPY, several times faster than INSERT for batches. The ids are made in Python and
-    nothing has to come back (bulk_create would also return each message's generated search vector).
-    Binary COPY: text goes as it is, where the text format escapes every newline and tab of the content
-    and PostgreSQL unescapes them again (a quarter of its time storing an import's messages)."""
-    if not objects:
-        return
-    plan = _copy_plan(model)
-    row = plan.row
-    with connection.cursor() as cursor:
-        cursor.cursor.adapters.register_dumper(dict, _JsonbDumper)
-        cursor.cursor.adapters.register_dumper(list, _JsonbDumper)
-        with cursor.cursor.copy(plan.sql, writer=_FlushingWriter(cursor.cursor)) as copy:
-            copy.set_types(plan.types)
-            write_row = copy.write_row
-            for obj in objects:
-                write_row(row(obj.__dict__))
-    alias = connection.alias
-    for obj in objects:
-        state = obj._state
-        state.adding, state.db = False, alias
 
 
 def _defer_search(on: bool) -> None:

@@ -25,6 +25,7 @@ from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from sessions_app.accounting import total_tokens, turn_answer_usage
 from sessions_app.models import (
     Conversation,
     Message,
@@ -35,10 +36,10 @@ from sessions_app.models import (
     TurnStatus,
 )
 from sessions_app.redaction import redact_secrets
-from sessions_app.schema import COUNTER_FIELDS, ROLE_COUNTERS, TOKEN_FIELDS
+from sessions_app.schema import COUNTER_FIELDS, TOKEN_FIELDS
 from sessions_app.search import index_after_commit, needs_index
-from sessions_app.services.counters import hour_of, rollup_add
 from sessions_app.services.messages import messages_append
+from sessions_app.services.rollups import rollup_add
 from sessions_app.signals import turn_completed
 
 FINISH_REASONS = ("stop", "length", "tool_calls", "error")
@@ -173,21 +174,14 @@ def turn_complete(*, tenant: Tenant, turn_id, data: dict) -> tuple[Turn, bool]:
     return turn, True
 
 
-def _contribution(message: Message) -> tuple[tuple[datetime, str], Counter]:
-    counts = Counter({"messages": 1, ROLE_COUNTERS[message.role]: 1, "requests": message.api_calls or 0})
-    for field in TOKEN_FIELDS:
-        counts[field] = getattr(message, field) or 0
-    return (hour_of(message.created_at), message.model or ""), counts
-
-
-def _difference(after: Counter, before: Counter) -> dict[str, int]:
+def _difference(after: dict, before: dict) -> dict[str, int]:
     return {field: after.get(field, 0) - before.get(field, 0) for field in COUNTER_FIELDS}
 
 
 def _finish(*, session: Session, turn: Turn, data: dict, status: str, digest: str) -> None:
     now = timezone.now()
     assistant = Message.objects.get(pk=turn.assistant_message_id)
-    before_key, before = _contribution(assistant)
+    before_key, before = turn_answer_usage(assistant)
 
     assistant.role = Role.ERROR if data["finish_reason"] == "error" else Role.ASSISTANT
     for field in ("content", "thinking", "model", "max_tokens", "temperature", "finish_reason", "elapsed_ms"):
@@ -196,8 +190,7 @@ def _finish(*, session: Session, turn: Turn, data: dict, status: str, digest: st
     for field in TOKEN_FIELDS:
         if data.get(field) is not None:
             setattr(assistant, field, data[field])
-    if assistant.total_tokens is None and (assistant.input_tokens is not None or assistant.output_tokens is not None):
-        assistant.total_tokens = (assistant.input_tokens or 0) + (assistant.output_tokens or 0)
+    assistant.total_tokens = total_tokens(assistant.input_tokens, assistant.output_tokens, assistant.total_tokens)
     if "tool_calls" in data:
         assistant.tool_calls = redact_secrets(data["tool_calls"])
     if "tool_names" in data:
@@ -221,7 +214,7 @@ def _finish(*, session: Session, turn: Turn, data: dict, status: str, digest: st
     if user_fields:
         Message.objects.filter(pk=turn.user_message_id).update(**user_fields)
 
-    after_key, after = _contribution(assistant)
+    after_key, after = turn_answer_usage(assistant)
     delta = _difference(after, before)
     changes = {field: F(field) + value for field, value in delta.items() if value}
     Conversation.objects.filter(pk=turn.conversation_id).update(

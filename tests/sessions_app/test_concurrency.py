@@ -80,7 +80,7 @@ def test_concurrent_writers_to_one_session_keep_exact_counts():
     assert grouped["messages"] == session.messages
     assert grouped["requests"] == session.requests
     assert grouped["conversations"] == session.conversations
-    from sessions_app.selectors import session_count_drift
+    from sessions_app.selectors.recount import session_count_drift
 
     assert session_count_drift(session=session) == {}
 
@@ -89,7 +89,7 @@ def test_concurrent_writers_to_one_session_keep_exact_counts():
 def test_recount_from_messages_agrees_with_the_maintained_counters():
     from django.core.management import call_command
 
-    from sessions_app.selectors import session_count_drift
+    from sessions_app.selectors.recount import session_count_drift
 
     api = make_client("recount")
     session = SessionFactory(tenant=api.tenant, user_id="u")

@@ -7,7 +7,7 @@ import pytest
 
 from sessions_app.models import ImportedFile, Message, Session
 from sessions_app.search import messages_index
-from sessions_app.selectors import session_count_drift
+from sessions_app.selectors.recount import session_count_drift
 from sessions_app.services import imports
 from sessions_app.services.imports import import_path
 from tests.conftest import make_client

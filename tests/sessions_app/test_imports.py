@@ -20,7 +20,7 @@ from django_celery_beat.models import PeriodicTask
 
 from sessions_app.importers import count_usage, parse_file
 from sessions_app.models import Conversation, ImportedFile, ImportSource, Message, Session
-from sessions_app.selectors import session_count_drift
+from sessions_app.selectors.recount import session_count_drift
 from sessions_app.services import imports
 from sessions_app.services.imports import ImportPathError, import_path
 from sessions_app.tasks import collect_imports

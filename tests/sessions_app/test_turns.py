@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 
 from sessions_app.models import Conversation, Message, Turn
-from sessions_app.selectors import session_count_drift
+from sessions_app.selectors.recount import session_count_drift
 from tests.conftest import make_client
 from tests.factories import SessionFactory
 

@@ -7,7 +7,7 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from sessions_app.models import Turn
-from sessions_app.selectors import session_count_drift
+from sessions_app.selectors.recount import session_count_drift
 from sessions_app.tasks import close_abandoned_turns
 from tests.conftest import make_client
 from tests.factories import SessionFactory

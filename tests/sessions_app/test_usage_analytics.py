@@ -5,8 +5,8 @@ import pytest
 from django.core.management import call_command
 
 from sessions_app.models import SessionModelUsage, UsageDaily, UsageHourly
-from sessions_app.selectors import rollup_drift
-from sessions_app.services.counters import rollups_rebuild
+from sessions_app.selectors.recount import rollup_drift
+from sessions_app.services.rollups import rollups_rebuild
 from tests.factories import SessionFactory
 
 SONNET = "claude-sonnet-4-5-20250929"

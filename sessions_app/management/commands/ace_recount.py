@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from sessions_app.models import Session, Tenant
-from sessions_app.selectors import rollup_drift, session_count_drift
-from sessions_app.services.counters import rollups_rebuild
+from sessions_app.selectors.recount import rollup_drift, session_count_drift
+from sessions_app.services.rollups import rollups_rebuild
 
 
 class Command(BaseCommand):

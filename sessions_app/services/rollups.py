@@ -16,17 +16,11 @@ from sessions_app.models import (
     UsageDaily,
     UsageHourly,
 )
-from sessions_app.schema import COUNTER_FIELDS, TOKEN_FIELDS
+from sessions_app.schema import ROLLUP_FIELDS, TOKEN_FIELDS
 
-ROLLUP_FIELDS = (*COUNTER_FIELDS, "conversations", "sessions")
 ROLLUP_KEY = ("tenant_id", "hour", "tool", "user_id", "project", "model")
 DAILY_KEY = ("tenant_id", "day", "tool", "user_id", "project", "model")
 SESSION_MODEL_FIELDS = ("requests", *TOKEN_FIELDS)
-
-
-def hour_of(moment: datetime) -> datetime:
-    """The UTC hour a moment falls in (roll-ups are keyed by UTC hours, whatever offset a client sent)."""
-    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
 def _upsert_sql(table: str, key: tuple[str, ...], fields: tuple[str, ...], rows: list[list], conflict=None):
@@ -106,7 +100,7 @@ def rollups_rebuild(*, tenant: Tenant) -> dict[str, int]:
     Both tables are locked against writers (EXCLUSIVE: readers go on) for the duration, so messages
     appended meanwhile wait, then add to the rebuilt rows: none is lost or counted twice. This scans
     the tenant's messages; `manage.py ace_recount --rollups --fix` runs it."""
-    from sessions_app.selectors import ROLLUP_RECOUNT_SQL, SESSION_MODEL_RECOUNT_SQL
+    from sessions_app.selectors.recount import ROLLUP_RECOUNT_SQL, SESSION_MODEL_RECOUNT_SQL
 
     hourly = UsageHourly._meta.db_table
     daily = UsageDaily._meta.db_table
