@@ -120,7 +120,7 @@ _RE_ZH_PROCEDURE = re.compile(
 )
 
 
-def _fact(type_: str, content: str, kind: str, confidence: float, reason: str, **extra) -> Candidate | None:
+def _fact_candidate(type_: str, content: str, kind: str, confidence: float, reason: str, **extra) -> Candidate | None:
     content = content.strip()
     key = norm_key(content)
     if len(key) < 3:
@@ -145,7 +145,7 @@ def _sentence_candidates(sentence: str, question: bool, type_: str) -> list[Cand
         if m and _ZH_REMEMBER_PRE.match(m.group("pre")):
             text = _ZH_FACT_TAIL.sub("", m.group("x")).strip("，, ")
             if len(text) >= 2 and not text.startswith(("了", "吗")):
-                found = _fact(type_, text, "remember", 0.95, "zh.remember")
+                found = _fact_candidate(type_, text, "remember", 0.95, "zh.remember")
                 return [found] if found else []
     else:
         m = _RE_EN_REMEMBER.match(sentence)
@@ -158,7 +158,7 @@ def _sentence_candidates(sentence: str, question: bool, type_: str) -> list[Cand
                     text = f"Note to self: {text}"
                 elif text.lower().startswith("to "):
                     text = f"Remember {text}"
-                found = _fact(type_, upper_first(text), "remember", 0.95, "en.remember")
+                found = _fact_candidate(type_, upper_first(text), "remember", 0.95, "en.remember")
                 return [found] if found else []
     if question:
         return out
@@ -172,7 +172,7 @@ def _sentence_candidates(sentence: str, question: bool, type_: str) -> list[Cand
                 text = "下次" + m.group("mod") + _ZH_FACT_TAIL.sub("", m.group("x2"))
             else:
                 text = m.group("kw3") + _ZH_FACT_TAIL.sub("", m.group("x3"))
-            found = _fact(type_, text, "lesson", 0.85, "zh.lesson")
+            found = _fact_candidate(type_, text, "lesson", 0.85, "zh.lesson")
             if found:
                 out.append(found)
         m = _RE_ZH_PROCEDURE.match(sentence)
@@ -183,7 +183,9 @@ def _sentence_candidates(sentence: str, question: bool, type_: str) -> list[Cand
             else:
                 text = f"{m.group('x2')}：{_ZH_FACT_TAIL.sub('', m.group('y2'))}"
                 goal, steps = m.group("x2"), m.group("y2")
-            found = _fact(type_, text, "procedure", 0.8, "zh.procedure", goal=goal, steps=_ZH_FACT_TAIL.sub("", steps))
+            found = _fact_candidate(
+                type_, text, "procedure", 0.8, "zh.procedure", goal=goal, steps=_ZH_FACT_TAIL.sub("", steps)
+            )
             if found:
                 out.append(found)
         for clause in clauses(sentence):
@@ -194,7 +196,9 @@ def _sentence_candidates(sentence: str, question: bool, type_: str) -> list[Cand
                 place = ZH_TAIL.sub("", m.group("x"))
                 if place and not ZH_BAD_START.match(place):
                     when = m.group("t1") or m.group("t2") or ""
-                    found = _fact(type_, f"{when}{m.group('verb')}{place}", "event", 0.8, "zh.event", when=when)
+                    found = _fact_candidate(
+                        type_, f"{when}{m.group('verb')}{place}", "event", 0.8, "zh.event", when=when
+                    )
                     if found:
                         out.append(found)
         return out
@@ -204,14 +208,14 @@ def _sentence_candidates(sentence: str, question: bool, type_: str) -> list[Cand
         text = _EN_FACT_TAIL.sub("", m.group("x")).strip()
         if text and text.split()[0].lower() not in ("it", "that", "this") or len(text.split()) > 3:
             label, kind = next(((label, kind) for key, label, kind in _EN_LESSON_LABEL if key in kw))
-            found = _fact(type_, label + swap_pronouns(text), kind, 0.85, "en.lesson")
+            found = _fact_candidate(type_, label + swap_pronouns(text), kind, 0.85, "en.lesson")
             if found:
                 out.append(found)
     m = _RE_EN_PROCEDURE.match(sentence)
     if m:
         goal = m.group("x") or m.group("x2") or m.group("x3")
         steps = _EN_FACT_TAIL.sub("", m.group("y") or m.group("y2") or m.group("y3"))
-        found = _fact(type_, f"To {goal}: {steps}", "procedure", 0.8, "en.procedure", goal=goal, steps=steps)
+        found = _fact_candidate(type_, f"To {goal}: {steps}", "procedure", 0.8, "en.procedure", goal=goal, steps=steps)
         if found:
             out.append(found)
     for clause in clauses(sentence):
@@ -225,7 +229,9 @@ def _sentence_candidates(sentence: str, question: bool, type_: str) -> list[Cand
             continue
         verb = SPACES.sub(" ", m.group("verb"))
         text = upper_first(f"{verb} {swap_pronouns(rest)}".strip())
-        found = _fact(type_, text, "event", 0.8 if when else 0.7, "en.event", when=when.group(0) if when else "")
+        found = _fact_candidate(
+            type_, text, "event", 0.8 if when else 0.7, "en.event", when=when.group(0) if when else ""
+        )
         if found:
             out.append(found)
     return out

@@ -57,7 +57,9 @@ _EN_ADV = (
 )
 
 
-def _profile(content: str, slot: str, value: str, exclusive: bool, fields: dict, confidence: float, reason: str):
+def _profile_candidate(
+    content: str, slot: str, value: str, exclusive: bool, fields: dict, confidence: float, reason: str
+):
     return Candidate(
         type="profile",
         content=content,
@@ -70,13 +72,17 @@ def _profile(content: str, slot: str, value: str, exclusive: bool, fields: dict,
     )
 
 
-def _pre_ok(m: re.Match) -> bool:
+def _zh_asserted(m: re.Match) -> bool:
+    """The few words a Chinese rule allows before "我" hold no 如果, 假如, 说, 问 ...: the clause states it, rather
+    than supposing or reporting it."""
     groups = m.groupdict()
     pre = groups.get("pre") or groups.get("pre2")
     return not pre or not HYPOTHETICAL_ZH.search(pre)
 
 
-def _en_guard_ok(clause: str, m: re.Match) -> bool:
+def _en_asserted(clause: str, m: re.Match) -> bool:
+    """No "if", "not", "never", "said" ... before the match: the clause states it, rather than supposing, denying
+    or reporting it."""
     return not HYPOTHETICAL_EN.search(clause, 0, m.start())
 
 
@@ -202,14 +208,14 @@ _EN_LEADING_QUALIFIER = re.compile(
 
 def _en_preference(clause: str) -> Candidate | None:
     m = _RE_EN_FAVOURITE.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         what = (m.group("what") or m.group("what2") or "").strip()
         cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
         if cleaned:
             shown, core, _ = cleaned
             if what:
                 topic = en_topic(norm_key(what))
-                return _profile(
+                return _profile_candidate(
                     f"Favourite {what.lower()} is {shown}",
                     f"prefer:{topic}",
                     core,
@@ -220,7 +226,7 @@ def _en_preference(clause: str) -> Candidate | None:
                 )
             return _like_candidate(f"Favourite: {shown}", core, "like", 0.85, "en.favourite")
     m = _RE_EN_DISLIKE.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         verb = (m.group("verb") or m.group("verb2")).lower()
         cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
         if cleaned:
@@ -229,7 +235,7 @@ def _en_preference(clause: str) -> Candidate | None:
             return _like_candidate(f"{phrase} {cleaned[0]}", cleaned[1], "dislike", confidence, "en.dislike")
         return None
     m = _RE_EN_PREFER.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         raw = m.group("obj") or m.group("obj2")
         alternative = ""
         alt = _EN_ALTERNATIVE.search(raw)
@@ -258,10 +264,10 @@ def _en_preference(clause: str) -> Candidate | None:
                 content = f"Has {verb} {shown}"
             else:
                 content = f"Prefers {shown}" + (f" over {swap_pronouns(alternative)}" if alternative else "")
-            return _profile(content, f"prefer:{topic}", core, True, fields, 0.9, "en.prefer")
+            return _profile_candidate(content, f"prefer:{topic}", core, True, fields, 0.9, "en.prefer")
         return None
     m = _RE_EN_LIKE.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         verb = SPACES.sub(" ", (m.group("verb") or m.group("verb2")).lower())
         cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
         if cleaned:
@@ -269,7 +275,7 @@ def _en_preference(clause: str) -> Candidate | None:
             return _like_candidate(f"{_EN_LIKE_VERBS[verb]} {cleaned[0]}", cleaned[1], "like", confidence, "en.like")
         return None
     m = _RE_EN_HABIT.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         adverb = SPACES.sub(" ", m.group("adv").lower())
         act = EN_FILLER_TAIL.sub("", EN_OBJ_CUT.sub("", m.group("act"))).strip(" ,.!")
         words = act.split()
@@ -281,12 +287,12 @@ def _en_preference(clause: str) -> Candidate | None:
             content = f"{upper_first(adverb)} {_third_person(act)}"
         key = norm_key(act)
         fields = {"kind": "habit", "frequency": adverb, "activity": key}
-        return _profile(content, f"habit:{key}", adverb, False, fields, 0.75, "en.habit")
+        return _profile_candidate(content, f"habit:{key}", adverb, False, fields, 0.75, "en.habit")
     m = _RE_EN_TRAIT.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         trait = SPACES.sub(" ", m.group("trait").lower())
         article = "an" if trait[0] in "aeiou" else "a"
-        return _profile(
+        return _profile_candidate(
             f"Is {article} {trait}", f"trait:{trait}", trait, False, {"kind": "trait", "trait": trait}, 0.8, "en.trait"
         )
     return None
@@ -294,7 +300,7 @@ def _en_preference(clause: str) -> Candidate | None:
 
 def _like_candidate(content: str, core: str, polarity: str, confidence: float, reason: str) -> Candidate:
     fields = {"kind": "preference", "polarity": polarity, "object": core}
-    return _profile(content, f"like:{core}", polarity, True, fields, confidence, reason)
+    return _profile_candidate(content, f"like:{core}", polarity, True, fields, confidence, reason)
 
 
 _EN_THIRD_PERSON = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is"}
@@ -320,7 +326,7 @@ def _third_person(phrase: str) -> str:
 
 def _zh_preference(clause: str) -> Candidate | None:
     m = _ZH_FAVOURITE.match(clause)
-    if m and _pre_ok(m):
+    if m and _zh_asserted(m):
         what = (m.group("what") or m.group("what2") or "").strip()
         cleaned = clean_zh_object(m.group("obj") or m.group("obj2"))
         if cleaned:
@@ -328,10 +334,12 @@ def _zh_preference(clause: str) -> Candidate | None:
             if what:
                 topic = zh_topic(norm_key(what))
                 fields = {"kind": "preference", "polarity": "prefer", "object": core, "topic": topic}
-                return _profile(f"最喜欢的{what}是{shown}", f"prefer:{topic}", core, True, fields, 0.9, "zh.favourite")
+                return _profile_candidate(
+                    f"最喜欢的{what}是{shown}", f"prefer:{topic}", core, True, fields, 0.9, "zh.favourite"
+                )
             return _like_candidate(f"最喜欢{shown}", core, "like", 0.85, "zh.favourite")
     m = _ZH_DISLIKE.match(clause)
-    if m and _pre_ok(m):
+    if m and _zh_asserted(m):
         cleaned = clean_zh_object(m.group("obj"))
         if cleaned:
             verb = m.group("verb")
@@ -339,19 +347,19 @@ def _zh_preference(clause: str) -> Candidate | None:
             return _like_candidate(f"{verb}{cleaned[0]}", cleaned[1], "dislike", confidence, "zh.dislike")
         return None
     m = _ZH_PREFER.match(clause)
-    if m and _pre_ok(m):
+    if m and _zh_asserted(m):
         return _zh_prefer_candidate(m.group("obj"), "", "zh.prefer")
     m = _ZH_CHANGE.match(clause)
     if m:
         topic = ZH_CORE_TAIL.sub("", m.group("topic").lstrip("我").rstrip("也都就"))
         return _zh_prefer_candidate(m.group("obj"), topic, "zh.change")
     m = _ZH_HOBBY.match(clause)
-    if m and _pre_ok(m):
+    if m and _zh_asserted(m):
         cleaned = clean_zh_object(m.group("obj"))
         if cleaned:
             return _like_candidate(f"爱好{cleaned[0]}", cleaned[1], "like", 0.85, "zh.hobby")
     m = _ZH_LIKE.match(clause)
-    if m and _pre_ok(m):
+    if m and _zh_asserted(m):
         cleaned = clean_zh_object(m.group("obj"))
         if cleaned:
             verb = m.group("verb")
@@ -359,20 +367,20 @@ def _zh_preference(clause: str) -> Candidate | None:
             return _like_candidate(shown, cleaned[1], "like", 0.8, "zh.like")
         return None
     m = _ZH_HABIT.match(clause)
-    if m and _pre_ok(m):
+    if m and _zh_asserted(m):
         act = ZH_TAIL.sub("", m.group("act"))
         if len(act) < 2 or ZH_BAD_START.match(act):
             return None
         adverb = m.group("adv")
         key = norm_key(act)
         fields = {"kind": "habit", "frequency": adverb, "activity": key}
-        return _profile(f"{adverb}{act}", f"habit:{key}", adverb, False, fields, 0.75, "zh.habit")
+        return _profile_candidate(f"{adverb}{act}", f"habit:{key}", adverb, False, fields, 0.75, "zh.habit")
     m = _ZH_TRAIT.match(clause)
-    if m and _pre_ok(m):
+    if m and _zh_asserted(m):
         trait = m.group("trait") or m.group("trait2")
         if trait and not ZH_BAD_START.match(trait) and not _ZH_JOB_SUFFIX.search(trait):
             content = f"是{trait}" if m.group("trait") else f"是一个{trait}的人"
-            return _profile(
+            return _profile_candidate(
                 content, f"trait:{norm_key(trait)}", trait, False, {"kind": "trait", "trait": trait}, 0.75, "zh.trait"
             )
     return None
@@ -386,7 +394,7 @@ def _zh_prefer_candidate(raw: str, topic_hint: str, reason: str) -> Candidate | 
     topic = zh_topic(norm_key(topic_hint)) if topic_hint else zh_topic(core)
     fields = {"kind": "preference", "polarity": "prefer", "object": core, "topic": topic}
     content = f"{topic_hint}偏好{shown}" if topic_hint else f"偏好{shown}"
-    return _profile(content, f"prefer:{topic}", core, True, fields, 0.9, reason)
+    return _profile_candidate(content, f"prefer:{topic}", core, True, fields, 0.9, reason)
 
 
 # Identity: name, location, hometown, job, employer, age.
@@ -503,9 +511,9 @@ def _valid_name(name: str) -> bool:
     return len(name.split()) <= 3
 
 
-def _identity(attribute: str, value: str, content: str, confidence: float, reason: str, **extra) -> Candidate:
+def _identity_candidate(attribute: str, value: str, content: str, confidence: float, reason: str, **extra) -> Candidate:
     fields = {"kind": "identity", "attribute": attribute, "value": value, **extra}
-    return _profile(content, f"identity:{attribute}", value.lower(), True, fields, confidence, reason)
+    return _profile_candidate(content, f"identity:{attribute}", value.lower(), True, fields, confidence, reason)
 
 
 def _en_place(raw: str, clause: str) -> str | None:
@@ -524,52 +532,54 @@ def _en_place(raw: str, clause: str) -> str | None:
 def _en_identity(clause: str) -> list[Candidate]:
     out = []
     m = _RE_EN_NAME.search(clause) or _RE_EN_CALLED.search(clause) or _RE_EN_INTRO.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         name = m.group("name") or (m.group("name2") if m.re is _RE_EN_INTRO else "") or ""
         name = EN_FILLER_TAIL.sub("", name).strip()
         if _valid_name(name):
             confidence = {_RE_EN_NAME: 0.95, _RE_EN_CALLED: 0.85}.get(m.re, 0.7)
             reason = {_RE_EN_NAME: "en.name", _RE_EN_CALLED: "en.call_me"}.get(m.re, "en.intro")
-            out.append(_identity("name", name, f"Name is {name}", confidence, reason))
+            out.append(_identity_candidate("name", name, f"Name is {name}", confidence, reason))
     m = _RE_EN_LIVE.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         place = _en_place(m.group("place"), clause)
         if place:
             moved = "moved" in m.group(0).lower() or "relocated" in m.group(0).lower()
-            out.append(_identity("location", place, f"Lives in {place}", 0.85 if moved else 0.9, "en.location"))
+            out.append(
+                _identity_candidate("location", place, f"Lives in {place}", 0.85 if moved else 0.9, "en.location")
+            )
     m = _RE_EN_FROM.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         place = _en_place(m.group("place"), clause)
         if place:
-            out.append(_identity("hometown", place, f"Is from {place}", 0.85, "en.hometown"))
+            out.append(_identity_candidate("hometown", place, f"Is from {place}", 0.85, "en.hometown"))
     m = _RE_EN_JOB.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         job = SPACES.sub(" ", (m.group("job") or m.group("job2") or "")).strip()
         if job and job.split()[0].lower() not in EN_BAD_FIRST_WORDS:
             article = "an" if job[0].lower() in "aeiou" else "a"
             verb = "Works as" if m.group("job2") else "Is"
-            out.append(_identity("job", job, f"{verb} {article} {job}", 0.85, "en.job"))
+            out.append(_identity_candidate("job", job, f"{verb} {article} {job}", 0.85, "en.job"))
             if m.group("org"):
                 org = m.group("org")
-                out.append(_identity("employer", org, f"Works at {org}", 0.85, "en.employer"))
+                out.append(_identity_candidate("employer", org, f"Works at {org}", 0.85, "en.employer"))
     m = _RE_EN_EMPLOYER.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         org = _EN_PLACE_CUT.sub("", m.group("org")).strip(" ,.!")
         org = EN_ARTICLE.sub("", org) if org.lower().startswith(("a ", "an ")) else org
         if org and org.split()[0].lower() not in _EN_NOT_EMPLOYERS and (org[0].isupper() or clause == clause.lower()):
-            out.append(_identity("employer", org, f"Works at {org}", 0.85, "en.employer"))
+            out.append(_identity_candidate("employer", org, f"Works at {org}", 0.85, "en.employer"))
     m = _RE_EN_RETIRED.search(clause)
-    if m and _en_guard_ok(clause, m):
-        out.append(_identity("job", "retired", "Is retired", 0.85, "en.retired"))
+    if m and _en_asserted(clause, m):
+        out.append(_identity_candidate("job", "retired", "Is retired", 0.85, "en.retired"))
     m = _RE_EN_INDUSTRY.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         field_ = m.group("field")
-        out.append(_identity("industry", field_, f"Works in {field_}", 0.8, "en.industry"))
+        out.append(_identity_candidate("industry", field_, f"Works in {field_}", 0.8, "en.industry"))
     m = _RE_EN_AGE.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         age = int(m.group("age") or m.group("age2") or m.group("age3"))
         if 1 <= age <= 120:
-            out.append(_identity("age", str(age), f"Is {age} years old", 0.85, "en.age", age=age))
+            out.append(_identity_candidate("age", str(age), f"Is {age} years old", 0.85, "en.age", age=age))
     return out
 
 
@@ -579,37 +589,37 @@ def _zh_identity(clause: str) -> list[Candidate]:
     if m:
         name = _ZH_NAME_TAIL.sub("", ZH_TAIL.sub("", m.group("name"))).strip()
         if _valid_name(name):
-            out.append(_identity("name", name, f"名字叫{name}", 0.9, "zh.name"))
+            out.append(_identity_candidate("name", name, f"名字叫{name}", 0.9, "zh.name"))
     m = _RE_ZH_LIVE.match(clause)
-    if m and _pre_ok(m):
+    if m and _zh_asserted(m):
         place = _ZH_PLACE_TAIL.sub("", ZH_TAIL.sub("", m.group("place") or m.group("place2") or ""))
         if len(place) >= 2 and not ZH_BAD_START.match(place):
-            out.append(_identity("location", place, f"住在{place}", 0.9, "zh.location"))
+            out.append(_identity_candidate("location", place, f"住在{place}", 0.9, "zh.location"))
     m = _RE_ZH_FROM.match(clause)
     if m and clause.endswith("人") or m and "老家" in clause or m and "来自" in clause:
         place = ZH_TAIL.sub("", m.group("place"))
         if len(place) >= 2 and not _ZH_JOB_SUFFIX.search(place):
-            out.append(_identity("hometown", place, f"来自{place}", 0.85, "zh.hometown"))
+            out.append(_identity_candidate("hometown", place, f"来自{place}", 0.85, "zh.hometown"))
     m = _RE_ZH_JOB.match(clause)
     if m:
         job = ZH_TAIL.sub("", m.group("job") or m.group("job2") or m.group("job3") or "")
         if m.group("job2"):
-            out.append(_identity("job", job, f"是做{job}的", 0.8, "zh.job"))
+            out.append(_identity_candidate("job", job, f"是做{job}的", 0.8, "zh.job"))
         elif job and _ZH_JOB_SUFFIX.search(job) and not ZH_BAD_START.match(job):
-            out.append(_identity("job", job, f"是{job}", 0.85, "zh.job"))
+            out.append(_identity_candidate("job", job, f"是{job}", 0.85, "zh.job"))
         if m.group("org") and job:
-            out.append(_identity("employer", m.group("org"), f"在{m.group('org')}工作", 0.85, "zh.employer"))
+            out.append(_identity_candidate("employer", m.group("org"), f"在{m.group('org')}工作", 0.85, "zh.employer"))
     m = _RE_ZH_EMPLOYER.match(clause)
     if m and m.group("org") not in _ZH_NOT_EMPLOYERS and not ZH_BAD_START.match(m.group("org")):
         org = m.group("org")
-        out.append(_identity("employer", org, f"在{org}工作", 0.85, "zh.employer"))
+        out.append(_identity_candidate("employer", org, f"在{org}工作", 0.85, "zh.employer"))
     if _RE_ZH_RETIRED.match(clause):
-        out.append(_identity("job", "retired", "已退休", 0.85, "zh.retired"))
+        out.append(_identity_candidate("job", "retired", "已退休", 0.85, "zh.retired"))
     m = _RE_ZH_AGE.match(clause)
-    if m and _pre_ok(m):
+    if m and _zh_asserted(m):
         age = parse_number(m.group("age"))
         if age and 1 <= age <= 120:
-            out.append(_identity("age", str(age), f"今年{age}岁", 0.85, "zh.age", age=age))
+            out.append(_identity_candidate("age", str(age), f"今年{age}岁", 0.85, "zh.age", age=age))
     return out
 
 
@@ -690,7 +700,7 @@ _RE_ZH_RELATION = re.compile(
 
 def _relation_candidate(relation: str, name: str, content: str, confidence: float, reason: str) -> Candidate:
     fields = {"kind": "relation", "relation": relation, "name": name}
-    return _profile(content, f"relation:{relation}", name.lower(), True, fields, confidence, reason)
+    return _profile_candidate(content, f"relation:{relation}", name.lower(), True, fields, confidence, reason)
 
 
 def _en_relation_key(rel: str, mod: str | None) -> str:
@@ -704,19 +714,19 @@ def _en_relation_key(rel: str, mod: str | None) -> str:
 
 def _en_relations(clause: str) -> list[Candidate]:
     m = _RE_EN_RELATION.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         name = EN_FILLER_TAIL.sub("", m.group("name") or m.group("name2")).strip()
         key = _en_relation_key(m.group("rel") or m.group("rel2"), m.group("mod") or m.group("mod2"))
         if _valid_name(name):
             return [_relation_candidate(key, name, f"{upper_first(key)}'s name is {name}", 0.9, "en.relation")]
     m = _RE_EN_RELATION_JOB.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         key = _en_relation_key(m.group("rel"), m.group("mod"))
         job = SPACES.sub(" ", m.group("job"))
         article = "an" if job[0].lower() in "aeiou" else "a"
         fields = {"kind": "relation", "relation": key, "job": job.lower()}
         return [
-            _profile(
+            _profile_candidate(
                 f"{upper_first(key)} is {article} {job}",
                 f"relation:{key}:job",
                 job.lower(),
@@ -727,7 +737,7 @@ def _en_relations(clause: str) -> list[Candidate]:
             )
         ]
     m = _RE_EN_RELATION_BARE.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         name = m.group("name")
         key = _en_relation_key(m.group("rel"), m.group("mod"))
         if _valid_name(name):
@@ -745,7 +755,9 @@ def _zh_relations(clause: str) -> list[Candidate]:
     if m.group("verb") == "是":
         if _ZH_JOB_SUFFIX.search(text):
             fields = {"kind": "relation", "relation": key, "job": text}
-            return [_profile(f"{word}是{text}", f"relation:{key}:job", text, True, fields, 0.8, "zh.relation_job")]
+            return [
+                _profile_candidate(f"{word}是{text}", f"relation:{key}:job", text, True, fields, 0.8, "zh.relation_job")
+            ]
         if not (2 <= len(text) <= 3 and has_cjk(text)) or text.endswith(("人", "的")) or ZH_BAD_START.match(text):
             return []
         confidence = 0.7
@@ -835,13 +847,13 @@ def _budget_candidate(shown: str, limit: str, zh: bool, reason: str, after: str 
         content = {"max": f"预算不超过{shown}", "approx": f"预算{shown}左右"}.get(limit, f"预算{shown}")
     else:
         content = {"max": f"Budget: at most {shown}", "approx": f"Budget: about {shown}"}.get(limit, f"Budget: {shown}")
-    return _profile(content, "budget", value, True, fields, 0.9, reason)
+    return _profile_candidate(content, "budget", value, True, fields, 0.9, reason)
 
 
 def _en_constraints(clause: str) -> list[Candidate]:
     out = []
     m = _RE_EN_BUDGET.search(clause) or _RE_EN_LIMIT.search(clause)
-    if m and _en_guard_ok(clause, m) or m and m.re is _RE_EN_LIMIT:
+    if m and _en_asserted(clause, m) or m and m.re is _RE_EN_LIMIT:
         if m.re is _RE_EN_BUDGET:
             gap = m.group("gap") or ""
             shown = m.group("amount") or m.group("bare")
@@ -850,14 +862,14 @@ def _en_constraints(clause: str) -> list[Candidate]:
             shown, limit = m.group("amount"), "max"
         out.append(_budget_candidate(shown, limit, False, "en.budget", clause[m.end() :]))
     m = _RE_EN_ALLERGY.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         raw = m.group("x") or m.group("x2") or m.group("x3")
         for item in _ITEM_SPLIT.split(EN_FILLER_TAIL.sub("", EN_OBJ_CUT.sub("", raw))):
             key = norm_key(EN_ARTICLE.sub("", item))
             if key and key.split()[0] not in EN_BAD_FIRST_WORDS and len(key.split()) <= 4:
                 fields = {"kind": "allergy", "allergen": key}
                 out.append(
-                    _profile(
+                    _profile_candidate(
                         f"Allergic to {item.strip()}", f"allergy:{key}", "allergic", True, fields, 0.95, "en.allergy"
                     )
                 )
@@ -878,13 +890,17 @@ def _en_constraints(clause: str) -> list[Candidate]:
             verb_form = what if phrase in ("Can't", "Won't", "Doesn't") else what + "s"
             fields = {"kind": "diet", "avoid": key}
             out.append(
-                _profile(f"{phrase} {verb_form} {item.strip()}", f"diet:{key}", "avoid", True, fields, 0.85, "en.diet")
+                _profile_candidate(
+                    f"{phrase} {verb_form} {item.strip()}", f"diet:{key}", "avoid", True, fields, 0.85, "en.diet"
+                )
             )
     m = _RE_EN_DIET_KIND.search(clause)
-    if m and _en_guard_ok(clause, m):
+    if m and _en_asserted(clause, m):
         diet = SPACES.sub(" ", m.group("diet").lower()).replace("-", " ")
         out.append(
-            _profile(f"Is {diet}", f"diet:{diet}", "yes", True, {"kind": "diet", "diet": diet}, 0.9, "en.diet_kind")
+            _profile_candidate(
+                f"Is {diet}", f"diet:{diet}", "yes", True, {"kind": "diet", "diet": diet}, 0.9, "en.diet_kind"
+            )
         )
     return out
 
@@ -908,27 +924,33 @@ def _zh_constraints(clause: str) -> list[Candidate]:
             after = per.group(0) if per else after
         out.append(_budget_candidate(shown, limit, True, "zh.budget", after))
     m = _RE_ZH_ALLERGY.match(clause)
-    if m and _pre_ok(m):
+    if m and _zh_asserted(m):
         for item in _ITEM_SPLIT.split(m.group("x") or m.group("x2")):
             item = ZH_TAIL.sub("", item).strip()
             if item and not ZH_BAD_START.match(item) and item not in ("点", "些", "有点", "一点"):
                 fields = {"kind": "allergy", "allergen": item}
                 out.append(
-                    _profile(f"对{item}过敏", f"allergy:{norm_key(item)}", "allergic", True, fields, 0.95, "zh.allergy")
+                    _profile_candidate(
+                        f"对{item}过敏", f"allergy:{norm_key(item)}", "allergic", True, fields, 0.95, "zh.allergy"
+                    )
                 )
     m = _RE_ZH_DIET.match(clause)
-    if m and _pre_ok(m):
+    if m and _zh_asserted(m):
         verb = m.group("verb")
         for item in _ITEM_SPLIT.split(m.group("x")):
             item = ZH_CORE_TAIL.sub("", ZH_TAIL.sub("", item)).strip()
             if item and not ZH_BAD_START.match(item):
                 fields = {"kind": "diet", "avoid": item}
-                out.append(_profile(f"{verb}{item}", f"diet:{norm_key(item)}", "avoid", True, fields, 0.85, "zh.diet"))
+                out.append(
+                    _profile_candidate(
+                        f"{verb}{item}", f"diet:{norm_key(item)}", "avoid", True, fields, 0.85, "zh.diet"
+                    )
+                )
     m = _RE_ZH_DIET_KIND.match(clause)
-    if m and _pre_ok(m):
+    if m and _zh_asserted(m):
         diet = _ZH_DIETS.get(m.group("diet"), m.group("diet"))
         fields = {"kind": "diet", "diet": diet}
-        out.append(_profile(m.group("diet"), f"diet:{diet}", "yes", True, fields, 0.9, "zh.diet_kind"))
+        out.append(_profile_candidate(m.group("diet"), f"diet:{diet}", "yes", True, fields, 0.9, "zh.diet_kind"))
     return out
 
 
