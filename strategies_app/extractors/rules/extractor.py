@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from strategies_app.extractors.base import Candidate, Extraction, Extractor, SourceMessage
+from strategies_app.extractors.base import Candidate, Extraction, ExtractionContext, Extractor
 
 from .fact import fact_candidates
 from .profile import profile_candidates
@@ -32,24 +32,19 @@ class RulesExtractor(Extractor):
 
     name = "rules"
 
-    def extract(
-        self,
-        *,
-        strategy_type: str,
-        prompt: str,
-        messages: list[SourceMessage],
-        existing: list[dict],
-        state: dict | None = None,
-        state_changes: dict | None = None,
-        session_id: str = "",
-    ) -> Extraction:
+    def extract(self, context: ExtractionContext) -> Extraction:
         started = time.perf_counter()
-        ordered = sorted(messages, key=lambda message: message.seq)
+        ordered = sorted(context.messages, key=lambda message: message.seq)
+        strategy_type = context.strategy_type
         if strategy_type == "profile":
             candidates, scanned = profile_candidates(ordered)
         elif strategy_type == "task":
             candidates, scanned = task_candidates(
-                ordered, existing=existing, state=state or {}, state_changes=state_changes or {}, session_id=session_id
+                ordered,
+                existing=context.existing,
+                state=context.state or {},
+                state_changes=context.state_changes or {},
+                session_id=context.session_id,
             )
         elif strategy_type in ("fact", "custom"):
             candidates, scanned = fact_candidates(ordered, strategy_type)
