@@ -26,7 +26,7 @@ sys.path[:0] = [str(BENCH_DIR), str(BENCH_DIR.parent)]
 
 from benchlib import machine, print_table, prose, write_results  # noqa: E402
 
-from strategies_app.extractors.base import SourceMessage  # noqa: E402
+from strategies_app.extractors.base import ExtractionContext, SourceMessage  # noqa: E402
 from strategies_app.extractors.rules import RulesExtractor, score  # noqa: E402
 
 SMALL_TALK = [
@@ -160,13 +160,15 @@ def main() -> None:
             found.clear()
             for index, batch in enumerate(batches):
                 extraction = extractor.extract(
-                    strategy_type=strategy_type,
-                    prompt="",
-                    messages=batch,
-                    existing=[],
-                    state=None,
-                    state_changes=None,
-                    session_id=f"s{index}",
+                    ExtractionContext(
+                        strategy_type=strategy_type,
+                        prompt="",
+                        messages=batch,
+                        existing=[],
+                        state=None,
+                        state_changes=None,
+                        session_id=f"s{index}",
+                    )
                 )
                 found.extend(extraction.candidates)
 

@@ -84,7 +84,7 @@ def throughput(tenant, sessions: int, per_session: int, seed: int) -> dict:
 
     from sessions_app.models import Message, Session
     from sessions_app.services.messages import messages_append
-    from strategies_app.extractors.base import SourceMessage
+    from strategies_app.extractors.base import ExtractionContext, SourceMessage
     from strategies_app.extractors.registry import get_extractor
     from strategies_app.models import Strategy, Trigger
     from strategies_app.services.runs import run_execute, run_request
@@ -112,7 +112,9 @@ def throughput(tenant, sessions: int, per_session: int, seed: int) -> dict:
             rows = Message.objects.filter(session=session).order_by("seq").values("id", "seq", "role", "content")
             messages = [SourceMessage(str(r["id"]), r["seq"], r["role"], r["content"]) for r in rows]
             rules.extract(
-                strategy_type=strategy.type, prompt="", messages=messages, existing=[], session_id=str(session.pk)
+                ExtractionContext(
+                    strategy_type=strategy.type, prompt="", messages=messages, existing=[], session_id=str(session.pk)
+                )
             )
             read += len(messages)
     baseline_seconds = time.perf_counter() - begin

@@ -1,4 +1,5 @@
-"""The types every extractor shares: the messages it reads, the memories it proposes, its answer.
+"""The types every extractor shares: what a run gives it (the context and its messages), the memories it
+proposes, its answer.
 
 Pure Python (no Django imports), so an extractor can be tested and benchmarked without a database.
 """
@@ -56,25 +57,32 @@ class Extraction:
     detail: str = ""
 
 
-class Extractor:
-    """The interface: the built-in rules and the LLM extractor both subclass it.
+@dataclass(frozen=True, kw_only=True)
+class ExtractionContext:
+    """What a run knows when it asks an extractor: the strategy's type and prompt, the new messages, the user's
+    related records and the session.
 
     ``existing`` holds the user's related valid records as dicts ``{"id", "type", "content", "fields"}``
     (this session's task record among them); ``state`` is the session's current state and
     ``state_changes`` is ``{key: [old, new]}`` when a state change triggered the run.
     """
 
-    name: str = ""
+    strategy_type: str  # "profile" | "task" | "fact" | "custom"
+    prompt: str  # the strategy version's prompt (the rules do not read it)
+    messages: list[SourceMessage]
+    existing: list[dict]
+    state: dict | None = None
+    state_changes: dict | None = None
+    session_id: str = ""
+    user_id: str = ""
+    session_name: str = ""
 
-    def extract(
-        self,
-        *,
-        strategy_type: str,
-        prompt: str,
-        messages: list[SourceMessage],
-        existing: list[dict],
-        state: dict | None = None,
-        state_changes: dict | None = None,
-        session_id: str = "",
-    ) -> Extraction:
+
+class Extractor:
+    """The interface: the built-in rules and the LLM extractor both subclass it."""
+
+    name: str = ""
+    calls_model: bool = False  # True when an Extraction's latency_ms is a model's (it goes to run.llm_latency_ms)
+
+    def extract(self, context: ExtractionContext) -> Extraction:
         raise NotImplementedError

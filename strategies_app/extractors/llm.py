@@ -23,7 +23,7 @@ import jsonschema
 
 from strategies_app.prompts import prompt_render
 
-from .base import Candidate, Extraction, Extractor, SourceMessage
+from .base import Candidate, Extraction, ExtractionContext, Extractor
 
 
 class ExtractorError(Exception):
@@ -105,6 +105,7 @@ _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 
 class LLMExtractor(Extractor):
     name = "llm"
+    calls_model = True
 
     def __init__(self, *, base_url: str, model: str, api_key: str = "", timeout: float = 60.0, attempts: int = 2):
         parts = urllib.parse.urlsplit((base_url or "").strip())
@@ -124,31 +125,20 @@ class LLMExtractor(Extractor):
         self.label = f"{self.model} at {parts.scheme}://{parts.netloc}"
 
     # -- one call ---------------------------------------------------------------------------------------------
-    def extract(
-        self,
-        *,
-        strategy_type: str,
-        prompt: str,
-        messages: list[SourceMessage],
-        existing: list[dict],
-        state: dict | None = None,
-        state_changes: dict | None = None,
-        session_id: str = "",
-        user_id: str = "",
-        session_name: str = "",
-    ) -> Extraction:
+    def extract(self, context: ExtractionContext) -> Extraction:
+        messages, existing, strategy_type = context.messages, context.existing, context.strategy_type
         rendered = prompt_render(
-            prompt,
+            context.prompt,
             {
                 "messages": "\n".join(f"[{m.seq}] {m.role}: {m.content}" for m in messages),
                 "existing_records": "\n".join(
                     f"[{r['id']}] ({(r.get('fields') or {}).get('slot', '')}) {r['content']}" for r in existing
                 )
                 or "(none)",
-                "user_id": user_id,
-                "session_name": session_name,
-                "state": json.dumps(state or {}, ensure_ascii=False),
-                "state_changes": json.dumps(state_changes or {}, ensure_ascii=False),
+                "user_id": context.user_id,
+                "session_name": context.session_name,
+                "state": json.dumps(context.state or {}, ensure_ascii=False),
+                "state_changes": json.dumps(context.state_changes or {}, ensure_ascii=False),
                 "type": strategy_type,
                 "today": datetime.now(UTC).date().isoformat(),
             },
@@ -171,7 +161,7 @@ class LLMExtractor(Extractor):
                     f"{self.label} did not answer like a chat-completions endpoint (no choices[0].message.content)"
                 ) from error
             try:
-                candidates = self._candidates(content, strategy_type, by_seq, known_records, session_id)
+                candidates = self._candidates(content, strategy_type, by_seq, known_records, context.session_id)
             except ExtractorInvalidOutput as error:
                 problem = str(error)
                 conversation += [

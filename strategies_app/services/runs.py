@@ -21,7 +21,7 @@ from django.utils import timezone
 from memory_app.models import Record
 from sessions_app.models import Message, Session, Turn, TurnStatus
 from sessions_app.services.state import state_get
-from strategies_app.extractors.base import SourceMessage
+from strategies_app.extractors.base import ExtractionContext, SourceMessage
 from strategies_app.extractors.registry import get_extractor
 from strategies_app.models import RunRecord, RunStatus, Strategy, StrategyRun, Trigger, Watermark
 from strategies_app.services.consolidation import consolidate
@@ -160,16 +160,18 @@ def _run_session(run: StrategyRun, session: Session, progress: _Progress) -> Non
             )
             for r in rows
         ]
-        extra = {"user_id": session.user_id, "session_name": session.name} if extractor.name == "llm" else {}
         extraction = extractor.extract(
-            strategy_type=version.type,
-            prompt=version.prompt,
-            messages=messages,
-            existing=_related(run=run, session=session),
-            state=state_get(session=session).data,
-            state_changes=run.state_changes or None,
-            session_id=str(session.pk),
-            **extra,
+            ExtractionContext(
+                strategy_type=version.type,
+                prompt=version.prompt,
+                messages=messages,
+                existing=_related(run=run, session=session),
+                state=state_get(session=session).data,
+                state_changes=run.state_changes or None,
+                session_id=str(session.pk),
+                user_id=session.user_id,
+                session_name=session.name,
+            )
         )
         decisions = consolidate(
             tenant=run.tenant,
@@ -203,7 +205,7 @@ def _run_session(run: StrategyRun, session: Session, progress: _Progress) -> Non
         run.decisions = [*run.decisions, *(d.as_dict() for d in decisions)][-500:]
         run.input_tokens += extraction.input_tokens
         run.output_tokens += extraction.output_tokens
-        run.llm_latency_ms += extraction.latency_ms if extractor.name == "llm" else 0.0
+        run.llm_latency_ms += extraction.latency_ms if extractor.calls_model else 0.0
         run.save()
         RunRecord.objects.bulk_create(
             [RunRecord(run=run, record_id=d.record, action=d.action) for d in decisions],

@@ -2,7 +2,7 @@
 
 import pytest
 
-from strategies_app.extractors.base import Candidate, Extraction, SourceMessage
+from strategies_app.extractors.base import Candidate, Extraction, ExtractionContext, SourceMessage
 from strategies_app.extractors.rules import RulesExtractor, score
 
 SESSION = "0b1c2d3e-0000-4000-8000-000000000001"
@@ -19,13 +19,15 @@ def conversation(*turns) -> list[SourceMessage]:
 
 def extract(strategy_type: str, *turns, existing=(), state=None, state_changes=None) -> list[Candidate]:
     extraction = RulesExtractor().extract(
-        strategy_type=strategy_type,
-        prompt="",
-        messages=conversation(*turns),
-        existing=list(existing),
-        state=state,
-        state_changes=state_changes,
-        session_id=SESSION,
+        ExtractionContext(
+            strategy_type=strategy_type,
+            prompt="",
+            messages=conversation(*turns),
+            existing=list(existing),
+            state=state,
+            state_changes=state_changes,
+            session_id=SESSION,
+        )
     )
     return extraction.candidates
 
@@ -37,7 +39,7 @@ def only(candidates: list[Candidate]) -> Candidate:
 
 def test_the_answer_is_an_extraction_without_token_costs():
     extraction = RulesExtractor().extract(
-        strategy_type="profile", prompt="", messages=conversation("I like jazz."), existing=[]
+        ExtractionContext(strategy_type="profile", prompt="", messages=conversation("I like jazz."), existing=[])
     )
     assert isinstance(extraction, Extraction)
     assert extraction.input_tokens == extraction.output_tokens == 0
@@ -365,7 +367,8 @@ def test_a_change_within_one_batch_keeps_both_in_message_order():
 def test_messages_are_read_in_seq_order():
     late = SourceMessage(id="late", seq=9, role="user", content="I now prefer bright lighting.")
     early = SourceMessage(id="early", seq=2, role="user", content="I prefer soft lighting.")
-    found = RulesExtractor().extract(strategy_type="profile", prompt="", messages=[late, early], existing=[]).candidates
+    context = ExtractionContext(strategy_type="profile", prompt="", messages=[late, early], existing=[])
+    found = RulesExtractor().extract(context).candidates
     assert [c.source_message_ids for c in found] == [["early"], ["late"]]
 
 

@@ -1,0 +1,1019 @@
+"""The profile rules: what a user says about themselves — preferences, habits and traits, identity,
+relations, and constraints (budgets, allergies, diet) — in English and Chinese."""
+
+from __future__ import annotations
+
+import re
+
+from strategies_app.extractors.base import Candidate, SourceMessage
+
+from .text import (
+    CURRENCY_AMOUNT,
+    EN_ARTICLE,
+    EN_BAD_FIRST_WORDS,
+    EN_FILLER_TAIL,
+    EN_OBJ_CUT,
+    HYPOTHETICAL_EN,
+    HYPOTHETICAL_ZH,
+    LATIN_LETTERS,
+    NUM,
+    SPACES,
+    ZH_BAD_START,
+    ZH_CORE_TAIL,
+    ZH_LEAD,
+    ZH_TAIL,
+    Keywords,
+    amount_value,
+    clauses,
+    clean_en_object,
+    clean_zh_object,
+    combine,
+    en_topic,
+    has_cjk,
+    is_zh,
+    norm_key,
+    normalise_text,
+    parse_amount,
+    parse_number,
+    sentences,
+    swap_pronouns,
+    upper_first,
+    zh_topic,
+)
+
+_I = re.IGNORECASE
+
+# A Chinese clause may drop its subject ("预算5000元，喜欢人文历史"), so Chinese rules are anchored at the clause
+# start: an optional connective (ZH_LEAD), then either "我" (after at most a few words such as "晚上") or nothing.
+_ZH_SUBJ = r"(?:(?P<pre>[^你他她它們们如假万倘，,。？?]{0,6}?)我|)"
+_ZH_SUBJ2 = _ZH_SUBJ.replace("pre", "pre2")
+_ZH_ADV = (
+    "(?:现在|目前|以后|今后|从现在起|从今以后|往后|其实|还是|一般|平时|通常|真的|真|很|挺|也|都|还|就|特别|非常|比较|最"
+    "|更|蛮|超级|超|一直|从小就?|本来就?|向来|一向|确实|倒是|可能|主要|已经)*"
+)
+_EN_ADV = (
+    r"(?:(?:now|really|much|still|actually|generally|usually|definitely|mostly|always|personally|strongly|also|kind"
+    r" of|sort of|do|just|absolutely|totally|honestly|genuinely|quite|truly|especially|particularly|secretly|so)\s+)*"
+)
+
+
+def _profile_candidate(
+    content: str, slot: str, value: str, exclusive: bool, fields: dict, confidence: float, reason: str
+):
+    return Candidate(
+        type="profile",
+        content=content,
+        slot=slot,
+        value=value,
+        exclusive=exclusive,
+        fields=fields,
+        confidence=confidence,
+        reason=f"rule {reason}",
+    )
+
+
+def _zh_asserted(m: re.Match) -> bool:
+    """The few words a Chinese rule allows before "我" hold no 如果, 假如, 说, 问 ...: the clause states it, rather
+    than supposing or reporting it."""
+    groups = m.groupdict()
+    pre = groups.get("pre") or groups.get("pre2")
+    return not pre or not HYPOTHETICAL_ZH.search(pre)
+
+
+def _en_asserted(clause: str, m: re.Match) -> bool:
+    """No "if", "not", "never", "said" ... before the match: the clause states it, rather than supposing, denying
+    or reporting it."""
+    return not HYPOTHETICAL_EN.search(clause, 0, m.start())
+
+
+# English preference verbs and how the content says them.
+_EN_LIKE_VERBS = {
+    "like": "Likes",
+    "love": "Loves",
+    "enjoy": "Enjoys",
+    "adore": "Adores",
+    "into": "Is into",
+    "fan of": "Is a fan of",
+    "fond of": "Is fond of",
+    "crazy about": "Is crazy about",
+    "obsessed with": "Is obsessed with",
+    "passionate about": "Is passionate about",
+    "keen on": "Is keen on",
+    "big on": "Is big on",
+}
+_EN_DISLIKE_VERBS = (
+    ("no longer", "No longer likes"),
+    ("never liked", "Never liked"),
+    ("don't", "Doesn't like"),
+    ("do not", "Doesn't like"),
+    ("dislike", "Dislikes"),
+    ("hate", "Hates"),
+    ("detest", "Detests"),
+    ("loathe", "Loathes"),
+    ("stand", "Can't stand"),
+    ("bear", "Can't bear"),
+    ("avoid", "Avoids"),
+    ("fan of", "Is not a fan of"),
+    ("into", "Is not into"),
+    ("keen on", "Is not keen on"),
+)
+_RE_EN_LIKE = re.compile(
+    rf"\bi\s+{_EN_ADV}(?P<verb>like|love|enjoy|adore)\s+(?P<obj>.+)"
+    rf"|\bi(?:'m|\s+am)\s+{_EN_ADV}(?:a\s+(?:big\s+|huge\s+|great\s+)?)?(?P<verb2>into|fan\s+of|fond\s+of|crazy\s+about"
+    r"|obsessed\s+with|passionate\s+about|keen\s+on|big\s+on)\s+(?P<obj2>.+)",
+    _I,
+)
+_RE_EN_DISLIKE = re.compile(
+    rf"\bi\s+{_EN_ADV}(?P<verb>(?:don't|do\s+not)\s+(?:really\s+|much\s+|particularly\s+|even\s+)?(?:like|love|enjoy"
+    r"|care\s+for)|dislike|hate|detest|loathe|(?:can't|cannot|can\s+not)\s+(?:stand|bear)|no\s+longer\s+(?:like|love"
+    r"|enjoy)|never\s+liked|(?:try\s+to\s+)?avoid)\s+(?P<obj>.+)"
+    rf"|\bi(?:'m|\s+am)\s+{_EN_ADV}(?P<verb2>not\s+(?:a\s+(?:big\s+|huge\s+)?fan\s+of|into|keen\s+on|fond\s+of"
+    r"|big\s+on))\s+(?P<obj2>.+)",
+    _I,
+)
+_RE_EN_PREFER = re.compile(
+    rf"\bi(?:\s+|'d\s+|'ve\s+){_EN_ADV}(?:would\s+|have\s+)?(?P<verb>prefer|rather|switched\s+to|changed\s+to"
+    r"|lean\s+towards?)\s+(?P<obj>.+)"
+    r"|\bmy\s+preference\s+is\s+(?:for\s+)?(?P<obj2>.+)",
+    _I,
+)
+_EN_VERB_PHRASE = re.compile(r"\s*(?:to\s|\w+ing\b)", _I)
+_EN_TO_ALTERNATIVE = re.compile(r"\s+to\s+(?P<alt>.+)$", _I)
+_EN_ALTERNATIVE = re.compile(
+    r"\s+(?:over|rather\s+than|instead\s+of|than|more\s+than|compared\s+to)\s+(?P<alt>.+)$", _I
+)
+_RE_EN_FAVOURITE = re.compile(
+    r"\bmy\s+(?:all[- ]time\s+|absolute\s+|personal\s+)?(?:favou?rite|fave)\s+(?P<what>[a-z][\w -]{0,30}?)\s+"
+    r"(?:is|are|has\s+to\s+be|would\s+be|=)\s+(?P<obj>.+)"
+    r"|^(?P<obj2>[\w][\w '-]{0,40}?)\s+(?:is|are)\s+my\s+(?:all[- ]time\s+)?(?:favou?rite|fave)"
+    r"(?:\s+(?P<what2>[a-z][\w -]{0,30}))?$",
+    _I,
+)
+_RE_EN_HABIT = re.compile(
+    r"\bi\s+(?P<adv>usually|always|often|normally|typically|generally|tend\s+to|never|rarely|regularly|mostly"
+    r"|habitually)\s+(?P<act>.+)",
+    _I,
+)
+_EN_HABIT_BAD_VERBS = frozenset(
+    "said say told tell ask asked thought think know knew mean meant get got do did does was were am is are be been "
+    "will would can could should must want wanted need needed wonder wondered have had understood understand "
+    "like love prefer enjoy hate eat drink".split()
+)
+_RE_EN_TRAIT = re.compile(
+    r"\bi(?:'m|\s+am)\s+(?:(?:a|an)\s+)?(?:(?:real|total|big|bit\s+of\s+a|true|very|quite|pretty|kind\s+of|sort\s+of"
+    r"|such\s+an?)\s+)?(?P<trait>(?:morning|night|evening|people|cat|dog|detail[- ]oriented|outdoors|beach|mountain"
+    r"|city|introverted|extroverted|creative|visual|organized|organised|spontaneous)\s+person|introvert|extrovert"
+    r"|ambivert|night\s+owl|early\s+bird|early\s+riser|perfectionist|minimalist|foodie|homebody|workaholic"
+    r"|neat\s+freak|procrastinator|light\s+sleeper|heavy\s+sleeper|picky\s+eater|visual\s+learner)\b",
+    _I,
+)
+
+_ZH_LIKE = re.compile(
+    rf"{ZH_LEAD}{_ZH_SUBJ}{_ZH_ADV}(?P<verb>喜欢|热爱|钟爱|爱吃|爱喝|爱看|爱玩|爱听|迷上了|爱上了|爱(?![人好心情护国]))(?P<obj>.+)$"
+)
+_ZH_HOBBY = re.compile(rf"{ZH_LEAD}{_ZH_SUBJ}的?(?:爱好|兴趣爱好|兴趣)(?:是|有|：|:)(?P<obj>.+)$")
+_ZH_DISLIKE = re.compile(
+    rf"{ZH_LEAD}{_ZH_SUBJ}{_ZH_ADV}(?P<verb>不喜欢|不太喜欢|不怎么喜欢|不是很喜欢|不再喜欢|不爱|不太爱|讨厌|受不了|忍受不了|反感|厌恶"
+    r"|接受不了|不能接受|不想要)(?P<obj>.+)$"
+)
+_ZH_PREFER = re.compile(
+    rf"{ZH_LEAD}{_ZH_SUBJ}{_ZH_ADV}(?P<verb>偏好|偏爱|更喜欢|更爱|更倾向于?|倾向于|宁愿|宁可|更想要|改成了?|改为|换成了?|改用)(?P<obj>.+)$"
+)
+_ZH_CHANGE = re.compile(
+    rf"{ZH_LEAD}(?P<topic>[^，。把帮请你他她]{{1,8}}?)(?:以后|今后|从现在起|从今以后|往后)(?:都|就|全部|一律)?"
+    r"(?:改成|改为|换成|调成|改用|用)(?P<obj>.+)$"
+)
+_ZH_FAVOURITE = re.compile(
+    rf"{ZH_LEAD}{_ZH_SUBJ}(?:最喜欢|最爱)的(?P<what>[^，。是]{{1,8}}?)(?:是|就是)(?P<obj>.+)$"
+    rf"|^(?P<obj2>[^，。]{{1,12}}?)是我最(?:喜欢|爱)的(?P<what2>[^，。]{{0,8}})$"
+)
+_ZH_HABIT = re.compile(
+    rf"{ZH_LEAD}{_ZH_SUBJ}(?P<adv>一般|通常|平时|平常|总是|经常|老是|习惯于?|每天|每周|每晚|向来|一向|从不|从来不|很少)"
+    r"(?P<act>[^，。]{1,24})$"
+)
+_ZH_TRAIT = re.compile(
+    rf"{ZH_LEAD}{_ZH_SUBJ}(?:是)?(?:一个|个|一位)?(?P<trait>急性子|慢性子|夜猫子|完美主义者|吃货|宅男|宅女|社恐|[iIeE]人|路痴"
+    r"|工作狂|起床困难户|拖延症患者?)$"
+    rf"|{ZH_LEAD}我是(?:一个|个|一位)?(?P<trait2>[^，。]{{1,10}}?)的人$"
+)
+
+
+_EN_LEADING_QUALIFIER = re.compile(
+    r"^(?:(?:actually|but|and|so|well|also|generally|usually|personally),?\s+)*(?P<q>(?:at|in|during|on|for|before"
+    r"|after)\s+(?:the\s+)?(?:night|nighttime|mornings?|evenings?|afternoons?|day|daytime|weekends?|weekdays?|home|work"
+    r"|office|bed|bedtime|breakfast|lunch|dinner|summer|winter|long\s+flights?|trips?))[,\s]+$",
+    _I,
+)
+
+
+def _en_preference(clause: str) -> Candidate | None:
+    m = _RE_EN_FAVOURITE.search(clause)
+    if m and _en_asserted(clause, m):
+        what = (m.group("what") or m.group("what2") or "").strip()
+        cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
+        if cleaned:
+            shown, core, _ = cleaned
+            if what:
+                topic = en_topic(norm_key(what))
+                return _profile_candidate(
+                    f"Favourite {what.lower()} is {shown}",
+                    f"prefer:{topic}",
+                    core,
+                    True,
+                    {"kind": "preference", "polarity": "prefer", "object": core, "topic": topic},
+                    0.9,
+                    "en.favourite",
+                )
+            return _like_candidate(f"Favourite: {shown}", core, "like", 0.85, "en.favourite")
+    m = _RE_EN_DISLIKE.search(clause)
+    if m and _en_asserted(clause, m):
+        verb = (m.group("verb") or m.group("verb2")).lower()
+        cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
+        if cleaned:
+            phrase = next(text for key, text in _EN_DISLIKE_VERBS if key in verb)
+            confidence = 0.9 if "hate" in verb or "stand" in verb or "no longer" in verb else 0.85
+            return _like_candidate(f"{phrase} {cleaned[0]}", cleaned[1], "dislike", confidence, "en.dislike")
+        return None
+    m = _RE_EN_PREFER.search(clause)
+    if m and _en_asserted(clause, m):
+        raw = m.group("obj") or m.group("obj2")
+        alternative = ""
+        alt = _EN_ALTERNATIVE.search(raw)
+        if not alt and (m.group("verb") or "").lower() == "prefer" and not _EN_VERB_PHRASE.match(raw):
+            alt = _EN_TO_ALTERNATIVE.search(raw)  # "tea to coffee", but not "to travel" or "going to the beach"
+        if alt:
+            alternative = EN_OBJ_CUT.sub("", alt.group("alt")).strip(" ,.!")
+            raw = raw[: alt.start()]
+        cleaned = clean_en_object(raw)
+        if cleaned and not cleaned[1].startswith("not "):
+            shown, core, qualifier = cleaned
+            lead = _EN_LEADING_QUALIFIER.match(clause, 0, m.start())
+            if lead and not qualifier:  # "At night I prefer soft lighting" says the same as "... at night"
+                qualifier = lead.group("q").lower()
+                shown = f"{shown} {qualifier}"
+            topic = en_topic(core)
+            fields = {"kind": "preference", "polarity": "prefer", "object": core, "topic": topic}
+            if qualifier:
+                fields["qualifier"] = qualifier
+            if alternative:
+                fields["over"] = alternative
+            verb = SPACES.sub(" ", (m.group("verb") or "prefer").lower())
+            if verb == "rather":
+                content = f"Would rather {shown}" + (f" than {swap_pronouns(alternative)}" if alternative else "")
+            elif verb.endswith(" to"):
+                content = f"Has {verb} {shown}"
+            else:
+                content = f"Prefers {shown}" + (f" over {swap_pronouns(alternative)}" if alternative else "")
+            return _profile_candidate(content, f"prefer:{topic}", core, True, fields, 0.9, "en.prefer")
+        return None
+    m = _RE_EN_LIKE.search(clause)
+    if m and _en_asserted(clause, m):
+        verb = SPACES.sub(" ", (m.group("verb") or m.group("verb2")).lower())
+        cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
+        if cleaned:
+            confidence = 0.85 if verb in ("love", "adore") else 0.8
+            return _like_candidate(f"{_EN_LIKE_VERBS[verb]} {cleaned[0]}", cleaned[1], "like", confidence, "en.like")
+        return None
+    m = _RE_EN_HABIT.search(clause)
+    if m and _en_asserted(clause, m):
+        adverb = SPACES.sub(" ", m.group("adv").lower())
+        act = EN_FILLER_TAIL.sub("", EN_OBJ_CUT.sub("", m.group("act"))).strip(" ,.!")
+        words = act.split()
+        if not words or len(words) > 12 or words[0].lower() in _EN_HABIT_BAD_VERBS:
+            return None
+        if adverb == "tend to":
+            content = f"Tends to {swap_pronouns(act)}"
+        else:
+            content = f"{upper_first(adverb)} {_third_person(act)}"
+        key = norm_key(act)
+        fields = {"kind": "habit", "frequency": adverb, "activity": key}
+        return _profile_candidate(content, f"habit:{key}", adverb, False, fields, 0.75, "en.habit")
+    m = _RE_EN_TRAIT.search(clause)
+    if m and _en_asserted(clause, m):
+        trait = SPACES.sub(" ", m.group("trait").lower())
+        article = "an" if trait[0] in "aeiou" else "a"
+        return _profile_candidate(
+            f"Is {article} {trait}", f"trait:{trait}", trait, False, {"kind": "trait", "trait": trait}, 0.8, "en.trait"
+        )
+    return None
+
+
+def _like_candidate(content: str, core: str, polarity: str, confidence: float, reason: str) -> Candidate:
+    fields = {"kind": "preference", "polarity": polarity, "object": core}
+    return _profile_candidate(content, f"like:{core}", polarity, True, fields, confidence, reason)
+
+
+_EN_THIRD_PERSON = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is"}
+_EN_MODALS = frozenset("can could will would should must may might".split())
+
+
+def _third_person(phrase: str) -> str:
+    """The third person of a verb phrase, pronouns swapped: "take my train" → "takes their train"."""
+    first, _, rest = phrase.partition(" ")
+    word = first.lower()
+    if word in _EN_THIRD_PERSON:
+        verb = _EN_THIRD_PERSON[word]
+    elif word in _EN_MODALS or word.endswith(("ed", "s")) or not word.isalpha():
+        verb = first
+    elif word.endswith(("sh", "ch", "x", "z", "o")):
+        verb = first + "es"
+    elif word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
+        verb = first[:-1] + "ies"
+    else:
+        verb = first + "s"
+    return f"{verb} {swap_pronouns(rest)}".strip()
+
+
+def _zh_preference(clause: str) -> Candidate | None:
+    m = _ZH_FAVOURITE.match(clause)
+    if m and _zh_asserted(m):
+        what = (m.group("what") or m.group("what2") or "").strip()
+        cleaned = clean_zh_object(m.group("obj") or m.group("obj2"))
+        if cleaned:
+            shown, core = cleaned
+            if what:
+                topic = zh_topic(norm_key(what))
+                fields = {"kind": "preference", "polarity": "prefer", "object": core, "topic": topic}
+                return _profile_candidate(
+                    f"最喜欢的{what}是{shown}", f"prefer:{topic}", core, True, fields, 0.9, "zh.favourite"
+                )
+            return _like_candidate(f"最喜欢{shown}", core, "like", 0.85, "zh.favourite")
+    m = _ZH_DISLIKE.match(clause)
+    if m and _zh_asserted(m):
+        cleaned = clean_zh_object(m.group("obj"))
+        if cleaned:
+            verb = m.group("verb")
+            confidence = 0.9 if verb in ("讨厌", "受不了", "不再喜欢", "反感", "厌恶") else 0.85
+            return _like_candidate(f"{verb}{cleaned[0]}", cleaned[1], "dislike", confidence, "zh.dislike")
+        return None
+    m = _ZH_PREFER.match(clause)
+    if m and _zh_asserted(m):
+        return _zh_prefer_candidate(m.group("obj"), "", "zh.prefer")
+    m = _ZH_CHANGE.match(clause)
+    if m:
+        topic = ZH_CORE_TAIL.sub("", m.group("topic").lstrip("我").rstrip("也都就"))
+        return _zh_prefer_candidate(m.group("obj"), topic, "zh.change")
+    m = _ZH_HOBBY.match(clause)
+    if m and _zh_asserted(m):
+        cleaned = clean_zh_object(m.group("obj"))
+        if cleaned:
+            return _like_candidate(f"爱好{cleaned[0]}", cleaned[1], "like", 0.85, "zh.hobby")
+    m = _ZH_LIKE.match(clause)
+    if m and _zh_asserted(m):
+        cleaned = clean_zh_object(m.group("obj"))
+        if cleaned:
+            verb = m.group("verb")
+            shown = f"{verb}{cleaned[0]}" if verb != "爱" else f"喜欢{cleaned[0]}"
+            return _like_candidate(shown, cleaned[1], "like", 0.8, "zh.like")
+        return None
+    m = _ZH_HABIT.match(clause)
+    if m and _zh_asserted(m):
+        act = ZH_TAIL.sub("", m.group("act"))
+        if len(act) < 2 or ZH_BAD_START.match(act):
+            return None
+        adverb = m.group("adv")
+        key = norm_key(act)
+        fields = {"kind": "habit", "frequency": adverb, "activity": key}
+        return _profile_candidate(f"{adverb}{act}", f"habit:{key}", adverb, False, fields, 0.75, "zh.habit")
+    m = _ZH_TRAIT.match(clause)
+    if m and _zh_asserted(m):
+        trait = m.group("trait") or m.group("trait2")
+        if trait and not ZH_BAD_START.match(trait) and not _ZH_JOB_SUFFIX.search(trait):
+            content = f"是{trait}" if m.group("trait") else f"是一个{trait}的人"
+            return _profile_candidate(
+                content, f"trait:{norm_key(trait)}", trait, False, {"kind": "trait", "trait": trait}, 0.75, "zh.trait"
+            )
+    return None
+
+
+def _zh_prefer_candidate(raw: str, topic_hint: str, reason: str) -> Candidate | None:
+    cleaned = clean_zh_object(raw)
+    if not cleaned:
+        return None
+    shown, core = cleaned
+    topic = zh_topic(norm_key(topic_hint)) if topic_hint else zh_topic(core)
+    fields = {"kind": "preference", "polarity": "prefer", "object": core, "topic": topic}
+    content = f"{topic_hint}偏好{shown}" if topic_hint else f"偏好{shown}"
+    return _profile_candidate(content, f"prefer:{topic}", core, True, fields, 0.9, reason)
+
+
+# Identity: name, location, hometown, job, employer, age.
+_EN_NAME = r"(?P<name>[^\W\d_][\w'-]*(?:\s+(?-i:[A-Z])[\w'-]*){0,2})"
+_EN_CAPITALISED_NAME = r"(?P<name>(?-i:[A-Z])[\w'-]+(?:\s+(?-i:[A-Z])[\w'-]+)?)"
+_EN_NOT_NAMES = frozenset(
+    "not back later when if tomorrow now at on maybe please anytime soon a an the tired fine ok okay good here there "
+    "sorry done busy ready sure going just also still really so very in out up from with home new glad happy i "
+    "chinese japanese american british english french german korean indian italian spanish canadian australian "
+    "russian mexican brazilian dutch swiss swedish irish scottish vietnamese thai asian european african "
+    "christian muslim jewish buddhist catholic married single divorced retired pregnant".split()
+)
+_RE_EN_NAME = re.compile(rf"\b(?:my\s+name\s+is|my\s+name's|the\s+name's|i\s+go\s+by)\s+{_EN_NAME}", _I)
+_RE_EN_CALLED = re.compile(
+    rf"\b(?:i'm\s+called|i\s+am\s+called|(?:you\s+can\s+|please\s+|just\s+)?call\s+me|people\s+call\s+me)\s+"
+    rf"{_EN_CAPITALISED_NAME}",
+    _I,
+)
+_RE_EN_INTRO = re.compile(
+    rf"^(?:(?:hi|hello|hey)(?:\s+there)?[\s,!]*)?(?:i'm|i\s+am|this\s+is)\s+{_EN_CAPITALISED_NAME}\s*[.!]*$"
+    r"|^(?:hi|hello|hey)(?:\s+there)?[\s,!]+(?:i'm|i\s+am|this\s+is)\s+"
+    rf"{_EN_CAPITALISED_NAME.replace('name', 'name2')}\b",
+    _I,
+)
+_EN_PLACE = r"(?P<place>(?:the\s+)?[\w'.-]+(?:(?:\s+|,\s*)[\w'.-]+){0,4})"
+_EN_PLACE_CUT = re.compile(
+    r"(?:\s+|,\s*)(?:with|for|since|because|and|but|now|right|at|currently|these|last|this|near|which|where|when|so"
+    r"|as|in\s+(?:a|an|the|my)|ago|years?|months?|weeks?|days?|until|till|though)\b.*$|,\s*(?-i:[a-z]).*$",
+    _I,
+)
+_RE_EN_LIVE = re.compile(
+    r"\b(?:i(?:'m|\s+am)\s+(?:currently\s+|now\s+)?(?:living|based|staying|located)|i\s+(?:currently\s+|now\s+|still\s+"
+    r"|actually\s+|also\s+)?(?:live|reside)|i(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated))"
+    rf"\s+(?:in|to|at|near|out\s+in)\s+{_EN_PLACE}",
+    _I,
+)
+_RE_EN_FROM = re.compile(rf"\bi(?:'m|\s+am)\s+(?:originally\s+)?from\s+{_EN_PLACE}", _I)
+_PROFESSIONS = (
+    r"engineer|developer|programmer|coder|designer|teacher|professor|lecturer|tutor|student|doctor|physician|surgeon"
+    r"|nurse|dentist|pharmacist|lawyer|attorney|paralegal|accountant|consultant|manager|director|analyst|scientist"
+    r"|researcher|writer|author|journalist|editor|artist|musician|photographer|chef|cook|baker|farmer|pilot|driver"
+    r"|architect|entrepreneur|founder|co-founder|ceo|cto|cfo|freelancer|salesman|saleswoman|salesperson|marketer"
+    r"|translator|interpreter|librarian|mechanic|electrician|plumber|carpenter|firefighter|police\s+officer|officer"
+    r"|soldier|therapist|psychologist|psychiatrist|counsel+or|veterinarian|vet|intern|barista|waiter|waitress"
+    r"|bartender|cashier|banker|trader|investor|economist|biologist|chemist|physicist|mathematician|statistician"
+    r"|administrator|sysadmin|tester|clerk|secretary|receptionist|homemaker|housewife|postdoc|technician|paramedic"
+    r"|social\s+worker|civil\s+servant|agent|broker|coach|trainer|athlete|actor|actress|singer|dancer|streamer"
+    r"|youtuber|blogger|influencer|undergrad|undergraduate|retiree|pensioner|nanny|caregiver|product\s+owner"
+    r"|scrum\s+master|stay-at-home\s+(?:mom|dad|parent)"
+)
+_RE_EN_JOB = re.compile(
+    rf"\bi(?:'m|\s+am)\s+(?:now\s+|currently\s+)?(?:an?\s+)(?P<job>(?:[\w-]+\s+){{0,2}}?(?:{_PROFESSIONS}))s?\b"
+    r"(?:\s+(?:at|for|with)\s+(?P<org>(?-i:[A-Z])[\w&.'-]*(?:\s+(?-i:[A-Z])[\w&.'-]*){0,3}))?"
+    r"|\bi\s+(?:currently\s+|now\s+|still\s+)?work\s+as\s+(?:an?\s+)?(?P<job2>(?:[\w-]+\s+){0,3}?[\w-]+)"
+    r"(?=\s+(?:at|for|in|and|but|since)\b|\s*$|\s*[,.])",
+    _I,
+)
+_RE_EN_EMPLOYER = re.compile(
+    r"\bi\s+(?:currently\s+|now\s+|still\s+)?work\s+(?:at|for)\s+(?P<org>(?:the\s+)?[\w&.'-]+(?:\s+[\w&.'-]+){0,3})",
+    _I,
+)
+_EN_NOT_EMPLOYERS = frozenset("home night a myself free nothing it that this them money hours".split())
+_RE_EN_RETIRED = re.compile(
+    r"\bi(?:'m|\s+am)\s+(?:now\s+|already\s+)?retired\b|\bi\s+(?:just\s+|have\s+)?retired\b", _I
+)
+_RE_EN_INDUSTRY = re.compile(
+    r"\bi\s+(?:currently\s+|now\s+)?work\s+in\s+(?P<field>finance|tech|it|marketing|sales|healthcare|education|retail"
+    r"|consulting|hospitality|government|research|academia|media|advertising|insurance|banking|real\s+estate"
+    r"|construction|manufacturing|logistics|law|engineering|design|hr|human\s+resources|software|gaming|fashion"
+    r"|biotech|pharma)\b",
+    _I,
+)
+_RE_EN_AGE = re.compile(
+    r"\bi(?:'m|\s+am)\s+(?:now\s+|turning\s+|almost\s+|nearly\s+)?(?P<age>\d{1,3})(?:\s*(?:years?|yrs?)(?:\s+old)?"
+    r"|\s*y/?o)\b|\bi\s+(?:just\s+)?turned\s+(?P<age2>\d{1,3})\b|^i(?:'m|\s+am)\s+(?P<age3>\d{1,3})\s*(?:now)?$",
+    _I,
+)
+
+_ZH_NAME_TAIL = re.compile("(?:就行|就好|就可以|就可以了|就行了|吧|哈|啊|呀|哦|嘛)+$")
+_ZH_NOT_NAMES = re.compile("[了吗呢什么你他她起去来吃喝做看车过]|^(?:外卖|一声|醒)")
+_RE_ZH_NAME = re.compile(
+    rf"{ZH_LEAD}(?:我的?(?:名字|姓名)(?:叫做?|是)|我(?:叫做?|名叫)|(?:你|大家|你们)?(?:可以)?叫我)(?P<name>.+)$"
+)
+_RE_ZH_LIVE = re.compile(
+    rf"{ZH_LEAD}{_ZH_SUBJ}(?:现在|目前|一直|已经|也)?(?:住在|定居在?|生活在|常住在?|搬到了?|搬去了?|搬家到了?|家在)"
+    r"(?P<place>[^，。]{1,12})$"
+    rf"|{ZH_LEAD}{_ZH_SUBJ2}(?:现在|目前|一直|也)?在(?P<place2>[^，。在]{{2,10}}?)(?:生活|居住|定居|住)(?:了)?$"
+)
+_ZH_PLACE_TAIL = re.compile("(?:了|啦|呢|这边|那边|附近|一带|生活|居住|住)+$")
+_RE_ZH_FROM = re.compile(rf"{ZH_LEAD}我(?:是|老家是|来自)(?P<place>[^，。一个好坏这那本外]{{1}}[^，。]{{1,6}}?)人?$")
+_ZH_JOB_SUFFIX = re.compile(
+    "(?:工程师|程序员|程序猿|码农|设计师|老师|教师|医生|护士|律师|会计|经理|总监|学生|研究生|博士生?|研究员|教授|作家|记者|编辑|厨师"
+    "|司机|销售|运营|架构师|分析师|顾问|创业者|老板|主管|公务员|警察|军人|农民|工人|自由职业者?|画家|歌手|演员|摄影师|翻译"
+    "|科学家|药剂师|飞行员|建筑师|秘书|助理|实习生|全职妈妈|全职爸爸|家庭主妇|产品经理|测试|店长|导游|主播|博主|UP主|up主)$"
+)
+_RE_ZH_JOB = re.compile(
+    rf"{ZH_LEAD}我(?:现在|目前|也)?是(?:一名|一个|一位|名|个|位)?(?P<job>[^，。]{{1,12}})$"
+    rf"|{ZH_LEAD}我(?:现在|目前)?(?:是做|做)(?P<job2>[^，。]{{1,10}}?)的$"
+    rf"|{ZH_LEAD}我(?:现在|目前)?在(?P<org>[^，。]{{2,15}}?)(?:做|当|担任)(?P<job3>[^，。]{{1,10}})$"
+)
+_RE_ZH_EMPLOYER = re.compile(rf"{ZH_LEAD}我(?:现在|目前|也)?在(?P<org>[^，。]{{2,15}}?)(?:工作|上班|任职|实习)(?:了)?$")
+_ZH_NOT_EMPLOYERS = frozenset(["家里", "家", "公司", "单位", "这里", "那里", "外地", "这边", "那边", "家中"])
+_RE_ZH_RETIRED = re.compile(rf"{ZH_LEAD}我(?:已经|早就|刚)?退休了?$")
+_RE_ZH_AGE = re.compile(
+    rf"{ZH_LEAD}{_ZH_SUBJ}(?:今年|现在|已经|快|马上|刚)?(?P<age>\d{{1,3}}|[一二三四五六七八九十两]{{1,3}})周?岁(?:了|啦|啊)?$"
+)
+
+
+def _valid_name(name: str) -> bool:
+    if not name or name.split()[0].lower() in _EN_NOT_NAMES:
+        return False
+    if has_cjk(name):
+        return 1 <= len(name) <= 5 and not _ZH_NOT_NAMES.search(name)
+    return len(name.split()) <= 3
+
+
+def _identity_candidate(attribute: str, value: str, content: str, confidence: float, reason: str, **extra) -> Candidate:
+    fields = {"kind": "identity", "attribute": attribute, "value": value, **extra}
+    return _profile_candidate(content, f"identity:{attribute}", value.lower(), True, fields, confidence, reason)
+
+
+def _en_place(raw: str, clause: str) -> str | None:
+    place = _EN_PLACE_CUT.sub("", raw).strip(" ,.!")
+    if not place:
+        return None
+    words = place.split()
+    first = words[1] if words[0].lower() == "the" and len(words) > 1 else words[0]
+    if first.lower() in EN_BAD_FIRST_WORDS or first.lower() in ("a", "an", "my", "our", "his", "her"):
+        return None
+    if not first[0].isupper() and clause != clause.lower():  # a typed place name is capitalised
+        return None
+    return place
+
+
+def _en_identity(clause: str) -> list[Candidate]:
+    out = []
+    m = _RE_EN_NAME.search(clause) or _RE_EN_CALLED.search(clause) or _RE_EN_INTRO.search(clause)
+    if m and _en_asserted(clause, m):
+        name = m.group("name") or (m.group("name2") if m.re is _RE_EN_INTRO else "") or ""
+        name = EN_FILLER_TAIL.sub("", name).strip()
+        if _valid_name(name):
+            confidence = {_RE_EN_NAME: 0.95, _RE_EN_CALLED: 0.85}.get(m.re, 0.7)
+            reason = {_RE_EN_NAME: "en.name", _RE_EN_CALLED: "en.call_me"}.get(m.re, "en.intro")
+            out.append(_identity_candidate("name", name, f"Name is {name}", confidence, reason))
+    m = _RE_EN_LIVE.search(clause)
+    if m and _en_asserted(clause, m):
+        place = _en_place(m.group("place"), clause)
+        if place:
+            moved = "moved" in m.group(0).lower() or "relocated" in m.group(0).lower()
+            out.append(
+                _identity_candidate("location", place, f"Lives in {place}", 0.85 if moved else 0.9, "en.location")
+            )
+    m = _RE_EN_FROM.search(clause)
+    if m and _en_asserted(clause, m):
+        place = _en_place(m.group("place"), clause)
+        if place:
+            out.append(_identity_candidate("hometown", place, f"Is from {place}", 0.85, "en.hometown"))
+    m = _RE_EN_JOB.search(clause)
+    if m and _en_asserted(clause, m):
+        job = SPACES.sub(" ", (m.group("job") or m.group("job2") or "")).strip()
+        if job and job.split()[0].lower() not in EN_BAD_FIRST_WORDS:
+            article = "an" if job[0].lower() in "aeiou" else "a"
+            verb = "Works as" if m.group("job2") else "Is"
+            out.append(_identity_candidate("job", job, f"{verb} {article} {job}", 0.85, "en.job"))
+            if m.group("org"):
+                org = m.group("org")
+                out.append(_identity_candidate("employer", org, f"Works at {org}", 0.85, "en.employer"))
+    m = _RE_EN_EMPLOYER.search(clause)
+    if m and _en_asserted(clause, m):
+        org = _EN_PLACE_CUT.sub("", m.group("org")).strip(" ,.!")
+        org = EN_ARTICLE.sub("", org) if org.lower().startswith(("a ", "an ")) else org
+        if org and org.split()[0].lower() not in _EN_NOT_EMPLOYERS and (org[0].isupper() or clause == clause.lower()):
+            out.append(_identity_candidate("employer", org, f"Works at {org}", 0.85, "en.employer"))
+    m = _RE_EN_RETIRED.search(clause)
+    if m and _en_asserted(clause, m):
+        out.append(_identity_candidate("job", "retired", "Is retired", 0.85, "en.retired"))
+    m = _RE_EN_INDUSTRY.search(clause)
+    if m and _en_asserted(clause, m):
+        field_ = m.group("field")
+        out.append(_identity_candidate("industry", field_, f"Works in {field_}", 0.8, "en.industry"))
+    m = _RE_EN_AGE.search(clause)
+    if m and _en_asserted(clause, m):
+        age = int(m.group("age") or m.group("age2") or m.group("age3"))
+        if 1 <= age <= 120:
+            out.append(_identity_candidate("age", str(age), f"Is {age} years old", 0.85, "en.age", age=age))
+    return out
+
+
+def _zh_identity(clause: str) -> list[Candidate]:
+    out = []
+    m = _RE_ZH_NAME.match(clause)
+    if m:
+        name = _ZH_NAME_TAIL.sub("", ZH_TAIL.sub("", m.group("name"))).strip()
+        if _valid_name(name):
+            out.append(_identity_candidate("name", name, f"名字叫{name}", 0.9, "zh.name"))
+    m = _RE_ZH_LIVE.match(clause)
+    if m and _zh_asserted(m):
+        place = _ZH_PLACE_TAIL.sub("", ZH_TAIL.sub("", m.group("place") or m.group("place2") or ""))
+        if len(place) >= 2 and not ZH_BAD_START.match(place):
+            out.append(_identity_candidate("location", place, f"住在{place}", 0.9, "zh.location"))
+    m = _RE_ZH_FROM.match(clause)
+    if m and clause.endswith("人") or m and "老家" in clause or m and "来自" in clause:
+        place = ZH_TAIL.sub("", m.group("place"))
+        if len(place) >= 2 and not _ZH_JOB_SUFFIX.search(place):
+            out.append(_identity_candidate("hometown", place, f"来自{place}", 0.85, "zh.hometown"))
+    m = _RE_ZH_JOB.match(clause)
+    if m:
+        job = ZH_TAIL.sub("", m.group("job") or m.group("job2") or m.group("job3") or "")
+        if m.group("job2"):
+            out.append(_identity_candidate("job", job, f"是做{job}的", 0.8, "zh.job"))
+        elif job and _ZH_JOB_SUFFIX.search(job) and not ZH_BAD_START.match(job):
+            out.append(_identity_candidate("job", job, f"是{job}", 0.85, "zh.job"))
+        if m.group("org") and job:
+            out.append(_identity_candidate("employer", m.group("org"), f"在{m.group('org')}工作", 0.85, "zh.employer"))
+    m = _RE_ZH_EMPLOYER.match(clause)
+    if m and m.group("org") not in _ZH_NOT_EMPLOYERS and not ZH_BAD_START.match(m.group("org")):
+        org = m.group("org")
+        out.append(_identity_candidate("employer", org, f"在{org}工作", 0.85, "zh.employer"))
+    if _RE_ZH_RETIRED.match(clause):
+        out.append(_identity_candidate("job", "retired", "已退休", 0.85, "zh.retired"))
+    m = _RE_ZH_AGE.match(clause)
+    if m and _zh_asserted(m):
+        age = parse_number(m.group("age"))
+        if age and 1 <= age <= 120:
+            out.append(_identity_candidate("age", str(age), f"今年{age}岁", 0.85, "zh.age", age=age))
+    return out
+
+
+# Relations: "my wife Anna", "my dog is called Max", "我女儿叫小雨".
+_EN_RELATIONS = {
+    **dict.fromkeys(["wife", "husband", "partner", "spouse", "girlfriend", "boyfriend", "son", "daughter"], None),
+    **dict.fromkeys(
+        ["baby", "uncle", "aunt", "cousin", "boss", "colleague", "roommate", "friend", "best friend"], None
+    ),
+    **dict.fromkeys(["dog", "cat", "pet", "bird", "rabbit", "hamster", "parrot", "horse", "brother", "sister"], None),
+    **dict.fromkeys(
+        ["teacher", "doctor", "therapist", "assistant", "neighbour", "neighbor", "fiance", "fiancee"], None
+    ),
+    "kid": "child",
+    "child": "child",
+    "mother": "mother",
+    "mom": "mother",
+    "mum": "mother",
+    "father": "father",
+    "dad": "father",
+    "grandmother": "grandmother",
+    "grandma": "grandmother",
+    "grandfather": "grandfather",
+    "grandpa": "grandfather",
+    "manager": "boss",
+    "coworker": "colleague",
+    "co-worker": "colleague",
+    "flatmate": "roommate",
+    "puppy": "dog",
+    "kitten": "cat",
+}
+_EN_REL = "|".join(sorted((k.replace(" ", r"\s+") for k in _EN_RELATIONS), key=len, reverse=True))
+_EN_REL_MOD = r"(?P<mod>(?:older|elder|big|younger|little|baby|oldest|youngest|eldest|new|\d+[- ]year[- ]old)\s+)?"
+_RE_EN_RELATION = re.compile(
+    rf"\bmy\s+{_EN_REL_MOD}(?P<rel>{_EN_REL})(?:'s\s+name\s+is|\s+is\s+(?:called|named)|'s\s+(?:called|named)"
+    rf"|\s+(?:is\s+)?called|\s+named|\s+goes\s+by)\s+{_EN_NAME}"
+    rf"|\bi\s+have\s+(?:an?|one|two|three|\d+)?\s*{_EN_REL_MOD.replace('mod', 'mod2')}(?P<rel2>{_EN_REL})s?\s+"
+    rf"(?:called|named)\s+{_EN_NAME.replace('name', 'name2')}",
+    _I,
+)
+_RE_EN_RELATION_BARE = re.compile(
+    rf"\bmy\s+{_EN_REL_MOD}(?P<rel>{_EN_REL}),?\s+(?:is\s+)?{_EN_CAPITALISED_NAME}\b(?!\s*(?:'s|&))", _I
+)
+_RE_EN_RELATION_JOB = re.compile(
+    rf"\bmy\s+{_EN_REL_MOD}(?P<rel>{_EN_REL})\s+is\s+(?:an?\s+)(?P<job>(?:[\w-]+\s+){{0,2}}?(?:{_PROFESSIONS}))\b", _I
+)
+_ZH_RELATIONS = {
+    **dict.fromkeys(["老婆", "妻子", "太太", "媳妇"], "wife"),
+    **dict.fromkeys(["爱人", "配偶"], "spouse"),
+    **dict.fromkeys(["老公", "丈夫", "先生"], "husband"),
+    **dict.fromkeys(["儿子"], "son"),
+    **dict.fromkeys(["女儿", "闺女"], "daughter"),
+    **dict.fromkeys(["孩子", "小孩"], "child"),
+    **dict.fromkeys(["妈妈", "母亲", "老妈", "妈"], "mother"),
+    **dict.fromkeys(["爸爸", "父亲", "老爸", "爸"], "father"),
+    **dict.fromkeys(["哥哥", "哥"], "older brother"),
+    **dict.fromkeys(["弟弟"], "younger brother"),
+    **dict.fromkeys(["姐姐", "姐"], "older sister"),
+    **dict.fromkeys(["妹妹"], "younger sister"),
+    **dict.fromkeys(["爷爷", "外公", "姥爷"], "grandfather"),
+    **dict.fromkeys(["奶奶", "外婆", "姥姥"], "grandmother"),
+    **dict.fromkeys(["男朋友", "男友"], "boyfriend"),
+    **dict.fromkeys(["女朋友", "女友"], "girlfriend"),
+    **dict.fromkeys(["对象"], "partner"),
+    **dict.fromkeys(["老板", "领导", "上司"], "boss"),
+    **dict.fromkeys(["同事"], "colleague"),
+    **dict.fromkeys(["室友"], "roommate"),
+    **dict.fromkeys(["狗狗", "小狗", "狗"], "dog"),
+    **dict.fromkeys(["猫咪", "小猫", "猫"], "cat"),
+    **dict.fromkeys(["宠物"], "pet"),
+}
+_ZH_REL = "|".join(sorted(_ZH_RELATIONS, key=len, reverse=True))
+_RE_ZH_RELATION = re.compile(
+    rf"{ZH_LEAD}我(?:的|家|家的)?(?P<rel>{_ZH_REL})(?:的名字|名字)?(?P<verb>叫做?|名叫|是)(?P<name>[^，。]+)$"
+    rf"|{ZH_LEAD}我(?:家)?有(?:一个|一只|一条|一位|个|只|条|位|两个|两只)?(?P<rel2>{_ZH_REL})(?:叫做?|名叫)(?P<name2>[^，。]+)$"
+)
+
+
+def _relation_candidate(relation: str, name: str, content: str, confidence: float, reason: str) -> Candidate:
+    fields = {"kind": "relation", "relation": relation, "name": name}
+    return _profile_candidate(content, f"relation:{relation}", name.lower(), True, fields, confidence, reason)
+
+
+def _en_relation_key(rel: str, mod: str | None) -> str:
+    rel = SPACES.sub(" ", rel.lower())
+    key = _EN_RELATIONS.get(rel) or rel
+    mod = (mod or "").strip().lower()
+    if key in ("brother", "sister") and mod:
+        key = ("older " if mod in ("older", "elder", "big", "oldest", "eldest") else "younger ") + key
+    return key
+
+
+def _en_relations(clause: str) -> list[Candidate]:
+    m = _RE_EN_RELATION.search(clause)
+    if m and _en_asserted(clause, m):
+        name = EN_FILLER_TAIL.sub("", m.group("name") or m.group("name2")).strip()
+        key = _en_relation_key(m.group("rel") or m.group("rel2"), m.group("mod") or m.group("mod2"))
+        if _valid_name(name):
+            return [_relation_candidate(key, name, f"{upper_first(key)}'s name is {name}", 0.9, "en.relation")]
+    m = _RE_EN_RELATION_JOB.search(clause)
+    if m and _en_asserted(clause, m):
+        key = _en_relation_key(m.group("rel"), m.group("mod"))
+        job = SPACES.sub(" ", m.group("job"))
+        article = "an" if job[0].lower() in "aeiou" else "a"
+        fields = {"kind": "relation", "relation": key, "job": job.lower()}
+        return [
+            _profile_candidate(
+                f"{upper_first(key)} is {article} {job}",
+                f"relation:{key}:job",
+                job.lower(),
+                True,
+                fields,
+                0.8,
+                "en.relation_job",
+            )
+        ]
+    m = _RE_EN_RELATION_BARE.search(clause)
+    if m and _en_asserted(clause, m):
+        name = m.group("name")
+        key = _en_relation_key(m.group("rel"), m.group("mod"))
+        if _valid_name(name):
+            return [_relation_candidate(key, name, f"{upper_first(key)}'s name is {name}", 0.75, "en.relation")]
+    return []
+
+
+def _zh_relations(clause: str) -> list[Candidate]:
+    m = _RE_ZH_RELATION.match(clause)
+    if not m:
+        return []
+    word = m.group("rel") or m.group("rel2")
+    key = _ZH_RELATIONS[word]
+    text = _ZH_NAME_TAIL.sub("", ZH_TAIL.sub("", m.group("name") or m.group("name2")))
+    if m.group("verb") == "是":
+        if _ZH_JOB_SUFFIX.search(text):
+            fields = {"kind": "relation", "relation": key, "job": text}
+            return [
+                _profile_candidate(f"{word}是{text}", f"relation:{key}:job", text, True, fields, 0.8, "zh.relation_job")
+            ]
+        if not (2 <= len(text) <= 3 and has_cjk(text)) or text.endswith(("人", "的")) or ZH_BAD_START.match(text):
+            return []
+        confidence = 0.7
+    else:
+        confidence = 0.9
+    if not _valid_name(text):
+        return []
+    return [_relation_candidate(key, text, f"{word}叫{text}", confidence, "zh.relation")]
+
+
+# Constraints: budget, allergies, diet.
+_RE_EN_BUDGET = re.compile(
+    rf"\bbudget\b(?P<gap>[^.?!\d]{{0,40}}?)(?P<amount>{CURRENCY_AMOUNT})"
+    rf"|\bbudget\s*(?:is|of|:|=|around|about|is\s+around|is\s+about|is\s+roughly)?\s*(?P<bare>(?:{NUM})\s?(?:k\b)?)",
+    _I,
+)
+_RE_EN_LIMIT = re.compile(
+    r"\b(?:(?:spend|pay|cost|costs|afford|price)\b[^.?!\d]{0,30}?\b(?P<lim>no\s+more\s+than|not\s+more\s+than"
+    r"|at\s+most|up\s+to|under|less\s+than|max(?:imum)?(?:\s+of)?|below)|(?P<lim2>no\s+more\s+than|not\s+more\s+than"
+    rf"|at\s+most))\s+(?P<amount>{CURRENCY_AMOUNT})",
+    _I,
+)
+_EN_MAX_WORDS = re.compile(r"under|below|at most|no more than|not more than|less than|up to|max", _I)
+_EN_APPROX_WORDS = re.compile(r"around|about|roughly|approximately|~", _I)
+_RE_ZH_BUDGET = re.compile(
+    rf"预算(?P<gap>[^，。？?\d零一二三四五六七八九十两]{{0,8}}?)(?P<amount>{CURRENCY_AMOUNT}|(?:{NUM})\s?[kKwW]?)(?P<tail>左右|以内|以下|之内|上下)?"
+    rf"|(?P<lim>不超过|不要超过|别超过|不能超过|最多|顶多|控制在|不高于)(?P<amount2>{CURRENCY_AMOUNT})(?P<tail2>以内|以下|之内|左右)?"
+)
+_RE_EN_ALLERGY = re.compile(
+    r"\bi(?:'m|\s+am)\s+(?:(?:very|severely|highly|deathly|a\s+bit|a\s+little|slightly|mildly|also|quite)\s+)*"
+    r"allergic\s+to\s+(?P<x>.+)|\bi\s+have\s+(?:an?\s+)?(?:(?:severe|mild|bad)\s+)?(?P<x2>[\w\s-]{2,30}?)\s+allerg(?:y|ies)\b"
+    r"|\bmy\s+allerg(?:y|ies)\s+(?:is|are|to|:|include)\s+(?P<x3>.+)",
+    _I,
+)
+_RE_EN_DIET = re.compile(
+    r"\bi\s+(?:(?:really|just|also|absolutely|generally)\s+)*(?P<verb>can't|cannot|can\s+not|don't|do\s+not|never"
+    r"|no\s+longer|won't)\s+(?P<what>eat|drink|have)\s+(?P<x>.+)",
+    _I,
+)
+_RE_EN_DIET_KIND = re.compile(
+    r"\bi(?:'m|\s+am)\s+(?:a\s+)?(?:(?:strict|full|total|mostly|now)\s+)?(?P<diet>vegetarian|vegan|pescatarian"
+    r"|lactose[- ]intolerant|gluten[- ]intolerant|gluten[- ]free|diabetic|celiac|coeliac|halal|kosher"
+    r"|on\s+a\s+(?:keto|low[- ]carb|paleo)\s+diet)\b",
+    _I,
+)
+_EN_DIET_VERBS = {"can't": "Can't", "cannot": "Can't", "can not": "Can't", "don't": "Doesn't", "do not": "Doesn't"}
+_EN_DIET_VERBS |= {"never": "Never", "no longer": "No longer", "won't": "Won't"}
+_ITEM_SPLIT = re.compile(r"\s*(?:,|\band\b|\bor\b|/|、|和|跟|与|还有|以及|或者)\s*", _I)
+_EN_NOT_FOOD = frozenset("anything that this it now much more late right today tonight before after any".split())
+_RE_ZH_ALLERGY = re.compile(
+    rf"{ZH_LEAD}{_ZH_SUBJ}(?:也|还|都|有点|比较)?对(?P<x>[^，。]{{1,12}}?)(?:严重|有点|有些|比较|非常|很|也|都)*过敏"
+    rf"|{ZH_LEAD}我(?:有)?(?P<x2>[^，。对]{{1,8}}?)过敏(?:症)?"
+)
+_RE_ZH_DIET = re.compile(
+    rf"{ZH_LEAD}{_ZH_SUBJ}{_ZH_ADV}(?P<verb>不吃|不能吃|吃不了|不敢吃|不喝|不能喝|喝不了|忌口|戒了)(?P<x>[^，。]{{1,12}})$"
+)
+_RE_ZH_DIET_KIND = re.compile(
+    rf"{ZH_LEAD}{_ZH_SUBJ}{_ZH_ADV}(?:是)?(?:一个|个|一名)?(?P<diet>吃素|素食者|素食主义者|全素|纯素|清真|乳糖不耐受?|糖尿病人?|有糖尿病)"
+)
+_ZH_DIETS = {"吃素": "vegetarian", "素食者": "vegetarian", "素食主义者": "vegetarian", "全素": "vegan", "纯素": "vegan"}
+_ZH_DIETS |= {"清真": "halal", "乳糖不耐": "lactose intolerant", "乳糖不耐受": "lactose intolerant"}
+_ZH_DIETS |= {"糖尿病": "diabetic", "糖尿病人": "diabetic", "有糖尿病": "diabetic"}
+
+
+_BUDGET_PERIOD = re.compile(
+    r"\s*(?:per|a|an|each|/)\s*(?P<en>night|day|month|week|year|person|head)\b|\s*(?:每|一|/)\s*(?P<zh>晚|天|月|周|年|人)",
+    _I,
+)
+_PERIODS = {"晚": "night", "天": "day", "月": "month", "周": "week", "年": "year", "人": "person", "head": "person"}
+
+
+def _budget_candidate(shown: str, limit: str, zh: bool, reason: str, after: str = "") -> Candidate:
+    shown = SPACES.sub(" ", shown).strip()
+    period = _BUDGET_PERIOD.match(after)  # "$200 per night", "500元/晚"
+    if period:
+        shown += f" {period.group(0).strip()}" if period.group("en") else period.group(0).strip()
+    amount, currency = parse_amount(shown)
+    currency = currency or ("CNY" if zh else "")  # "预算1.5万": yuan unless said otherwise
+    value, parsed = amount_value(amount, currency, shown)
+    fields = {"kind": "budget", **parsed}
+    if limit:
+        fields["limit"] = limit
+    if period:
+        unit = period.group("en") or period.group("zh")
+        fields["per"] = _PERIODS.get(unit.lower(), unit.lower())
+    if zh:
+        content = {"max": f"预算不超过{shown}", "approx": f"预算{shown}左右"}.get(limit, f"预算{shown}")
+    else:
+        content = {"max": f"Budget: at most {shown}", "approx": f"Budget: about {shown}"}.get(limit, f"Budget: {shown}")
+    return _profile_candidate(content, "budget", value, True, fields, 0.9, reason)
+
+
+def _en_constraints(clause: str) -> list[Candidate]:
+    out = []
+    m = _RE_EN_BUDGET.search(clause) or _RE_EN_LIMIT.search(clause)
+    if m and _en_asserted(clause, m) or m and m.re is _RE_EN_LIMIT:
+        if m.re is _RE_EN_BUDGET:
+            gap = m.group("gap") or ""
+            shown = m.group("amount") or m.group("bare")
+            limit = "max" if _EN_MAX_WORDS.search(gap) else "approx" if _EN_APPROX_WORDS.search(gap) else ""
+        else:
+            shown, limit = m.group("amount"), "max"
+        out.append(_budget_candidate(shown, limit, False, "en.budget", clause[m.end() :]))
+    m = _RE_EN_ALLERGY.search(clause)
+    if m and _en_asserted(clause, m):
+        raw = m.group("x") or m.group("x2") or m.group("x3")
+        for item in _ITEM_SPLIT.split(EN_FILLER_TAIL.sub("", EN_OBJ_CUT.sub("", raw))):
+            key = norm_key(EN_ARTICLE.sub("", item))
+            if key and key.split()[0] not in EN_BAD_FIRST_WORDS and len(key.split()) <= 4:
+                fields = {"kind": "allergy", "allergen": key}
+                out.append(
+                    _profile_candidate(
+                        f"Allergic to {item.strip()}", f"allergy:{key}", "allergic", True, fields, 0.95, "en.allergy"
+                    )
+                )
+    m = _RE_EN_DIET.search(clause)
+    if m and not HYPOTHETICAL_EN.search(clause, 0, m.start()):
+        verb = SPACES.sub(" ", m.group("verb").lower())
+        what = m.group("what").lower()
+        for item in _ITEM_SPLIT.split(EN_FILLER_TAIL.sub("", EN_OBJ_CUT.sub("", m.group("x")))):
+            key = norm_key(EN_ARTICLE.sub("", item))
+            if (
+                not key
+                or key.split()[0] in _EN_NOT_FOOD
+                or key.split()[0] in EN_BAD_FIRST_WORDS
+                or len(key.split()) > 4
+            ):
+                continue
+            phrase = _EN_DIET_VERBS[verb]
+            verb_form = what if phrase in ("Can't", "Won't", "Doesn't") else what + "s"
+            fields = {"kind": "diet", "avoid": key}
+            out.append(
+                _profile_candidate(
+                    f"{phrase} {verb_form} {item.strip()}", f"diet:{key}", "avoid", True, fields, 0.85, "en.diet"
+                )
+            )
+    m = _RE_EN_DIET_KIND.search(clause)
+    if m and _en_asserted(clause, m):
+        diet = SPACES.sub(" ", m.group("diet").lower()).replace("-", " ")
+        out.append(
+            _profile_candidate(
+                f"Is {diet}", f"diet:{diet}", "yes", True, {"kind": "diet", "diet": diet}, 0.9, "en.diet_kind"
+            )
+        )
+    return out
+
+
+def _zh_constraints(clause: str) -> list[Candidate]:
+    out = []
+    m = _RE_ZH_BUDGET.search(clause)
+    if m and not HYPOTHETICAL_ZH.search(clause, 0, m.start()):
+        shown = m.group("amount") or m.group("amount2")
+        tail = m.group("tail") or m.group("tail2") or ""
+        gap = m.group("gap") or ""
+        if m.group("lim") or tail in ("以内", "以下", "之内") or re.search("不超过|最多|以内|控制在", gap):
+            limit = "max"
+        elif tail in ("左右", "上下") or re.search("大概|大约|差不多|约", gap):
+            limit = "approx"
+        else:
+            limit = ""
+        after = clause[m.end() :]
+        if not _BUDGET_PERIOD.match(after):
+            per = re.search("每[晚天月周年人]", gap)  # "预算每晚500元"
+            after = per.group(0) if per else after
+        out.append(_budget_candidate(shown, limit, True, "zh.budget", after))
+    m = _RE_ZH_ALLERGY.match(clause)
+    if m and _zh_asserted(m):
+        for item in _ITEM_SPLIT.split(m.group("x") or m.group("x2")):
+            item = ZH_TAIL.sub("", item).strip()
+            if item and not ZH_BAD_START.match(item) and item not in ("点", "些", "有点", "一点"):
+                fields = {"kind": "allergy", "allergen": item}
+                out.append(
+                    _profile_candidate(
+                        f"对{item}过敏", f"allergy:{norm_key(item)}", "allergic", True, fields, 0.95, "zh.allergy"
+                    )
+                )
+    m = _RE_ZH_DIET.match(clause)
+    if m and _zh_asserted(m):
+        verb = m.group("verb")
+        for item in _ITEM_SPLIT.split(m.group("x")):
+            item = ZH_CORE_TAIL.sub("", ZH_TAIL.sub("", item)).strip()
+            if item and not ZH_BAD_START.match(item):
+                fields = {"kind": "diet", "avoid": item}
+                out.append(
+                    _profile_candidate(
+                        f"{verb}{item}", f"diet:{norm_key(item)}", "avoid", True, fields, 0.85, "zh.diet"
+                    )
+                )
+    m = _RE_ZH_DIET_KIND.match(clause)
+    if m and _zh_asserted(m):
+        diet = _ZH_DIETS.get(m.group("diet"), m.group("diet"))
+        fields = {"kind": "diet", "diet": diet}
+        out.append(_profile_candidate(m.group("diet"), f"diet:{diet}", "yes", True, fields, 0.9, "zh.diet_kind"))
+    return out
+
+
+# -- Keyword filters: which messages and clauses the profile rules read -------------------------------------
+_EN_PROFILE_KEYWORDS = [
+    *"like|love|enjoy|adore|prefer|rather|switched to|changed to|lean toward|hate|dislike|detest|loathe|stand|bear"
+    "|avoid|fan of|fond of|into|crazy about|obsessed|passionate|keen on|big on|favorite|favourite|fave|preference"
+    "|usually|always|often|normally|typically|generally|tend to|never|rarely|regularly|mostly|habitually|person"
+    "|introvert|extrovert|ambivert|night owl|early bird|early riser|perfectionist|minimalist|foodie|homebody"
+    "|workaholic|neat freak|procrastinator|sleeper|picky eater|learner|my name|name's|go by|call me|called|named"
+    "|living|based|staying|located|live|reside|moved|relocated|retired|turned|years old|year old|yrs|y/o|budget|spend"
+    "|pay|cost|afford|price|no more than|not more than|at most|allergic|allerg|vegetarian|vegan|pescatarian"
+    "|intolerant|gluten|diabetic|celiac|coeliac|halal|kosher|diet".split("|"),
+    *combine("i'm |i am ", "a|an|from|called|now|currently|originally|1|2|3|4|5|6|7|8|9|not|into|turning|almost"),
+    *combine("hi|hello|hey", ", i'm| i'm|, i am| i am|, this is| this is"),
+    *combine("work ", "as|at|for|in"),
+    *combine("can't |cannot |can not |don't |do not |never |no longer |won't ", "eat|drink|have"),
+    *combine("my ", "|".join(k.replace(r"\s+", " ") for k in _EN_RELATIONS)),
+    *combine("my ", "older|elder|big|younger|little|baby|oldest|youngest|eldest|new|1|2|3|4|5|6|7|8|9"),
+]
+_ZH_PROFILE_KEYWORDS = [
+    *"喜欢|爱|偏好|倾向|宁愿|宁可|讨厌|受不了|反感|厌恶|接受不了|不能接受|不想要|以后|今后|往后|从现在起|从今以后|习惯|一般|通常|平时|平常|总是|经常"
+    "|老是|每天|每周|每晚|向来|一向|从不|从来不|很少|急性子|慢性子|夜猫子|完美主义|吃货|宅男|宅女|社恐|i人|e人|路痴|工作狂|起床困难户|拖延|的人|叫|名字"
+    "|姓名|住在|定居|生活|居住|常住|搬|家在|来自|我是|我在|工作|上班|任职|实习|退休|岁|预算|不超过|不要超过|别超过|不能超过|最多|顶多|控制在|不高于|过敏"
+    "|不吃|不能吃|吃不了|不敢吃|不喝|不能喝|喝不了|忌口|戒了|吃素|素食|全素|纯素|清真|乳糖|糖尿病|兴趣".split("|"),
+    *combine("我|我的|我家|我家的", "|".join(_ZH_RELATIONS)),
+]
+_PROFILE_EN_KEYS = Keywords(_EN_PROFILE_KEYWORDS)
+_PROFILE_ZH_KEYS = Keywords(_ZH_PROFILE_KEYWORDS)
+_PROFILE_KEYS = Keywords(_EN_PROFILE_KEYWORDS, _ZH_PROFILE_KEYWORDS)
+
+
+def _clause_candidates(clause: str) -> list[Candidate]:
+    out = []
+    padded = " " + clause.lower()
+    if not padded.isascii() and _PROFILE_ZH_KEYS(padded):
+        found = _zh_preference(clause)
+        if found:
+            out.append(found)
+        out += _zh_identity(clause) + _zh_relations(clause) + _zh_constraints(clause)
+    if (len(clause) < 40 or _PROFILE_EN_KEYS(padded)) and LATIN_LETTERS.search(clause) and not is_zh(clause):
+        found = _en_preference(clause)
+        if found:
+            out.append(found)
+        out += _en_identity(clause) + _en_relations(clause) + _en_constraints(clause)
+    return out
+
+
+def profile_candidates(messages: list[SourceMessage]) -> tuple[list[Candidate], int]:
+    """The candidates of the user messages, in order, and how many messages passed the keyword filter."""
+    out, scanned = [], 0
+    for message in messages:
+        if message.role != "user":
+            continue
+        text = normalise_text(message.content)
+        if len(text) > 40 and not _PROFILE_KEYS(" " + text.lower()):
+            continue
+        scanned += 1
+        for sentence, question in sentences(text):
+            if question:
+                continue
+            for clause in clauses(sentence):
+                for candidate in _clause_candidates(clause):
+                    candidate.source_message_ids = [message.id]
+                    out.append(candidate)
+    return out, scanned
