@@ -25,10 +25,10 @@ over items; reported overall and per category. Three modes:
 
 - `hybrid`: the API as it is (vectors + keywords fused by reciprocal rank);
 - `vector`: the same request with the keyword side switched off, and `keyword`: with the vector side
-  switched off. The API has no such switch, so these run in this process with memory_app.recall's
+  switched off. The API has no such switch, so these run in this process with memory_app.selectors.recall's
   `recall_terms` (→ None: no keyword lists) or `_vector_ids` (→ []: no vector lists) patched for the
   duration of the call; everything else (filters, fusion, top_k, hit loading) is the product's code. In-process
-  they still go through the API view; with `--url` they call memory_app.recall.recall_search directly.
+  they still go through the API view; with `--url` they call memory_app.selectors.recall.recall_search directly.
 
 Evidence ids absent from the conversation (LoCoMo has a few) are left out of the denominator and counted;
 items left without evidence are skipped and counted.
@@ -233,7 +233,7 @@ def recall_mode(mode: str):
     """Switch one side of memory_app.recall off for the duration (in this process only)."""
     from unittest import mock
 
-    import memory_app.recall as recall
+    import memory_app.selectors.recall as recall
 
     if mode == "hybrid":
         yield
@@ -274,7 +274,7 @@ class Asker:
                 result = _expect(*self.api.post("/api/v1/recall/", body), f"recall {question!r}", ok=(200,))
             elapsed = time.perf_counter() - start
             return [hit["source_external_ids"] for hit in result["results"]], bool(result["degraded"]), elapsed
-        from memory_app.recall import recall_search
+        from memory_app.selectors.recall import recall_search
 
         with recall_mode(mode):
             result = recall_search(tenant=self._tenant_of_key(), **body)

@@ -16,7 +16,7 @@ The index covers every record with that key in the database, other tenants inclu
 Timed, with psycopg on one connection (the database part only: execute + fetch), p50/p95 over --queries
 queries per user set ("heaviest": the 20 users with most rows; "random": users drawn uniformly):
 
-- `app`: memory_app.recall._vector_ids's SQL as it runs (tenant + user + valid filter, LIMIT 50,
+- `app`: memory_app.selectors.recall._vector_ids's SQL as it runs (tenant + user + valid filter, LIMIT 50,
   `hnsw.iterative_scan = relaxed_order`, `hnsw.ef_search = 100`), plan left to PostgreSQL: for a user with
   few rows it reads them through the btree index and sorts them (exact); for a heavy user it may walk HNSW;
 - `hnsw`: the same query with the filter written so that no btree index can serve it (`tenant_id::text`,
@@ -205,10 +205,10 @@ APP_WHERE = "tenant_id = %s AND user_id = %s AND valid"
 
 def query(conn, variant: str, dims: int, key: str, tenant_id: str, user: str, literal: str, explain=False):
     """(seconds, [(id, distance)…]) of one variant; for `app`, the product's own two queries
-    (memory_app.recall.count_sql, then vector_sql with or without the sign-bit shortlist), timed together."""
+    (memory_app.selectors.recall.count_sql, then vector_sql with or without the sign-bit shortlist), timed together."""
     from django.conf import settings
 
-    from memory_app.recall import count_sql, vector_sql
+    from memory_app.selectors.recall import count_sql, vector_sql
 
     tenant_param = str(tenant_id)
     with conn.transaction(), conn.cursor() as cursor:

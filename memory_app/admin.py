@@ -7,8 +7,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from memory_app.embeddings import nearest_records
 from memory_app.models import Record, RecordRevision
+from memory_app.selectors.records import nearest_records
 from memory_app.services import RecordClosed, record_invalidate
 from sessions_app.admin import (
     EMPTY,

@@ -5,12 +5,9 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
-from django.utils import timezone
 
 from memory_app.embedders import Embedder, EmbedderMisconfigured, get_embedder
 from memory_app.models import MessageEmbedding, Record
@@ -119,46 +116,3 @@ def messages_embed(*, message_ids: Iterable, embedder: Embedder | None = None) -
         update_fields=["embedding", "embedding_key", "user_id"],
     )
     return len(messages)
-
-
-def pending_records(*, embedder: Embedder, limit: int) -> list:
-    return list(
-        Record.objects.filter(valid=True).exclude(embedding_key=embedder.key).values_list("pk", flat=True)[:limit]
-    )
-
-
-def pending_messages(*, embedder: Embedder, limit: int, within: timedelta | None = timedelta(days=1)) -> list:
-    """Messages with text of the embedded roles and no vector in the embedder's space, received within `within`
-    (None: all; the periodic sweep looks at the last day, `ace_embeddings reembed` at everything)."""
-    embedded = MessageEmbedding.objects.filter(message_id=OuterRef("pk"), embedding_key=embedder.key)
-    messages = (
-        Message.objects.all() if within is None else Message.objects.filter(received_at__gte=timezone.now() - within)
-    )
-    messages = messages.filter(role__in=settings.ACE_EMBED_MESSAGE_ROLES).exclude(content="")
-    return list(messages.filter(~Exists(embedded)).values_list("pk", flat=True)[:limit])
-
-
-def nearest_records(*, record: Record, limit: int = 20, same_user: bool = True) -> list[dict]:
-    """Records of the tenant nearest to `record` in its own embedder space: [{record, similarity}]."""
-    if not record.embedding_key or record.embedding is None:
-        return []
-    dims = len(record.embedding)
-    literal = "[" + ",".join(repr(float(x)) for x in record.embedding) + "]"
-    where, params = (
-        ["tenant_id = %s", "embedding_key = %s", "id <> %s"],
-        [record.tenant_id, record.embedding_key, record.pk],
-    )
-    if same_user:
-        where.append("user_id = %s")
-        params.append(record.user_id)
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(
-            f"SELECT id, 1 - ((embedding::vector({dims})) <=> %s::vector({dims})) AS similarity "
-            f"FROM {Record._meta.db_table} WHERE {' AND '.join(where)} "
-            f"ORDER BY (embedding::vector({dims})) <=> %s::vector({dims}) LIMIT {int(limit)}",
-            [literal, *params, literal],
-        )
-        rows = cursor.fetchall()
-    records = Record.objects.in_bulk([pk for pk, _ in rows])
-    return [{"record": records[pk], "similarity": similarity} for pk, similarity in rows if pk in records]

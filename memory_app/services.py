@@ -122,14 +122,16 @@ def record_create(
                 existing.embedding_key = embedder.key if vector is not None else ""
             existing.fields = {**existing.fields, **(fields or {})}
             existing.confidence = max(existing.confidence, confidence)
-            if strategy:
-                existing.strategy, existing.strategy_version = strategy, strategy_version
-            existing.revision += 1
-            existing.updated_at = timezone.now()
-            existing.save()
-            existing.source_sessions.add(*sessions)
-            existing.source_messages.add(*messages)
-            _snapshot(existing, change=RecordRevision.Change.MERGE, actor=actor, reason=reason)
+            _save_revision(
+                existing,
+                change=RecordRevision.Change.MERGE,
+                actor=actor,
+                reason=reason,
+                strategy=strategy,
+                strategy_version=strategy_version,
+                sessions=sessions,
+                messages=messages,
+            )
             return RecordWrite(record=existing, created=False)
         record = Record.objects.create(
             tenant=tenant,
@@ -234,15 +236,32 @@ def record_update(
         if content_changed:  # the old vector no longer describes it
             record.embedding, record.embedding_key = None, ""
             _embed_after_commit(record)
-        if strategy:
-            record.strategy, record.strategy_version = strategy, strategy_version
-        record.revision += 1
-        record.updated_at = timezone.now()
-        record.save()
-        record.source_sessions.add(*sessions)
-        record.source_messages.add(*messages)
-        _snapshot(record, change=RecordRevision.Change.UPDATE, actor=actor, reason=reason[:255])
+        _save_revision(
+            record,
+            change=RecordRevision.Change.UPDATE,
+            actor=actor,
+            reason=reason[:255],
+            strategy=strategy,
+            strategy_version=strategy_version,
+            sessions=sessions,
+            messages=messages,
+        )
     return record
+
+
+def _save_revision(
+    record: Record, *, change: str, actor: str, reason: str, strategy: str, strategy_version, sessions, messages
+) -> None:
+    """Save a changed record as its next revision: the strategy that changed it (if one did) becomes its
+    `strategy`, the new sources join its provenance, and the revision is snapshotted in full."""
+    if strategy:
+        record.strategy, record.strategy_version = strategy, strategy_version
+    record.revision += 1
+    record.updated_at = timezone.now()
+    record.save()
+    record.source_sessions.add(*sessions)
+    record.source_messages.add(*messages)
+    _snapshot(record, change=change, actor=actor, reason=reason)
 
 
 def record_invalidate(*, tenant: Tenant, record_id, actor: str = "api", reason: str = "deleted") -> Record:

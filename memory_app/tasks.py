@@ -1,14 +1,12 @@
 """Embedding work, after commit and in batches. Safe to run twice: already-embedded rows are skipped."""
 
-import logging
-
 from celery import shared_task
 from django.conf import settings
 
 from memory_app.embedders import EmbedderUnavailable, get_embedder
-from memory_app.embeddings import messages_embed, pending_messages, pending_records, records_embed
-
-logger = logging.getLogger(__name__)
+from memory_app.embeddings import messages_embed, records_embed
+from memory_app.selectors.records import pending_messages, pending_records
+from platform_kit.tasks import enqueue_or_leave_to_sweep
 
 RETRY = {
     "autoretry_for": (EmbedderUnavailable,),
@@ -50,10 +48,9 @@ def embed_pending(batch: int = 256, limit: int = 20_000) -> int:
 def enqueue(task, ids) -> None:
     """Queue embedding work without ever failing the write that asked for it: the data is committed, and
     the periodic sweep (embed_pending) catches up with anything a broker outage kept from the queue."""
-    try:
-        task.delay([str(pk) for pk in ids])
-    except Exception:  # noqa: BLE001 - any broker failure
-        logger.warning("could not queue %s for %d rows; the periodic sweep will", task.name, len(ids), exc_info=True)
+    enqueue_or_leave_to_sweep(
+        task, [str(pk) for pk in ids], what=f"{task.name} for {len(ids)} rows", sweep="embed_pending"
+    )
 
 
 # Messages per embedding task queued after a write: an import's batch of thousands is shared by the

@@ -8,10 +8,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory_app.context import session_context
 from memory_app.filters import RecordFilter
 from memory_app.models import Record, RecordRevision
-from memory_app.recall import recall_search
+from memory_app.selectors.context import session_context
+from memory_app.selectors.recall import recall_search
 from memory_app.serializers import (
     ContextQuerySerializer,
     ContextSerializer,

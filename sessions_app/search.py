@@ -6,15 +6,13 @@ and turns each CJK run into a quoted phrase, so "查看天气" matches exactly t
 """
 
 import json
-import logging
 import re
 
 from django.contrib.postgres.search import SearchQuery
 from django.db import connection, connections, transaction
 
 from platform_kit.db import within_time
-
-logger = logging.getLogger(__name__)
+from platform_kit.tasks import enqueue_or_leave_to_sweep
 
 # A message of up to INLINE_CHARS characters gets its search vector as it is written (the trigger of
 # migration 0008, which holds the same number); a longer one right after its commit, from a task. Only
@@ -121,9 +119,8 @@ def index_after_commit(ids) -> None:
     def enqueue():
         from sessions_app.tasks import index_messages
 
-        try:
-            index_messages.delay(ids)
-        except Exception:  # noqa: BLE001 - any broker failure
-            logger.warning("could not queue indexing of %d messages; the periodic sweep will", len(ids), exc_info=True)
+        enqueue_or_leave_to_sweep(
+            index_messages, ids, what=f"indexing of {len(ids)} messages", sweep="index_pending_messages"
+        )
 
     transaction.on_commit(enqueue)

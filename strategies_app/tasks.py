@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 
+from platform_kit.tasks import enqueue_or_leave_to_sweep
 from sessions_app.models import Session
 from strategies_app.models import RunStatus, Strategy, StrategyRun, Trigger, Watermark
 
@@ -27,10 +28,7 @@ BACKOFF = 10  # seconds, doubled each retry (10, 20, 40, 80), with jitter
 def run_enqueue(run_id) -> None:
     """Queue a run without ever failing the write that asked for it: a run a broker outage kept from the
     queue is still `queued` in the database, and runs_requeue sends it again."""
-    try:
-        run_strategy.delay(str(run_id))
-    except Exception:  # noqa: BLE001 - any broker failure
-        logger.warning("could not queue strategy run %s; runs_requeue will", run_id, exc_info=True)
+    enqueue_or_leave_to_sweep(run_strategy, str(run_id), what=f"strategy run {run_id}", sweep="runs_requeue")
 
 
 @shared_task(bind=True, acks_late=True, max_retries=MAX_RETRIES, time_limit=300, soft_time_limit=240)

@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from django.db.models import Case, Value, When
 from django.db.models.functions import Substr
 
+from platform_kit.tasks import enqueue_or_leave_to_sweep
 from sessions_app.models import Message, Session
 from strategies_app.models import Strategy, Trigger, Watermark
 from strategies_app.services.runs import run_request
@@ -124,10 +125,12 @@ def messages_appended_trigger(sender, *, appended, **kwargs):
     ]
     for start in range(0, len(entries), TRIGGER_TASK_SESSIONS):
         part = entries[start : start + TRIGGER_TASK_SESSIONS]
-        try:
-            sessions_messages_triggers.delay(part)
-        except Exception:  # noqa: BLE001 - any broker failure; the data has committed
-            logger.warning("could not queue triggers for %d sessions; the schedule will", len(part), exc_info=True)
+        enqueue_or_leave_to_sweep(
+            sessions_messages_triggers,
+            part,
+            what=f"triggers for {len(part)} sessions",
+            sweep="each strategy's scheduled run",
+        )
 
 
 def messages_evaluate(*, session_id, tenant_id, message_ids, strategies: list[Strategy] | None = None) -> None:

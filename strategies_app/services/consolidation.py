@@ -51,7 +51,8 @@ def consolidate(
 ) -> list[Decision]:
     """Apply the candidates in order (inside the caller's transaction); the decisions, with reasons."""
     actor = f"strategy:{strategy}"
-    made_by = {"strategy": strategy, "strategy_version": strategy_version, "actor": actor}
+    # The strategy (at its version) is recorded as the writer of every record it adds or changes.
+    written_by_strategy = {"strategy": strategy, "strategy_version": strategy_version, "actor": actor}
     session_ids = [session.pk] if session is not None else []
     decisions: list[Decision] = []
 
@@ -92,7 +93,7 @@ def consolidate(
                 source_session_ids=session_ids,
                 source_message_ids=candidate.source_message_ids,
                 reason=f"restated ({candidate.reason})",
-                **made_by,
+                **written_by_strategy,
             )
             decide(UPDATE, target.pk, candidate, f"about the same thing as before ({candidate.slot})")
             continue
@@ -105,7 +106,7 @@ def consolidate(
             confidence=candidate.confidence,
             source_session_ids=session_ids,
             source_message_ids=candidate.source_message_ids,
-            **made_by,
+            **written_by_strategy,
         )
         if write.created:
             decide(ADD, write.record.pk, candidate, f"new ({candidate.reason})")

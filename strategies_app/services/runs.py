@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import F, Min
 from django.utils import timezone
 
-from memory_app.models import Record
+from memory_app.selectors.records import records_related
 from sessions_app.models import Message, Session, Turn, TurnStatus
 from sessions_app.services.state import state_get
 from strategies_app.extractors.base import ExtractionContext, SourceMessage
@@ -122,16 +122,6 @@ def _finish(run: StrategyRun, status: str, *, error: str = "", started: float | 
     )
 
 
-def _related(*, run: StrategyRun, session: Session) -> list[dict]:
-    """The user's valid records of the strategy's type the extractor should see: this session's task
-    summary first (it is what a task strategy extends), then the most recently changed."""
-    type = run.strategy_version.type
-    records = Record.objects.filter(tenant=run.tenant, user_id=session.user_id, namespace="", type=type, valid=True)
-    out = list(records.filter(fields__slot=f"task:{session.pk}")) if type == "task" else []
-    out += list(records.exclude(pk__in=[r.pk for r in out]).order_by("-updated_at")[: settings.ACE_STRATEGY_RELATED])
-    return [{"id": str(r.pk), "type": r.type, "content": r.content, "fields": r.fields} for r in out]
-
-
 def _run_session(run: StrategyRun, session: Session, progress: _Progress) -> None:
     version = run.strategy_version
     with transaction.atomic():
@@ -165,7 +155,13 @@ def _run_session(run: StrategyRun, session: Session, progress: _Progress) -> Non
                 strategy_type=version.type,
                 prompt=version.prompt,
                 messages=messages,
-                existing=_related(run=run, session=session),
+                existing=records_related(
+                    tenant=run.tenant,
+                    user_id=session.user_id,
+                    type=version.type,
+                    first_slot=f"task:{session.pk}" if version.type == "task" else "",
+                    limit=settings.ACE_STRATEGY_RELATED,
+                ),
                 state=state_get(session=session).data,
                 state_changes=run.state_changes or None,
                 session_id=str(session.pk),

@@ -119,7 +119,7 @@ def test_a_heavy_user_is_ranked_through_the_sign_bit_shortlist_like_an_exact_sca
         )
     records_embed(record_ids=list(Record.objects.values_list("pk", flat=True)))
     from memory_app.embedders import get_embedder
-    from memory_app.recall import _vector_ids
+    from memory_app.selectors.recall import _vector_ids
 
     embedder = get_embedder()
     vector = embedder.embed(["which tea house did he visit in Kyoto"])[0]
@@ -150,7 +150,7 @@ def test_a_heavy_user_is_ranked_through_the_sign_bit_shortlist_like_an_exact_sca
 
 def test_keyword_matches_are_the_same_through_the_gin_index_or_row_by_row(api, monkeypatch):
     """A small user's rows are tested one by one; a big one's matches come from the GIN index first."""
-    from memory_app import recall as recall_module
+    from memory_app.selectors import recall as recall_module
 
     for n in range(30):
         Record.objects.create(tenant=api.tenant, user_id="xiaoming", type="fact", content=f"walked the dog, day {n}")
@@ -253,8 +253,8 @@ def test_a_worker_embeds_records_and_messages_after_commit(celery_worker):
 
 def test_the_worker_embeds_the_conversation_not_the_tool_output(celery_worker, settings):
     from memory_app.embedders import get_embedder
-    from memory_app.embeddings import pending_messages
     from memory_app.models import MessageEmbedding
+    from memory_app.selectors.records import pending_messages
 
     api = make_client("embedding-roles")
     session = SessionFactory(tenant=api.tenant, user_id="xiaoming")
@@ -348,7 +348,7 @@ def test_writes_never_fail_when_the_embedder_is_down_and_are_embedded_later(api,
     settings.ACE_EMBEDDER = "hash"
     settings.ACE_EMBEDDER_DIMENSIONS = None
     from memory_app.embedders import get_embedder
-    from memory_app.embeddings import pending_records
+    from memory_app.selectors.records import pending_records
 
     assert pending_records(embedder=get_embedder(), limit=100) == [record.pk]
     records_embed(record_ids=[record.pk])

@@ -2,8 +2,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from memory_app.embedders import get_embedder
-from memory_app.embeddings import ensure_vector_index, messages_embed, pending_messages, pending_records, records_embed
+from memory_app.embeddings import ensure_vector_index, messages_embed, records_embed
 from memory_app.models import MessageEmbedding, Record
+from memory_app.selectors.records import pending_messages, pending_records
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 
 from memory_app.models import Record
-from memory_app.recall import Hit, recall_search
+from memory_app.selectors.recall import Hit, recall_search
 from sessions_app.models import Message, Role, Session
 from sessions_app.services.state import state_get
 

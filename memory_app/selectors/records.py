@@ -1,0 +1,68 @@
+"""Reads of records and vectors: the records nearest to a record, what still waits for a vector, and the
+records an extractor is shown beside new messages."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from memory_app.embedders import Embedder
+from memory_app.models import MessageEmbedding, Record
+from sessions_app.models import Message
+
+
+def pending_records(*, embedder: Embedder, limit: int) -> list:
+    return list(
+        Record.objects.filter(valid=True).exclude(embedding_key=embedder.key).values_list("pk", flat=True)[:limit]
+    )
+
+
+def pending_messages(*, embedder: Embedder, limit: int, within: timedelta | None = timedelta(days=1)) -> list:
+    """Messages with text of the embedded roles and no vector in the embedder's space, received within `within`
+    (None: all; the periodic sweep looks at the last day, `ace_embeddings reembed` at everything)."""
+    embedded = MessageEmbedding.objects.filter(message_id=OuterRef("pk"), embedding_key=embedder.key)
+    messages = (
+        Message.objects.all() if within is None else Message.objects.filter(received_at__gte=timezone.now() - within)
+    )
+    messages = messages.filter(role__in=settings.ACE_EMBED_MESSAGE_ROLES).exclude(content="")
+    return list(messages.filter(~Exists(embedded)).values_list("pk", flat=True)[:limit])
+
+
+def nearest_records(*, record: Record, limit: int = 20, same_user: bool = True) -> list[dict]:
+    """Records of the tenant nearest to `record` in its own embedder space: [{record, similarity}]."""
+    if not record.embedding_key or record.embedding is None:
+        return []
+    dims = len(record.embedding)
+    literal = "[" + ",".join(repr(float(x)) for x in record.embedding) + "]"
+    where, params = (
+        ["tenant_id = %s", "embedding_key = %s", "id <> %s"],
+        [record.tenant_id, record.embedding_key, record.pk],
+    )
+    if same_user:
+        where.append("user_id = %s")
+        params.append(record.user_id)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(
+            f"SELECT id, 1 - ((embedding::vector({dims})) <=> %s::vector({dims})) AS similarity "
+            f"FROM {Record._meta.db_table} WHERE {' AND '.join(where)} "
+            f"ORDER BY (embedding::vector({dims})) <=> %s::vector({dims}) LIMIT {int(limit)}",
+            [literal, *params, literal],
+        )
+        rows = cursor.fetchall()
+    records = Record.objects.in_bulk([pk for pk, _ in rows])
+    return [{"record": records[pk], "similarity": similarity} for pk, similarity in rows if pk in records]
+
+
+def records_related(*, tenant, user_id: str, type: str, first_slot: str = "", limit: int) -> list[dict]:
+    """The user's valid records of `type` (no namespace) as an extractor reads them ({id, type, content,
+    fields}): those about `first_slot` first (a session's task summary, which a task strategy extends), then
+    the `limit` most recently changed."""
+    records = Record.objects.filter(tenant=tenant, user_id=user_id, namespace="", type=type, valid=True)
+    out = list(records.filter(fields__slot=first_slot)) if first_slot else []
+    out += list(records.exclude(pk__in=[r.pk for r in out]).order_by("-updated_at")[:limit])
+    return [{"id": str(r.pk), "type": r.type, "content": r.content, "fields": r.fields} for r in out]
