@@ -1,4 +1,7 @@
-"""Open ACE settings: everything a deployment changes comes from the environment (django-environ)."""
+"""Open ACE settings: everything a deployment changes comes from the environment (django-environ).
+
+Reading them has no side effect: the embedded database starts on the first connection, the secret key and
+the embedded broker's folders are made when first used (aceproject.data_folder)."""
 
 import os
 from pathlib import Path
@@ -8,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from sessions_app.schema import ROLES
 
+from .data_folder import embedded_broker_options, secret_key
 from .embedded_db import embedded_database_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -27,18 +31,8 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False) if (BASE_DIR / ".env").
 ACE_DATA_DIR = Path(env.str("ACE_DATA_DIR", default=str(BASE_DIR / ".ace"))).resolve()
 
 DEBUG = env("DEBUG")
-SECRET_KEY = env.str("SECRET_KEY", default="")
-if not SECRET_KEY:
-    # A stable per-installation key kept in the data folder, so sessions survive restarts on a laptop
-    # install; production sets SECRET_KEY explicitly.
-    ACE_DATA_DIR.mkdir(parents=True, exist_ok=True)
-    _key_file = ACE_DATA_DIR / "secret_key"
-    if not _key_file.exists():
-        from django.core.management.utils import get_random_secret_key
-
-        _key_file.write_text(get_random_secret_key())
-        _key_file.chmod(0o600)
-    SECRET_KEY = _key_file.read_text().strip()
+# Production sets SECRET_KEY; a laptop install gets a stable key of its own, kept in the data folder.
+SECRET_KEY = env.str("SECRET_KEY", default="") or secret_key(ACE_DATA_DIR)
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 CSRF_TRUSTED_ORIGINS = env("CSRF_TRUSTED_ORIGINS")
 
@@ -201,16 +195,7 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://localhost
 if CELERY_BROKER_URL in ("filesystem://", "memory://"):
     CELERY_BROKER_URL += "localhost/"
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    _broker_dir = ACE_DATA_DIR / "broker"
-    for _sub in ("queue", "processed", "control"):
-        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_broker_dir / "queue"),
-        "data_folder_out": str(_broker_dir / "queue"),
-        "processed_folder": str(_broker_dir / "processed"),
-        "store_processed": False,
-        "control_folder": str(_broker_dir / "control"),
-    }
+    CELERY_BROKER_TRANSPORT_OPTIONS = embedded_broker_options(ACE_DATA_DIR)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_SERIALIZER = "json"

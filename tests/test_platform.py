@@ -1,4 +1,9 @@
-"""Health, the OpenAPI schema and its docs, the first-start bootstrap, the embedded database."""
+"""Health, the OpenAPI schema and its docs, the first-start bootstrap, the embedded database and data folder."""
+
+import os
+import stat
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -121,3 +126,35 @@ def test_the_embedded_server_runs_with_those_settings(db, settings):
         )
         current, expected = cursor.fetchone()
     assert current == expected
+
+
+def _run_python(code: str, data_dir) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "CELERY_BROKER_URL", "DATABASE_URL")}
+    env.update(ACE_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="aceproject.settings")
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()\n" + code],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_reading_the_settings_writes_nothing(tmp_path):
+    data_dir = tmp_path / "data"
+    _run_python("from django.conf import settings; print(len(settings.INSTALLED_APPS))", data_dir)
+    assert not data_dir.exists()  # no key file, no broker folders, no database: nothing was asked for yet
+
+
+def test_the_secret_key_is_made_on_first_use_and_kept(tmp_path):
+    sign = "from django.core import signing; print(signing.Signer().sign('x'))"
+    first, again = _run_python(sign, tmp_path), _run_python(sign, tmp_path)
+    assert first == again  # the same key in the next process: logins survive a restart
+    key_file = tmp_path / "secret_key"
+    assert len(key_file.read_text().strip()) >= 50
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["secret_key"]
+
+
+def test_the_embedded_brokers_folders_are_made_when_celery_is_first_used(tmp_path):
+    _run_python("from aceproject.celery import app; print(app.conf.broker_url)", tmp_path)
+    assert sorted(p.name for p in (tmp_path / "broker").iterdir()) == ["control", "processed", "queue"]
