@@ -9,29 +9,36 @@ admin follows the same rules as the API (ending a session, revoking or creating 
 
 from __future__ import annotations
 
-import datetime
 import json
 import re
-import uuid
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
-from django.contrib.admin.utils import build_q_object_from_lookup_parameters, flatten_fieldsets, unquote
-from django.contrib.admin.views.main import ChangeList
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.contrib.admin.utils import flatten_fieldsets, unquote
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, TextField, URLField
 from django.db.models.functions import Cast, Substr
-from django.forms.models import BaseInlineFormSet
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.text import Truncator
 
+from platform_kit.admin.display import (
+    EMPTY,
+    badge,
+    change_link,
+    changelist_url,
+    counter_display,
+    number,
+    parse_uuid,
+    pre,
+    pretty_json,
+)
+from platform_kit.admin.filters import DateRangeFilter, IsNullFilter, ObjectIdFilter, SmallTableValueFilter
+from platform_kit.admin.mixins import BigTableAdminMixin, LimitedInlineFormSet, ReadOnlyAdminMixin, UuidSearchMixin
 from sessions_app.admin_dashboard import dashboard_view
-from sessions_app.admin_paginator import EstimatedCountPaginator
 from sessions_app.models import (
     ApiKey,
     Conversation,
@@ -65,47 +72,10 @@ ROLE_COLOURS = {
     Role.SYSTEM: "#4b5563",
 }
 STATUS_COLOURS = {"active": "#15803d", "ended": "#4b5563", "deleted": "#dc2626", "revoked": "#dc2626"}
-BADGE_STYLE = "display:inline-block;padding:1px 7px;border-radius:9px;color:#fff;background:{};font-size:11px;"
-EMPTY = "-"  # as Django's own empty_value_display
-
-
-def number(value) -> str:
-    """Token and message counts with thousands separators: 1234567 → "1,234,567"."""
-    return EMPTY if value is None else f"{value:,}"
-
-
-def badge(text: str, colour: str):
-    return format_html('<span style="' + BADGE_STYLE + '">{}</span>', colour, text)
 
 
 def role_badge(role: str):
     return badge(role, ROLE_COLOURS.get(role, "#4b5563"))
-
-
-def pretty_json(value):
-    if value in (None, "", {}, []):
-        return EMPTY
-    return format_html(
-        '<pre style="white-space:pre-wrap;margin:0">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False)
-    )
-
-
-def pre(text: str):
-    if not text:
-        return EMPTY
-    return format_html('<pre style="white-space:pre-wrap;word-break:break-word;margin:0">{}</pre>', text)
-
-
-def change_link(obj, text=None):
-    if obj is None:
-        return EMPTY
-    url = reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
-    return format_html('<a href="{}">{}</a>', url, text if text is not None else str(obj))
-
-
-def changelist_url(model, **params) -> str:
-    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
-    return f"{url}?{urlencode(params)}" if params else url
 
 
 def timeline_url(session_id, *, at_seq: int | None = None) -> str:
@@ -122,17 +92,6 @@ def chat_url(conversation_id, *, at_seq: int | None = None) -> str:
     return url
 
 
-def counter_display(field: str, description: str):
-    """A list/readonly column showing an integer counter column with thousands separators."""
-
-    @admin.display(description=description, ordering=field)
-    def display(self, obj):
-        return number(getattr(obj, field))
-
-    display.__name__ = f"{field}_display"
-    return display
-
-
 def token_summary(obj) -> str:
     parts = [
         (label, getattr(obj, field))
@@ -145,13 +104,6 @@ def token_summary(obj) -> str:
         )
     ]
     return " · ".join(f"{label} {number(value)}" for label, value in parts if value) or EMPTY
-
-
-def parse_uuid(value: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(str(value).strip())
-    except ValueError:
-        return None
 
 
 def seq_param(request, name) -> int | None:
@@ -377,155 +329,8 @@ def group_by_conversation(messages) -> list[dict]:
 
 
 # --------------------------------------------------------------------------------------------------------
-# Shared admin building blocks
-# --------------------------------------------------------------------------------------------------------
-
-
-class ReadOnlyAdminMixin:
-    """Viewable (with the view permission), never added, changed or deleted through the admin."""
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-class BigTableAdminMixin:
-    """For tables of millions of rows: no COUNT(*), no facet counts, only the listed columns loaded.
-
-    `list_defer` names columns the list never shows (long texts, JSON, the search vector); `list_annotations`
-    adds cheap per-row expressions (a content preview instead of the whole content).
-    """
-
-    paginator = EstimatedCountPaginator
-    show_full_result_count = False
-    show_facets = admin.ShowFacets.NEVER
-    list_per_page = 100
-    list_max_show_all = 200
-    list_defer: tuple[str, ...] = ()
-
-    def list_annotations(self) -> dict:
-        return {}
-
-    def get_changelist(self, request, **kwargs):
-        model_admin = self
-
-        class BigTableChangeList(ChangeList):
-            def get_queryset(self, request, exclude_parameters=None):
-                queryset = super().get_queryset(request, exclude_parameters)
-                if model_admin.list_defer:
-                    queryset = queryset.defer(*model_admin.list_defer)
-                return queryset.annotate(**model_admin.list_annotations())
-
-        return BigTableChangeList
-
-
-class UuidSearchMixin:
-    """Pasting an object's id into the search box finds it, whatever the other search fields are."""
-
-    def get_search_results(self, request, queryset, search_term):
-        found, may_have_duplicates = super().get_search_results(request, queryset, search_term)
-        pk = parse_uuid(search_term)
-        if pk is not None:
-            found = found | queryset.filter(pk=pk)
-        return found, may_have_duplicates
-
-
-class LimitedInlineFormSet(BaseInlineFormSet):
-    """Shows the first `limit` related rows: a session can have thousands of conversations."""
-
-    limit = 50
-
-    def get_queryset(self):
-        if not hasattr(self, "_limited_queryset"):
-            self._limited_queryset = super().get_queryset()[: self.limit]
-        return self._limited_queryset
-
-
-# --------------------------------------------------------------------------------------------------------
 # List filters
 # --------------------------------------------------------------------------------------------------------
-
-
-class DateRangeFilter(admin.DateFieldListFilter):
-    """Django's date links (today, past 7 days, …) plus a from/to form; "to" includes the whole day."""
-
-    template = "admin/sessions_app/date_range_filter.html"
-
-    def __init__(self, field, request, params, model, model_admin, field_path):
-        self.lookup_kwarg_from = f"{field_path}__from"
-        self.lookup_kwarg_to = f"{field_path}__to"
-        super().__init__(field, request, params, model, model_admin, field_path)
-        self.value_from = self._value(self.lookup_kwarg_from)
-        self.value_to = self._value(self.lookup_kwarg_to)
-        # A blank from/to (the form sent empty) must not unselect "Any date".
-        self.date_params = {k: v for k, v in self.date_params.items() if v or not k.endswith(("__from", "__to"))}
-        self.hidden_params = []
-
-    def _value(self, name) -> str:
-        value = self.used_parameters.get(name)
-        if isinstance(value, list):
-            value = value[-1] if value else ""
-        return (value or "").strip()
-
-    def expected_parameters(self):
-        return [*super().expected_parameters(), self.lookup_kwarg_from, self.lookup_kwarg_to]
-
-    def _day_start(self, value: str) -> datetime.datetime:
-        try:
-            day = datetime.date.fromisoformat(value)
-        except ValueError as error:
-            raise IncorrectLookupParameters(error) from error
-        return timezone.make_aware(datetime.datetime.combine(day, datetime.time.min))
-
-    def queryset(self, request, queryset):
-        lookups = {
-            k: v for k, v in self.used_parameters.items() if k not in (self.lookup_kwarg_from, self.lookup_kwarg_to)
-        }
-        try:
-            condition = build_q_object_from_lookup_parameters(lookups)
-        except (ValueError, ValidationError) as error:
-            raise IncorrectLookupParameters(error) from error
-        if self.value_from:
-            condition &= Q(**{f"{self.field_path}__gte": self._day_start(self.value_from)})
-        if self.value_to:
-            end = self._day_start(self.value_to) + datetime.timedelta(days=1)
-            condition &= Q(**{f"{self.field_path}__lt": end})
-        try:
-            return queryset.filter(condition)
-        except (ValueError, ValidationError) as error:
-            raise IncorrectLookupParameters(error) from error
-
-    def choices(self, changelist):
-        # The from/to form keeps every other filter, the search and the ordering of the page it is on.
-        self.hidden_params = [(k, v) for k, v in changelist.params.items() if not k.startswith(self.field_generic)]
-        yield from super().choices(changelist)
-
-
-class SmallTableValueFilter(admin.SimpleListFilter):
-    """Choices are the distinct values of `source_field` in a small table, never read from the big one."""
-
-    source_model = None
-    source_field = ""
-    field = ""  # what the filtered queryset is filtered on
-
-    def lookups(self, request, model_admin):
-        values = (
-            self.source_model.objects.exclude(**{self.source_field: ""})
-            .order_by(self.source_field)
-            .values_list(self.source_field, flat=True)
-            .distinct()
-        )
-        return [(value, value) for value in values]
-
-    def queryset(self, request, queryset):
-        if self.value() is not None:
-            return queryset.filter(**{self.field: self.value()})
-        return queryset
 
 
 class ToolFilter(SmallTableValueFilter):
@@ -544,29 +349,6 @@ class ModelFilter(SmallTableValueFilter):
 
     title = parameter_name = field = source_field = "model"
     source_model = UsageHourly
-
-
-class ObjectIdFilter(admin.SimpleListFilter):
-    """`?<parameter>=<id>`: what the links from an object's page use. Shown only while it is applied."""
-
-    model = None  # the object filtered by
-    only_fields: tuple[str, ...] = ("id",)
-
-    def lookups(self, request, model_admin):
-        if self.value() is None:
-            return []
-        pk = parse_uuid(self.value())
-        # A bad id still gets a choice, so that queryset() runs and rejects it instead of listing everything.
-        obj = self.model.objects.filter(pk=pk).only(*self.only_fields).first() if pk else None
-        return [(self.value(), str(obj) if obj else self.value())]
-
-    def queryset(self, request, queryset):
-        if self.value() is None:
-            return queryset
-        pk = parse_uuid(self.value())
-        if pk is None:
-            raise IncorrectLookupParameters(f"Not a {self.parameter_name} id: {self.value()!r}")
-        return queryset.filter(**{f"{self.parameter_name}_id": pk})
 
 
 class SessionFilter(ObjectIdFilter):
@@ -602,24 +384,6 @@ class TurnStatusFilter(admin.SimpleListFilter):
         if self.value() not in self.choices_by_value:
             raise IncorrectLookupParameters(f"Not a turn status: {self.value()!r}")
         return queryset.filter(status=self.choices_by_value[self.value()][0])
-
-
-class IsNullFilter(admin.SimpleListFilter):
-    """Two choices on whether `field` is set: a timestamp that marks a state (ended, deleted, revoked)."""
-
-    field: str
-    unset_choice: tuple[str, str]  # (parameter value, label) for "field is null"
-    set_choice: tuple[str, str]
-
-    def lookups(self, request, model_admin):
-        return [self.unset_choice, self.set_choice]
-
-    def queryset(self, request, queryset):
-        if self.value() == self.unset_choice[0]:
-            return queryset.filter(**{f"{self.field}__isnull": True})
-        if self.value() == self.set_choice[0]:
-            return queryset.filter(**{f"{self.field}__isnull": False})
-        return queryset
 
 
 class ActiveFilter(IsNullFilter):
