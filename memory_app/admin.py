@@ -12,7 +12,7 @@ from memory_app.models import Record, RecordRevision
 from memory_app.services import RecordClosed, record_invalidate
 from platform_kit.admin.display import EMPTY, badge, parse_uuid, pretty_json
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
-from sessions_app.admin import timeline_url
+from sessions_app.links import timeline_url
 from sessions_app.search import keyword_filter
 
 

@@ -39,6 +39,7 @@ from platform_kit.admin.display import (
 from platform_kit.admin.filters import DateRangeFilter, IsNullFilter, ObjectIdFilter, SmallTableValueFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, LimitedInlineFormSet, ReadOnlyAdminMixin, UuidSearchMixin
 from sessions_app.admin_dashboard import dashboard_view
+from sessions_app.links import chat_url, timeline_url
 from sessions_app.models import (
     ApiKey,
     Conversation,
@@ -76,20 +77,6 @@ STATUS_COLOURS = {"active": "#15803d", "ended": "#4b5563", "deleted": "#dc2626",
 
 def role_badge(role: str):
     return badge(role, ROLE_COLOURS.get(role, "#4b5563"))
-
-
-def timeline_url(session_id, *, at_seq: int | None = None) -> str:
-    url = reverse("admin:sessions_app_session_timeline", args=[session_id])
-    if at_seq is not None:
-        url += f"?{urlencode({'after_seq': max(at_seq - 1, 0)})}#seq-{at_seq}"
-    return url
-
-
-def chat_url(conversation_id, *, at_seq: int | None = None) -> str:
-    url = reverse("admin:sessions_app_conversation_chat", args=[conversation_id])
-    if at_seq is not None:
-        url += f"?{urlencode({'after_seq': max(at_seq - 1, 0)})}#seq-{at_seq}"
-    return url
 
 
 def token_summary(obj) -> str:

@@ -10,7 +10,7 @@ from django.utils.html import format_html, format_html_join
 
 from platform_kit.admin.display import EMPTY, badge, pretty_json
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
-from sessions_app.admin import timeline_url
+from sessions_app.links import timeline_url
 from sessions_app.models import Session
 from strategies_app.models import Strategy, StrategyRun, StrategyVersion, Trigger
 from strategies_app.prompts import PLACEHOLDERS
