@@ -13,47 +13,56 @@ from sessions_app.admin.dashboard import dashboard_view
 from sessions_app.admin.display import SESSION_COUNTERS, CounterColumns
 from sessions_app.models import ModelPrice, UsageDaily, UsageHourly
 
+# What a roll-up row counts under, besides its tenant and its time bucket.
+ROLLUP_KEYS = ("tool", "user_id", "project", "model")
+MESSAGES_BY_ROLE = ("message_user", "message_assistant", "message_toolresult", "message_error")
 
-@admin.register(UsageHourly)
-class UsageHourlyAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = (
-        "hour",
-        "tenant",
-        "tool",
-        "user_id",
-        "project",
-        "model",
-        "sessions_display",
-        "requests_display",
-        "conversations_display",
-        "messages_display",
-        "message_user_display",
-        "message_assistant_display",
-        "message_toolresult_display",
-        "message_error_display",
-        "input_tokens_display",
-        "output_tokens_display",
-        "total_tokens_display",
-    )
+
+class UsageAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """A roll-up table, read-only: counters per tenant, time bucket, tool, user, project and model.
+
+    A subclass names its time column (`bucket`); the list's columns, date hierarchy and ordering and the page's
+    fields follow from it.
+    """
+
+    bucket = ""  # the time column: "hour" or "day"
+    messages_by_role = False  # the list shows the messages per role too
+
     list_filter = ("tool", "model", "tenant")
     search_fields = ("=user_id", "=project")
     search_help_text = "An exact user_id or project."
-    date_hierarchy = "hour"
-    ordering = ("-hour",)
     list_select_related = ("tenant",)
     list_per_page = 100
-
-    fields = readonly_fields = (
-        "tenant",
-        "hour",
-        "tool",
-        "user_id",
-        "project",
-        "model",
-        "sessions_display",
-        *(f"{field}_display" for field, _ in SESSION_COUNTERS),
-    )
     sessions_display = counter_display("sessions", "sessions")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        by_role = MESSAGES_BY_ROLE if cls.messages_by_role else ()
+        counters = ("requests", "conversations", "messages", *by_role, "input_tokens", "output_tokens", "total_tokens")
+        cls.list_display = (
+            cls.bucket,
+            "tenant",
+            *ROLLUP_KEYS,
+            "sessions_display",
+            *(f"{counter}_display" for counter in counters),
+        )
+        cls.date_hierarchy = cls.bucket
+        cls.ordering = (f"-{cls.bucket}",)
+        cls.fields = cls.readonly_fields = (
+            "tenant",
+            cls.bucket,
+            *ROLLUP_KEYS,
+            "sessions_display",
+            *(f"{field}_display" for field, _ in SESSION_COUNTERS),
+        )
+
+
+@admin.register(UsageHourly)
+class UsageHourlyAdmin(UsageAdmin):
+    """The roll-ups per UTC hour, which grouped statistics read; the usage dashboard is served from here."""
+
+    bucket = "hour"
+    messages_by_role = True
 
     def get_urls(self):
         dashboard = path(
@@ -65,41 +74,10 @@ class UsageHourlyAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(UsageDaily)
-class UsageDailyAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
+class UsageDailyAdmin(UsageAdmin):
     """The hourly roll-ups summed per UTC day: what the dashboard reads."""
 
-    list_display = (
-        "day",
-        "tenant",
-        "tool",
-        "user_id",
-        "project",
-        "model",
-        "sessions_display",
-        "requests_display",
-        "conversations_display",
-        "messages_display",
-        "input_tokens_display",
-        "output_tokens_display",
-        "total_tokens_display",
-    )
-    list_filter = ("tool", "model", "tenant")
-    search_fields = ("=user_id", "=project")
-    search_help_text = "An exact user_id or project."
-    date_hierarchy = "day"
-    ordering = ("-day",)
-    list_select_related = ("tenant",)
-    fields = readonly_fields = (
-        "tenant",
-        "day",
-        "tool",
-        "user_id",
-        "project",
-        "model",
-        "sessions_display",
-        *(f"{field}_display" for field, _ in SESSION_COUNTERS),
-    )
-    sessions_display = counter_display("sessions", "sessions")
+    bucket = "day"
 
 
 # The admin index links to the usage dashboard.
