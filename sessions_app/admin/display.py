@@ -19,6 +19,7 @@ def role_badge(role: str):
     return badge(role, ROLE_COLOURS.get(role, "#4b5563"))
 
 
+# Every counter, with the label of its column.
 SESSION_COUNTERS = (
     ("requests", "requests"),
     ("conversations", "conversations"),
@@ -34,12 +35,10 @@ SESSION_COUNTERS = (
     ("cache_creation_tokens", "cache write tokens"),
     ("total_tokens", "tokens"),
 )
-
-
 # `<counter>_display` columns for every counter, shared by the session, conversation and usage admins.
 CounterColumns = type(
     "CounterColumns", (), {f"{field}_display": counter_display(field, label) for field, label in SESSION_COUNTERS}
 )
 
-
+# How much of a message's text (or a turn's question's) a list shows.
 PREVIEW_CHARS = 140
