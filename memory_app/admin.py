@@ -10,15 +10,9 @@ from django.utils.text import Truncator
 from memory_app.models import Record, RecordRevision
 from memory_app.selectors.records import nearest_records
 from memory_app.services import RecordClosed, record_invalidate
-from sessions_app.admin import (
-    EMPTY,
-    BigTableAdminMixin,
-    ReadOnlyAdminMixin,
-    badge,
-    parse_uuid,
-    pretty_json,
-    timeline_url,
-)
+from platform_kit.admin.display import EMPTY, badge, parse_uuid, pretty_json
+from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
+from sessions_app.links import timeline_url
 from sessions_app.search import keyword_filter
 
 

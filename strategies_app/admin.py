@@ -8,7 +8,9 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from sessions_app.admin import EMPTY, BigTableAdminMixin, ReadOnlyAdminMixin, badge, pretty_json, timeline_url
+from platform_kit.admin.display import EMPTY, badge, pretty_json
+from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
+from sessions_app.links import timeline_url
 from sessions_app.models import Session
 from strategies_app.models import Strategy, StrategyRun, StrategyVersion, Trigger
 from strategies_app.prompts import PLACEHOLDERS

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from sessions_app.admin_paginator import EstimatedCountPaginator
+from platform_kit.admin.paginator import EstimatedCountPaginator
 from sessions_app.models import ApiKey, Conversation, LlmRequest, Message, Session, StateVersion, Tenant, UsageHourly
 from sessions_app.services.messages import messages_append
 from sessions_app.services.state import state_replace

@@ -285,7 +285,7 @@ def test_conversation_pages_link_to_the_chat(staff, turns):
 
 @pytest.mark.django_db
 def test_chat_pages_by_seq(staff, chat, monkeypatch):
-    from sessions_app.admin import ConversationAdmin
+    from sessions_app.admin.conversations import ConversationAdmin
 
     monkeypatch.setattr(ConversationAdmin, "chat_page_size", 4)
     made = [completed(chat, f"question {i}") for i in range(5)]  # 10 messages

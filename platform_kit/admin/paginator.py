@@ -31,7 +31,7 @@ class EstimatedCountPaginator(Paginator):
         queryset = self.object_list
         ids = queryset.order_by().values_list("pk", flat=True)[: self.exact_limit + 1]
         # Gathering the ids of a broad full-text search can take longer than the page itself: past
-        # PROBE_MS the estimate is used instead.
+        # `probe_ms` the estimate is used instead.
         probe = within_time(lambda: list(ids), milliseconds=self.probe_ms, using=queryset.db)
         if probe is not None and len(probe) <= self.exact_limit:
             return len(probe)

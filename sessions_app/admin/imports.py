@@ -13,7 +13,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
-from sessions_app.admin import EMPTY, ReadOnlyAdminMixin, change_link, changelist_url, number, pretty_json
+from platform_kit.admin.display import EMPTY, change_link, changelist_url, number, pretty_json
+from platform_kit.admin.mixins import ReadOnlyAdminMixin
 from sessions_app.models import ImportedFile, ImportSource
 from sessions_app.services.imports import import_source_scan
 

@@ -132,7 +132,7 @@ def dashboard_view(request, model_admin):
     if request.GET.get("format") == "csv":
         return csv_response(filters, usage, table, book)
 
-    top_cost = _beside(top_sessions_by_cost, usage=usage, limit=TOP_SESSIONS, book=book)
+    wait_for_top_cost = _start_on_own_connection(top_sessions_by_cost, usage=usage, limit=TOP_SESSIONS, book=book)
     grouped = usage_breakdowns(usage=usage, group_bys=list(BREAKDOWNS), book=book)  # one scan of the roll-ups
     totals = grouped["day"]["totals"]
     unpriced = sorted(set().union(*(g["unpriced_models"] for g in grouped.values())))
@@ -156,7 +156,7 @@ def dashboard_view(request, model_admin):
                 }
                 for name, rows in (
                     ("top_tokens", top_sessions_by_tokens(usage=usage, limit=TOP_SESSIONS, book=book)),
-                    ("top_cost", top_cost()),
+                    ("top_cost", wait_for_top_cost()),
                 )
             ],
             "chart": _chart_data(grouped, filters.cleaned_data["since"], filters.cleaned_data["until"]),
@@ -170,12 +170,11 @@ def dashboard_view(request, model_admin):
     return TemplateResponse(request, "admin/sessions_app/usage_dashboard.html", context)
 
 
-def _beside(function, /, **kwargs) -> Callable[[], object]:
-    """`function(**kwargs)` run in another thread with a database connection of its own, so that PostgreSQL
-    works on it on another core while this thread runs the page's other queries (at 10M messages, 90 days:
-    ~75 ms each for the breakdowns and the top sessions by cost); returns the call that waits for its result.
-    Inside a transaction (a test's, say) another connection would not see what it wrote: the call is made
-    here, at once."""
+def _start_on_own_connection(function, /, **kwargs) -> Callable[[], object]:
+    """Start `function(**kwargs)` in another thread, on a database connection of its own, and return the call
+    that waits for its result: PostgreSQL works on it on another core while this thread runs the page's other
+    queries. Inside a transaction (a test's, say) another connection would not see what it wrote: the call is
+    made here, at once."""
     if connection.in_atomic_block:
         result = function(**kwargs)
         return lambda: result
@@ -243,7 +242,7 @@ def _chart_data(grouped: dict, since: datetime.date, until: datetime.date) -> di
 
 
 # -- CSV --------------------------------------------------------------------------------------------------
-class _Line:
+class _EchoFile:
     """A file-like object whose write() returns the line, for csv.writer in a streaming response."""
 
     def write(self, value: str) -> str:
@@ -251,7 +250,7 @@ class _Line:
 
 
 def _csv_lines(header: list[str], rows: Iterable[list]) -> Iterator[str]:
-    writer = csv.writer(_Line())
+    writer = csv.writer(_EchoFile())
     yield "\ufeff"  # a byte-order mark: spreadsheet programs then read the UTF-8 (Chinese names) right
     yield writer.writerow(header)
     for row in rows:

@@ -1,0 +1,92 @@
+"""LLM requests: read-only, with the most complete usage their messages reported and its cost at today's price."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.admin.utils import flatten_fieldsets
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.text import Truncator
+
+from platform_kit.admin.display import EMPTY, change_link, counter_display
+from platform_kit.admin.filters import DateRangeFilter
+from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin, UuidSearchMixin
+from sessions_app.admin.display import role_badge
+from sessions_app.admin.filters import ModelFilter, SessionFilter
+from sessions_app.models import LlmRequest, Message
+from sessions_app.pricing import PriceBook
+
+
+@admin.register(LlmRequest)
+class LlmRequestAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, admin.ModelAdmin):
+    list_display = (
+        "display_name",
+        "session_link",
+        "auth_type",
+        "model",
+        "input_tokens_display",
+        "output_tokens_display",
+        "cache_read_tokens_display",
+        "total_tokens_display",
+        "created_at",
+    )
+    list_filter = (ModelFilter, ("created_at", DateRangeFilter), "tenant", SessionFilter)
+    search_fields = ("=request_id",)
+    search_help_text = "An exact request_id or LLM request id."
+    ordering = ("-created_at",)
+    sortable_by = ("created_at",)
+    list_select_related = ("session",)
+    list_defer = ("session__metadata",)
+    fields = (
+        "request_id",
+        "session_link",
+        "conversation_link",
+        ("auth_type", "model"),
+        "created_at",
+        ("input_tokens_display", "output_tokens_display", "total_tokens_display"),
+        ("cache_read_tokens_display", "cache_creation_tokens_display"),
+        "cost_display",
+        "messages_list",
+    )
+    readonly_fields = flatten_fieldsets([(None, {"fields": fields})])
+
+    @admin.display(description="cost")
+    def cost_display(self, obj):
+        price = PriceBook.load().price_for(obj.model)
+        if price is None:
+            return format_html("no price for <code>{}</code>", obj.model or "(no model)")
+        return format_html("USD {} (price {})", f"{price.cost(obj.__dict__):,.6f}", price.pattern)
+
+    input_tokens_display = counter_display("input_tokens", "input tokens")
+    output_tokens_display = counter_display("output_tokens", "output tokens")
+    total_tokens_display = counter_display("total_tokens", "total tokens")
+    cache_read_tokens_display = counter_display("cache_read_tokens", "cache read tokens")
+    cache_creation_tokens_display = counter_display("cache_creation_tokens", "cache write tokens")
+
+    @admin.display(description="request")
+    def display_name(self, obj):
+        return obj.request_id or format_html("<em>{}</em>", "no request_id")
+
+    @admin.display(description="session")
+    def session_link(self, obj):
+        return change_link(obj.session, Truncator(str(obj.session)).chars(40))
+
+    @admin.display(description="conversation")
+    def conversation_link(self, obj):
+        return change_link(obj.conversation) if obj.conversation_id else EMPTY
+
+    @admin.display(description="messages")
+    def messages_list(self, obj):
+        rows = (
+            Message.objects.filter(session_id=obj.session_id, llm_request=obj)
+            .order_by("seq")
+            .only("id", "seq", "role", "session_id")[:50]
+        )
+        return (
+            format_html_join(
+                " ",
+                '<a href="{}">#{}</a> {}',
+                ((reverse("admin:sessions_app_message_change", args=[m.pk]), m.seq, role_badge(m.role)) for m in rows),
+            )
+            or EMPTY
+        )

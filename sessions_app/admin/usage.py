@@ -1,0 +1,124 @@
+"""The usage roll-ups (hourly and daily, read-only; the dashboard's URL), and the model prices that cost them."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import URLField
+from django.urls import path
+from django.utils.text import Truncator
+
+from platform_kit.admin.display import EMPTY, counter_display
+from platform_kit.admin.mixins import ReadOnlyAdminMixin
+from sessions_app.admin.dashboard import dashboard_view
+from sessions_app.admin.display import SESSION_COUNTERS, CounterColumns
+from sessions_app.models import ModelPrice, UsageDaily, UsageHourly
+
+# What a roll-up row counts under, besides its tenant and its time bucket.
+ROLLUP_KEYS = ("tool", "user_id", "project", "model")
+MESSAGES_BY_ROLE = ("message_user", "message_assistant", "message_toolresult", "message_error")
+
+
+class UsageAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """A roll-up table, read-only: counters per tenant, time bucket, tool, user, project and model.
+
+    A subclass names its time column (`bucket`); the list's columns, date hierarchy and ordering and the page's
+    fields follow from it.
+    """
+
+    bucket = ""  # the time column: "hour" or "day"
+    messages_by_role = False  # the list shows the messages per role too
+
+    list_filter = ("tool", "model", "tenant")
+    search_fields = ("=user_id", "=project")
+    search_help_text = "An exact user_id or project."
+    list_select_related = ("tenant",)
+    list_per_page = 100
+    sessions_display = counter_display("sessions", "sessions")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        by_role = MESSAGES_BY_ROLE if cls.messages_by_role else ()
+        counters = ("requests", "conversations", "messages", *by_role, "input_tokens", "output_tokens", "total_tokens")
+        cls.list_display = (
+            cls.bucket,
+            "tenant",
+            *ROLLUP_KEYS,
+            "sessions_display",
+            *(f"{counter}_display" for counter in counters),
+        )
+        cls.date_hierarchy = cls.bucket
+        cls.ordering = (f"-{cls.bucket}",)
+        cls.fields = cls.readonly_fields = (
+            "tenant",
+            cls.bucket,
+            *ROLLUP_KEYS,
+            "sessions_display",
+            *(f"{field}_display" for field, _ in SESSION_COUNTERS),
+        )
+
+
+@admin.register(UsageHourly)
+class UsageHourlyAdmin(UsageAdmin):
+    """The roll-ups per UTC hour, which grouped statistics read; the usage dashboard is served from here."""
+
+    bucket = "hour"
+    messages_by_role = True
+
+    def get_urls(self):
+        dashboard = path(
+            "dashboard/",
+            self.admin_site.admin_view(lambda request: dashboard_view(request, self)),
+            name="sessions_app_usage_dashboard",
+        )
+        return [dashboard, *super().get_urls()]
+
+
+@admin.register(UsageDaily)
+class UsageDailyAdmin(UsageAdmin):
+    """The hourly roll-ups summed per UTC day: what the dashboard reads."""
+
+    bucket = "day"
+
+
+# The admin index links to the usage dashboard.
+admin.site.index_template = "admin/sessions_app/index.html"
+
+
+@admin.register(ModelPrice)
+class ModelPriceAdmin(admin.ModelAdmin):
+    """List prices per model: edited here, they change every cost shown at once (costs are never stored)."""
+
+    list_display = (
+        "__str__",
+        "provider",
+        "input_usd_per_mtok",
+        "output_usd_per_mtok",
+        "cache_read_usd_per_mtok",
+        "cache_write_usd_per_mtok",
+        "checked_on",
+        "notes_preview",
+    )
+    list_display_links = ("__str__",)
+    list_filter = ("provider", "match")
+    search_fields = ("model", "notes")
+    search_help_text = "Part of the model name or of the notes."
+    ordering = ("provider", "model")
+    fieldsets = (
+        (None, {"fields": (("model", "match"), "provider")}),
+        (
+            "USD per million tokens",
+            {
+                "fields": (
+                    ("input_usd_per_mtok", "output_usd_per_mtok"),
+                    ("cache_read_usd_per_mtok", "cache_write_usd_per_mtok"),
+                )
+            },
+        ),
+        ("Where it comes from", {"fields": ("source", "checked_on", "notes", "updated_at")}),
+    )
+    readonly_fields = ("updated_at",)
+    formfield_overrides = {URLField: {"assume_scheme": "https"}}
+
+    @admin.display(description="notes")
+    def notes_preview(self, obj):
+        return Truncator(obj.notes).chars(80) or EMPTY
