@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 
-from sessions_app.importers.core import (
+from sessions_app.importers.base import (
     JsonLine,
     LogParser,
     ParsedMessage,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from sessions_app.importers.core import (
+from sessions_app.importers.base import (
     JsonLine,
     LogParser,
     ParsedMessage,

@@ -50,8 +50,8 @@ from psycopg.errors import DeadlockDetected, SerializationFailure
 
 from platform_kit.db import update_rows
 from sessions_app.importers import ParsedSession, ParseIssue, ParseResult, describe_layout, parse_file
-from sessions_app.importers.core import read_head
 from sessions_app.importers.detect import explain_detection
+from sessions_app.importers.jsonl import read_head
 from sessions_app.models import ImportedFile, ImportSource, Message, Session, Tenant
 from sessions_app.schema import TOKEN_FIELDS
 from sessions_app.services.messages import messages_append_to_sessions
