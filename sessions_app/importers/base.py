@@ -265,6 +265,29 @@ class LogParser:
     def line_id(self, line: int) -> str:
         return f"{self.source.file_key}:{line}"
 
+    def own_id_or_line_id(self, value: Any, line: int) -> str:
+        """An entry's own id (a non-empty string), else the id of the line it is on."""
+        return value if isinstance(value, str) and value else self.line_id(line)
+
+    def name_subagent_session_from_path(self) -> None:
+        """A sub-agent file's session as its path names it: its own id (`agent-<id>`, else the file key) and
+        its parent's."""
+        source = self.source
+        self.session.agent_session_id = f"agent-{source.agent_id}" if source.agent_id else source.file_key
+        self.session.parent_agent_session_id = source.parent_session_id
+        self.session.is_subagent = True
+
+    def note_session_id(self, session_id: Any) -> None:
+        """A line's session id (Claude Code and Qwen Code write it on every line): the session's own id, or,
+        in a sub-agent file, its parent's."""
+        session = self.session
+        if isinstance(session_id, str) and session_id:
+            if session.is_subagent:
+                if not session.parent_agent_session_id and session_id != session.agent_session_id:
+                    session.parent_agent_session_id = session_id
+            elif not session.agent_session_id:
+                session.agent_session_id = session_id
+
     def carry(self) -> dict:
         state = self.save()
         state["conversation"] = self.conversation
@@ -323,6 +346,29 @@ def as_int(value: Any) -> int | None:
     else:
         count = None
     return count if count is None or count <= MAX_COUNT else None
+
+
+def total_of(input_tokens: int | None, output_tokens: int | None) -> int | None:
+    """A response's total when the log gives none: input + output (cache reads and writes are not in it)."""
+    if input_tokens is None and output_tokens is None:
+        return None
+    return (input_tokens or 0) + (output_tokens or 0)
+
+
+def project_of(cwd: str) -> str:
+    """The project a working directory names: its last part (`/`- or `\\`-separated)."""
+    return cwd.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
+
+
+MAX_OPEN_TOOL_CALLS = 500  # tool calls remembered while their results have not come: the oldest go first
+
+
+def remember_tool_name(tool_names: dict[str, str], call_id: Any, name: Any) -> None:
+    """Note a tool call's name by its id, for the result that names only the id."""
+    if isinstance(call_id, str) and isinstance(name, str):
+        tool_names[call_id] = name
+        while len(tool_names) > MAX_OPEN_TOOL_CALLS:
+            tool_names.pop(next(iter(tool_names)))
 
 
 def join_texts(parts: Iterable[str | None], separator: str = "\n\n") -> str:
