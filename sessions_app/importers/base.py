@@ -2,7 +2,7 @@
 
 Every tool module (claude_code, qwen_code, openclaw) turns the lines of one log file into `ParsedMessage`s
 shaped like the body of `POST /api/v1/sessions/{id}/messages/`, so the importer can hand them to the same
-`messages_append` service the API uses. Nothing here touches the database, reads a file or knows a tool:
+`messages_append` service the API uses. Nothing here touches the database or reads a file:
 `jsonl` reads the lines, `dispatch.parse_file` picks the parser and runs it.
 """
 

@@ -53,7 +53,6 @@ __all__ = [
     "import_files",
     "import_path",
     "import_source_scan",
-    "log_files",
 ]
 
 
