@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 
-from sessions_app.importers.core import (
+from sessions_app.importers.base import (
     JsonLine,
     LogParser,
     ParsedMessage,
@@ -27,6 +27,9 @@ from sessions_app.importers.core import (
     block_text,
     join_texts,
     parse_timestamp,
+    project_of,
+    remember_tool_name,
+    total_of,
 )
 
 # User lines that Claude Code writes for local commands, shell mode and interrupts: not prompts.
@@ -35,7 +38,6 @@ _COMMAND_OUTPUT = re.compile(r"^\s*<(local-command-stdout|local-command-stderr|l
 _BASH = re.compile(r"^\s*<(bash-input|bash-stdout|bash-stderr)>")
 _INTERRUPT = re.compile(r"^\s*\[Request interrupted by user")
 _SYSTEM_MESSAGE_SUBTYPES = {"compact_boundary", "local_command"}
-_MAX_OPEN_TOOL_CALLS = 500
 
 
 class ClaudeCodeParser(LogParser):
@@ -52,9 +54,7 @@ class ClaudeCodeParser(LogParser):
         if not self.session.agent_session_id:
             source = self.source
             if source.is_subagent:
-                self.session.agent_session_id = f"agent-{source.agent_id}" if source.agent_id else source.file_key
-                self.session.parent_agent_session_id = source.parent_session_id
-                self.session.is_subagent = True
+                self.name_subagent_session_from_path()
                 if source.agent_id:
                     self.session.metadata["agent_id"] = source.agent_id
                 self._read_agent_meta()
@@ -106,13 +106,7 @@ class ClaudeCodeParser(LogParser):
 
     def _note_session(self, data: dict) -> None:
         session = self.session
-        session_id = data.get("sessionId")
-        if isinstance(session_id, str) and session_id:
-            if session.is_subagent:
-                if not session.parent_agent_session_id and session_id != session.agent_session_id:
-                    session.parent_agent_session_id = session_id
-            elif not session.agent_session_id:
-                session.agent_session_id = session_id
+        self.note_session_id(data.get("sessionId"))
         agent_id = data.get("agentId")
         if session.is_subagent and isinstance(agent_id, str) and agent_id and "agent_id" not in session.metadata:
             session.metadata["agent_id"] = agent_id
@@ -121,7 +115,7 @@ class ClaudeCodeParser(LogParser):
         cwd = data.get("cwd")
         if isinstance(cwd, str) and cwd and cwd != session.cwd:
             session.cwd = cwd
-            session.project = cwd.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or session.project
+            session.project = project_of(cwd) or session.project
         for key, attr in (("gitBranch", "git_branch"), ("version", "version")):
             value = data.get(key)
             if isinstance(value, str) and value:
@@ -148,8 +142,7 @@ class ClaudeCodeParser(LogParser):
         return metadata
 
     def _emit(self, line: int, data: dict, role: str, content: str, *, suffix: str = "", **fields) -> ParsedMessage:
-        uuid = data.get("uuid")
-        external_id = (uuid if isinstance(uuid, str) and uuid else self.line_id(line)) + suffix
+        external_id = self.own_id_or_line_id(data.get("uuid"), line) + suffix
         message = ParsedMessage(
             role=role,
             content=content,
@@ -202,8 +195,7 @@ class ClaudeCodeParser(LogParser):
             return
         for key in list(self.open):  # a new round: every response of the last one is complete
             self._close(key)
-        uuid = data.get("uuid")
-        self.conversation = f"claude-code:{uuid if isinstance(uuid, str) and uuid else self.line_id(line.number)}"
+        self.conversation = f"claude-code:{self.own_id_or_line_id(data.get('uuid'), line.number)}"
         self._emit(line.number, data, "user", text, metadata=self._metadata(data, kind="prompt"))
 
     def _tool_results(self, line: JsonLine, data: dict, blocks: list, results: list) -> None:
@@ -300,10 +292,9 @@ class ClaudeCodeParser(LogParser):
             self._close(self.lanes[lane])  # this agent has moved on to its next response
         response = self.open.get(key)
         if response is None:
-            uuid = data.get("uuid")
             response = self.open[key] = {
                 "request_id": message_id or api_request_id,
-                "external_id": uuid if isinstance(uuid, str) and uuid else self.line_id(line.number),
+                "external_id": self.own_id_or_line_id(data.get("uuid"), line.number),
                 "lane": lane,
                 "line": line.number,
                 "last_line": line.number,
@@ -336,10 +327,7 @@ class ClaudeCodeParser(LogParser):
             elif kind in ("tool_use", "server_tool_use"):
                 call = {"id": block.get("id"), "name": block.get("name"), "arguments": block.get("input")}
                 response["tool_calls"].append(call)
-                if isinstance(call["id"], str) and isinstance(call["name"], str):
-                    self.tool_names[call["id"]] = call["name"]
-                    while len(self.tool_names) > _MAX_OPEN_TOOL_CALLS:
-                        self.tool_names.pop(next(iter(self.tool_names)))
+                remember_tool_name(self.tool_names, call["id"], call["name"])
         if isinstance(message.get("model"), str):
             response["model"] = message["model"]
         if message.get("stop_reason"):
@@ -378,9 +366,7 @@ class ClaudeCodeParser(LogParser):
             output_tokens=output_tokens,
             cache_read_tokens=as_int(usage.get("cache_read_input_tokens")),
             cache_creation_tokens=as_int(usage.get("cache_creation_input_tokens")),
-            total_tokens=(input_tokens or 0) + (output_tokens or 0)
-            if input_tokens is not None or output_tokens is not None
-            else None,
+            total_tokens=total_of(input_tokens, output_tokens),
             finish_reason=response["stop_reason"],
             metadata=metadata,
             **response["flags"],

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sessions_app.importers.base import LogParser
 from sessions_app.importers.claude_code import ClaudeCodeParser
-from sessions_app.importers.core import LogParser
 from sessions_app.importers.openclaw import OpenClawParser
 from sessions_app.importers.qwen_code import QwenCodeParser
 

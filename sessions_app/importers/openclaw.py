@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 
-from sessions_app.importers.core import (
+from sessions_app.importers.base import (
     JsonLine,
     LogParser,
     ParsedMessage,
@@ -26,6 +26,8 @@ from sessions_app.importers.core import (
     block_text,
     join_texts,
     parse_timestamp,
+    project_of,
+    total_of,
 )
 
 _BLOCK = re.compile(
@@ -165,7 +167,7 @@ class OpenClawParser(LogParser):
             session.agent_session_id = data["id"]
         if isinstance(data.get("cwd"), str):
             session.cwd = data["cwd"]
-            session.project = data["cwd"].rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
+            session.project = project_of(data["cwd"])
         if data.get("version") is not None:
             session.version = str(data["version"])
         parent = data.get("parentSession") or data.get("branchedFrom")
@@ -188,11 +190,10 @@ class OpenClawParser(LogParser):
         return metadata
 
     def _emit(self, line: int, data: dict, role: str, content: str, **fields) -> ParsedMessage:
-        entry_id = data.get("id")
         message = ParsedMessage(
             role=role,
             content=content,
-            external_id=entry_id if isinstance(entry_id, str) and entry_id else self.line_id(line),
+            external_id=self.own_id_or_line_id(data.get("id"), line),
             line=line,
             created_at=parse_timestamp(data.get("timestamp")),
             conversation=self.conversation,
@@ -290,12 +291,11 @@ class OpenClawParser(LogParser):
                 line.number, data, "error", error or join_texts(texts) or "API error", model=model, metadata=metadata
             )
             return
-        entry_id = data.get("id")
         response_id = message.get("responseId")
         request_id = (
             response_id
             if isinstance(response_id, str) and response_id
-            else (entry_id if isinstance(entry_id, str) and entry_id else self.line_id(line.number))
+            else self.own_id_or_line_id(data.get("id"), line.number)
         )
         self._emit(
             line.number,
@@ -311,8 +311,6 @@ class OpenClawParser(LogParser):
             output_tokens=output_tokens,
             cache_read_tokens=as_int(usage.get("cacheRead")),
             cache_creation_tokens=as_int(usage.get("cacheWrite")),
-            total_tokens=(input_tokens or 0) + (output_tokens or 0)
-            if input_tokens is not None or output_tokens is not None
-            else None,
+            total_tokens=total_of(input_tokens, output_tokens),
             metadata=metadata,
         )

@@ -16,18 +16,19 @@ from __future__ import annotations
 
 import json
 
-from sessions_app.importers.core import (
+from sessions_app.importers.base import (
     JsonLine,
     LogParser,
     ParsedMessage,
     as_int,
     join_texts,
     parse_timestamp,
+    project_of,
+    remember_tool_name,
 )
 
 _ASSISTANT_TYPES = {"assistant", "gemini", "model"}
 _NOT_PROMPTS = {"notification", "cron", "goal_runtime"}  # user-role records the CLI itself wrote
-_MAX_OPEN_TOOL_CALLS = 500
 
 
 def _event_kind(name: str) -> str:
@@ -80,10 +81,7 @@ class QwenCodeParser(LogParser):
         self.last_response: dict | None = carry.get("last_response")
         self.tool_names: dict[str, str] = dict(carry.get("tool_names") or {})
         if not self.session.agent_session_id and self.source.is_subagent:
-            source = self.source
-            self.session.agent_session_id = f"agent-{source.agent_id}" if source.agent_id else source.file_key
-            self.session.parent_agent_session_id = source.parent_session_id
-            self.session.is_subagent = True
+            self.name_subagent_session_from_path()
         if self.source.project_dir and not self.session.metadata.get("project_dir"):
             self.session.metadata["project_dir"] = self.source.project_dir
 
@@ -111,19 +109,13 @@ class QwenCodeParser(LogParser):
     # -- helpers -----------------------------------------------------------------------------------
     def _note_session(self, data: dict) -> None:
         session = self.session
-        session_id = data.get("sessionId")
-        if isinstance(session_id, str) and session_id:
-            if session.is_subagent:
-                if not session.parent_agent_session_id and session_id != session.agent_session_id:
-                    session.parent_agent_session_id = session_id
-            elif not session.agent_session_id:
-                session.agent_session_id = session_id
+        self.note_session_id(data.get("sessionId"))
         for key, attr in (("cwd", "cwd"), ("gitBranch", "git_branch"), ("version", "version")):
             value = data.get(key)
             if isinstance(value, str) and value:
                 setattr(session, attr, value)
         if session.cwd:
-            session.project = session.cwd.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
+            session.project = project_of(session.cwd)
         session.seen_at(parse_timestamp(data.get("timestamp")))
 
     def _subagent(self, data: dict) -> bool:
@@ -149,11 +141,10 @@ class QwenCodeParser(LogParser):
         return metadata
 
     def _emit(self, line: int, data: dict, role: str, content: str, *, suffix: str = "", **fields) -> ParsedMessage:
-        uuid = data.get("uuid")
         message = ParsedMessage(
             role=role,
             content=content,
-            external_id=(uuid if isinstance(uuid, str) and uuid else self.line_id(line)) + suffix,
+            external_id=self.own_id_or_line_id(data.get("uuid"), line) + suffix,
             line=line,
             created_at=parse_timestamp(data.get("timestamp")),
             conversation=self.conversation,
@@ -195,8 +186,7 @@ class QwenCodeParser(LogParser):
             # Typed by the user while tools ran: a user message, but part of the current round.
             self._emit(line.number, data, "user", text, metadata=self._metadata(data, kind="mid_turn"))
         else:
-            uuid = data.get("uuid")
-            self.conversation = f"qwen-code:{uuid if isinstance(uuid, str) and uuid else self.line_id(line.number)}"
+            self.conversation = f"qwen-code:{self.own_id_or_line_id(data.get('uuid'), line.number)}"
             self.last_response = None  # telemetry of an earlier round never pairs with this round's records
             self._emit(line.number, data, "user", text, metadata=self._metadata(data, kind="prompt"))
 
@@ -207,10 +197,7 @@ class QwenCodeParser(LogParser):
             if isinstance(part.get("functionCall"), dict):
                 call = part["functionCall"]
                 calls.append({"id": call.get("id"), "name": call.get("name"), "arguments": call.get("args")})
-                if isinstance(call.get("id"), str) and isinstance(call.get("name"), str):
-                    self.tool_names[call["id"]] = call["name"]
-                    while len(self.tool_names) > _MAX_OPEN_TOOL_CALLS:
-                        self.tool_names.pop(next(iter(self.tool_names)))
+                remember_tool_name(self.tool_names, call.get("id"), call.get("name"))
             elif isinstance(part.get("text"), str):
                 (thoughts if part.get("thought") else texts).append(part["text"])
         if isinstance(data.get("thoughts"), list):  # older Gemini-style records
@@ -221,8 +208,7 @@ class QwenCodeParser(LogParser):
         if usage is None and isinstance(data.get("tokens"), dict):
             usage = _legacy_usage(data["tokens"])
         tokens = normalise_usage(usage) if usage else {}
-        uuid = data.get("uuid")
-        request_id = uuid if isinstance(uuid, str) and uuid else self.line_id(line.number)
+        request_id = self.own_id_or_line_id(data.get("uuid"), line.number)
         auth_type = self.auth_type
         metadata = self._metadata(data, kind="response")
         telemetry = self.last_response

@@ -8,8 +8,7 @@ import pytest
 from sessions_app.models import ImportedFile, Message, Session
 from sessions_app.search import messages_index
 from sessions_app.selectors.recount import session_count_drift
-from sessions_app.services import imports
-from sessions_app.services.imports import import_path
+from sessions_app.services.imports import batch, import_path, run
 from tests.conftest import make_client
 from tests.sessions_app.test_imports import (
     CLAUDE,
@@ -31,15 +30,15 @@ LOGS = (CLAUDE, CLAUDE_AGENT, CLAUDE_STREAMING, QWEN, OPENCLAW, SEED)
 def in_processes(settings, monkeypatch):
     """Every import with more than one group of files forks two workers; the calls are counted."""
     settings.ACE_IMPORT_WORKERS = 2
-    monkeypatch.setattr(imports, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(run, "PARALLEL_MIN_BYTES", 0)
     calls = []
-    real = imports._ImportRun._in_processes
+    real = run.ImportRun._in_processes
 
     def counted(self, groups, workers):
         calls.append(workers)
         return real(self, groups, workers)
 
-    monkeypatch.setattr(imports._ImportRun, "_in_processes", counted)
+    monkeypatch.setattr(run.ImportRun, "_in_processes", counted)
     return calls
 
 
@@ -93,20 +92,20 @@ def test_a_worker_process_that_fails_fails_the_import_and_what_it_did_not_commit
     transactional_db, in_processes, monkeypatch, tmp_path
 ):
     api = make_client("failing")
-    real = imports.messages_append_to_sessions
+    real = batch.messages_append_to_sessions
 
     def failing(*, appends, **kwargs):
         if any(session.tool == "qwen-code" for session, _ in appends):
             raise RuntimeError("the database went away")
         return real(appends=appends, **kwargs)
 
-    monkeypatch.setattr(imports, "messages_append_to_sessions", failing)
+    monkeypatch.setattr(batch, "messages_append_to_sessions", failing)
     with pytest.raises(RuntimeError, match="the database went away"):
         import_path(tenant=api.tenant, path=tree(tmp_path))
     assert in_processes == [2]
     assert not Session.objects.filter(tenant=api.tenant, tool="qwen-code").exists()
 
-    monkeypatch.setattr(imports, "messages_append_to_sessions", real)
+    monkeypatch.setattr(batch, "messages_append_to_sessions", real)
     import_path(tenant=api.tenant, path=tmp_path)
     qwen = Session.objects.get(tenant=api.tenant, tool="qwen-code")
     assert {name: stats(api, qwen)[name] for name in COUNTERS}["messages"] > 0

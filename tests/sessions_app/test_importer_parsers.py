@@ -18,7 +18,7 @@ from sessions_app.importers import (
     explain_detection,
     parse_file,
 )
-from sessions_app.importers.core import as_int
+from sessions_app.importers.base import as_int
 from sessions_app.importers.openclaw import feishu_context, parse_inbound_metadata
 from sessions_app.importers.qwen_code import normalise_usage
 

@@ -22,7 +22,7 @@ from sessions_app.importers import count_usage, parse_file
 from sessions_app.models import Conversation, ImportedFile, ImportSource, Message, Session
 from sessions_app.selectors.recount import session_count_drift
 from sessions_app.services import imports
-from sessions_app.services.imports import ImportPathError, import_path
+from sessions_app.services.imports import ImportPathError, batch, import_path, plan
 from sessions_app.tasks import collect_imports
 from tests.conftest import make_client
 
@@ -250,9 +250,9 @@ def test_a_replaced_or_truncated_file_is_read_again_from_the_start_without_dupli
 
 def test_a_chunk_that_fails_is_rolled_back_whole_and_the_next_import_goes_on(api, tmp_path, monkeypatch):
     path = copy(CLAUDE_STREAMING, tmp_path)
-    monkeypatch.setattr(imports, "CHUNK_BYTES", 600)  # several chunks
+    monkeypatch.setattr(plan, "CHUNK_BYTES", 600)  # several chunks
     calls = {"n": 0}
-    real_append = imports.messages_append_to_sessions
+    real_append = batch.messages_append_to_sessions
 
     def failing_append(**kwargs):
         calls["n"] += 1
@@ -260,7 +260,7 @@ def test_a_chunk_that_fails_is_rolled_back_whole_and_the_next_import_goes_on(api
             raise RuntimeError("the database went away")
         return real_append(**kwargs)
 
-    monkeypatch.setattr(imports, "messages_append_to_sessions", failing_append)
+    monkeypatch.setattr(batch, "messages_append_to_sessions", failing_append)
     with pytest.raises(RuntimeError):
         import_path(tenant=api.tenant, path=path)
     record = ImportedFile.objects.get(tenant=api.tenant)
@@ -268,7 +268,7 @@ def test_a_chunk_that_fails_is_rolled_back_whole_and_the_next_import_goes_on(api
     assert 0 < record.offset < path.stat().st_size  # the first chunk committed, the failed one did not
     assert record.messages_imported == session.messages == Message.objects.filter(session=session).count()
 
-    monkeypatch.setattr(imports, "messages_append_to_sessions", real_append)
+    monkeypatch.setattr(batch, "messages_append_to_sessions", real_append)
     import_path(tenant=api.tenant, path=path)
     assert stats(api, session) == expected(parse_file(DATA / CLAUDE_STREAMING).messages)
     session.refresh_from_db()
@@ -282,7 +282,7 @@ def test_a_batch_that_meets_a_deadlock_is_read_again_and_counts_once(api, tmp_pa
 
     copy(CLAUDE, tmp_path)
     copy(CLAUDE_AGENT, tmp_path)
-    real_append = imports.messages_append_to_sessions
+    real_append = batch.messages_append_to_sessions
     calls = {"n": 0}
 
     def deadlocked_once(**kwargs):
@@ -291,7 +291,7 @@ def test_a_batch_that_meets_a_deadlock_is_read_again_and_counts_once(api, tmp_pa
             raise OperationalError("deadlock detected") from psycopg.errors.DeadlockDetected("deadlock detected")
         return real_append(**kwargs)
 
-    monkeypatch.setattr(imports, "messages_append_to_sessions", deadlocked_once)
+    monkeypatch.setattr(batch, "messages_append_to_sessions", deadlocked_once)
     summary = import_path(tenant=api.tenant, path=tmp_path)
     assert calls["n"] == 2 and (summary.sessions_created, summary.files_refused) == (1, 0)
     session = only_session(api)  # made again by the second try, once
@@ -388,14 +388,14 @@ def test_a_path_that_does_not_exist_is_an_error(api, tmp_path):
 def test_an_unreadable_file_is_refused_and_the_others_imported(api, tmp_path, monkeypatch):
     copy(SEED, tmp_path)
     locked = copy(QWEN, tmp_path)
-    real_parse = imports.parse_file
+    real_parse = batch.parse_file
 
     def parse(path, **kwargs):
         if path == locked:
             raise PermissionError(13, "Permission denied")
         return real_parse(path, **kwargs)
 
-    monkeypatch.setattr(imports, "parse_file", parse)
+    monkeypatch.setattr(batch, "parse_file", parse)
     summary = import_path(tenant=api.tenant, path=tmp_path)
     assert (summary.files_imported, summary.files_refused) == (1, 1)
     assert next(f.reason for f in summary.files if f.status == "refused") == "cannot read the file: Permission denied"

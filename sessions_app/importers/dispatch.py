@@ -1,0 +1,145 @@
+"""`parse_file`: one agent log from a byte offset, through the parser of the tool that wrote it.
+
+Incremental imports: `parse_file` reads from a byte offset and returns the offset just after the last
+line it consumed plus a small JSON-serialisable `carry` dict. Store both; pass them back next time. The
+carry holds what must survive between two calls on one file (the session header, the current
+conversation, a streamed response whose lines straddle the offset, unresolved tool calls), so parsing a
+file in several steps gives exactly the messages that one pass gives. See docs/accounting.md.
+
+This module sits above the parsers: it imports `detect` (which imports every tool module), and the tool
+modules import only `base` and `jsonl`, so nothing imports back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sessions_app.importers.base import TOOLS, LogParser, ParseIssue, ParseResult, SourceFile
+from sessions_app.importers.detect import PARSERS, describe_layout, explain_detection
+from sessions_app.importers.jsonl import JsonlReader, count_lines_before, read_head
+
+CARRY_VERSION = 1
+
+
+def parse_file(
+    path: str | Path,
+    *,
+    start_offset: int = 0,
+    tool: str | None = None,
+    carry: dict | None = None,
+    flush: bool = False,
+    max_bytes: int | None = None,
+) -> ParseResult:
+    """Parse one agent log from `start_offset`.
+
+    `tool` forces the format ("claude-code", "qwen-code", "openclaw"); otherwise it is detected from the
+    path and the first lines. `carry` is what the previous call returned for the same file and offset.
+    `flush=True` also emits a streamed response whose last line has not arrived yet (use it when the
+    file is known to be finished, e.g. its session ended or it has not changed for a while).
+    `max_bytes` reads a chunk: it stops at the first line starting `max_bytes` or more after
+    `start_offset` (`ParseResult.complete` is then False and `flush` is ignored); the next call continues
+    from `end_offset` with the returned carry, and the chunks together give what one pass gives."""
+    path = Path(path)
+    carry = dict(carry or {})
+    issues: list[ParseIssue] = []
+
+    def failed(message: str, level: str = "error") -> ParseResult:
+        issues.append(ParseIssue(str(path), 0, message, level))
+        return ParseResult(None, [], issues, start_offset, 0, carry)
+
+    if tool is not None and tool not in TOOLS:
+        return failed(f"unknown tool {tool!r}; use one of {', '.join(TOOLS)}")
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        return failed(f"cannot read the file: {error.strerror or error}")
+    if start_offset < 0 or start_offset > size:
+        return failed(
+            f"the saved offset {start_offset} is beyond the end of the file ({size} bytes): "
+            "it was truncated or replaced; import it again from offset 0"
+        )
+
+    if carry:
+        if carry.get("v", CARRY_VERSION) != CARRY_VERSION:
+            issues.append(ParseIssue(str(path), 0, "the carry is from another parser version; ignored", "warning"))
+            carry = {}
+        elif "offset" in carry and carry["offset"] != start_offset:
+            issues.append(
+                ParseIssue(
+                    str(path),
+                    0,
+                    f"the carry was saved at offset {carry['offset']}, not {start_offset}; ignored",
+                    "warning",
+                )
+            )
+            carry = {}
+
+    layout = describe_layout(path)
+    resolved = tool or carry.get("tool")
+    if resolved is None:
+        head = read_head(path)
+        if not any(line.strip() for line in head):
+            # Nothing to judge by yet: an empty file, or one whose first line is still being written.
+            return failed("not a recognised agent log yet: the file has no complete line", "warning")
+        detection = explain_detection(path, head)
+        if detection.tool is None:
+            return failed(f"not a recognised agent log: {detection.reason}")
+        resolved = detection.tool
+
+    if "line" in carry:
+        first_line = int(carry["line"]) + 1
+    else:
+        first_line = count_lines_before(path, start_offset) + 1 if start_offset else 1
+    if start_offset:
+        with path.open("rb") as handle:
+            handle.seek(start_offset - 1)
+            if handle.read(1) != b"\n":
+                issues.append(
+                    ParseIssue(str(path), first_line, f"offset {start_offset} is not at a line start", "warning")
+                )
+
+    source = SourceFile(
+        path=path,
+        file_key=layout.file_key,
+        is_subagent=layout.is_subagent,
+        parent_session_id=layout.parent_session_id,
+        agent_id=layout.agent_id,
+        project_dir=layout.project_dir,
+    )
+    parser: LogParser = PARSERS[resolved](source, carry)
+    reader = JsonlReader(
+        path,
+        start_offset=start_offset,
+        first_line=first_line,
+        line_open=bool(carry.get("line_open")),
+        max_bytes=max_bytes,
+    )
+    for line in reader:
+        parser.feed(line)
+    parser.read_to_end = not reader.stopped_early
+    pending = parser.finish(flush=flush and parser.read_to_end)
+
+    issues.extend(reader.issues)
+    issues.extend(parser.issues)
+    issues.sort(key=lambda issue: issue.line)
+    new_carry = parser.carry()
+    new_carry.update(
+        {
+            "v": CARRY_VERSION,
+            "tool": resolved,
+            "offset": reader.end_offset,
+            "line": reader.next_line - 1,
+            "line_open": reader.line_open,
+        }
+    )
+    return ParseResult(
+        session=parser.session,
+        messages=parser.messages,
+        issues=issues,
+        end_offset=reader.end_offset,
+        lines_read=reader.lines_read,
+        carry=new_carry,
+        tool=resolved,
+        pending=pending,
+        complete=parser.read_to_end,
+    )

@@ -1,0 +1,140 @@
+"""Importing agent logs (Claude Code, Qwen Code, OpenClaw) from files on disk into sessions and messages.
+
+`import_path` walks a file or a directory tree and imports every log file it has not fully read yet:
+
+- Each file's tool is detected on its own (a directory may mix tools); a file no parser recognises is
+  refused with the reason, and nothing is read from it.
+- A file is read from where the last import stopped: `ImportedFile` keeps the byte offset and the parser's
+  carry. A file that was replaced or truncated (its fingerprint or size no longer match) is read again
+  from the start; the messages' external ids make that safe (nothing is stored twice).
+- Files are read in batches of up to `CHUNK_BYTES` of new log and `BATCH_FILES` files (a bigger file over
+  several batches). Each batch is one transaction: its files' rows locked, their messages stored with one
+  call of the message service (`messages_append_to_sessions`: every counter and roll-up maintained the
+  usual way, one statement per table for all the batch's sessions), and the new offsets and carries, all
+  commit together, so a crash loses or repeats nothing.
+- A big import (more than `PARALLEL_MIN_BYTES`) runs in `ACE_IMPORT_WORKERS` forked processes, each taking
+  whole groups (a session's file and its sub-agent files), each with its own database connection; the
+  collector's too, from inside a Celery pool process.
+- The messages of a sub-agent file (and sidechains) go to the session that spawned them, flagged in their
+  metadata (see docs/accounting.md).
+
+The CLI (`manage.py ace_import`), the upload endpoint (`POST /api/v1/imports/`) and the collector
+(`sessions_app.tasks.collect_imports`, over every enabled `ImportSource`) all call this package. Its modules:
+`plan` (which files, in which order, what is new in each), `batch` (one batch in one transaction),
+`sessions` (the sessions the files go to), `workers` (the forked processes), `run` (one import, from the
+plan to the summary) and `summary` (what an import reports).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from sessions_app.importers import ParseIssue, describe_layout
+from sessions_app.models import ImportedFile, ImportSource, Tenant
+from sessions_app.services.imports.plan import ImportOptions, file_refusal, log_files
+from sessions_app.services.imports.run import PARALLEL_MIN_BYTES, ImportRun
+from sessions_app.services.imports.summary import MAX_ISSUES, FileResult, ImportSummary, format_issue
+
+__all__ = [
+    "MAX_ISSUES",
+    "PARALLEL_MIN_BYTES",
+    "FileResult",
+    "ImportPathError",
+    "ImportSummary",
+    "file_refusal",
+    "format_issue",
+    "import_files",
+    "import_path",
+    "import_source_scan",
+]
+
+
+class ImportPathError(Exception):
+    """The path to import does not exist or cannot be read."""
+
+
+def import_path(
+    *,
+    tenant: Tenant,
+    path: str | Path,
+    tool: str = "auto",
+    user_id: str | None = None,
+    source: ImportSource | None = None,
+    uploaded: bool = False,
+) -> ImportSummary:
+    """Import a log file or every log file under a directory. Safe to run again: only what is new is read.
+
+    `tool` forces a format ("auto" detects it per file). `user_id` attributes new sessions to a user;
+    without it, a session belongs to the user the log names (an OpenClaw Feishu sender), else the user
+    whose home directory the agent ran in (`/home/<user>/…`, `/Users/<user>/…` in the log's cwd), else
+    the owner of the file (not for uploads), else "unknown". `uploaded` marks files received through the
+    API, which have no meaningful owner. Raises ImportPathError when `path` does not exist."""
+    root = Path(path).expanduser().absolute()
+    if not root.exists():
+        raise ImportPathError(f"{root}: no such file or directory")
+    try:
+        files = log_files(root)
+    except OSError as error:
+        raise ImportPathError(f"{root}: {error.strerror or error}") from error
+    if root.is_file():
+        known = ImportedFile.objects.filter(tenant=tenant, path=str(root))
+    else:
+        known = ImportedFile.objects.filter(tenant=tenant, path__startswith=str(root).rstrip(os.sep) + os.sep)
+    return _import_files(
+        tenant=tenant, files=files, known=known, tool=tool, user_id=user_id, source=source, uploaded=uploaded
+    )
+
+
+def import_files(*, tenant: Tenant, paths: list[Path], tool: str = "auto", user_id: str | None = None) -> ImportSummary:
+    """Import files received through the API (their owner on this server says nothing about the user),
+    sessions before sub-agent files."""
+    files = sorted((Path(p).absolute() for p in paths), key=lambda p: (describe_layout(p).is_subagent, str(p)))
+    known = ImportedFile.objects.filter(tenant=tenant, path__in=[str(p) for p in files])
+    return _import_files(tenant=tenant, files=files, known=known, tool=tool, user_id=user_id, uploaded=True)
+
+
+def _import_files(*, tenant, files, known, tool, user_id, source=None, uploaded=False) -> ImportSummary:
+    options = ImportOptions(
+        tenant=tenant,
+        tool=None if tool in ("", "auto", None) else tool,
+        user_id=user_id or "",
+        source=source,
+        uploaded=uploaded,
+        idle=timedelta(seconds=settings.ACE_IMPORT_IDLE_SECONDS),
+    )
+    run = ImportRun(options=options, records={record.path: record for record in known})
+    run.sessions.load(files)
+    return run.import_all(files, workers=settings.ACE_IMPORT_WORKERS)
+
+
+def import_source_scan(*, source: ImportSource) -> ImportSummary | None:
+    """Scan one import source; None when another scan of it is still running (the collector skips it)."""
+    lock_key = int.from_bytes(
+        hashlib.sha256(f"ace-import-source:{source.pk}".encode()).digest()[:8], "big", signed=True
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [lock_key])
+        if not cursor.fetchone()[0]:
+            return None
+    try:
+        try:
+            summary = import_path(
+                tenant=source.tenant, path=source.path, tool=source.tool, user_id=source.user_id, source=source
+            )
+        except ImportPathError as error:
+            summary = ImportSummary()
+            summary.add_issues([ParseIssue(source.path, 0, f"not scanned: {error}")])
+        report = summary.as_dict()
+        report["files"] = [f for f in report["files"] if f["status"] != "unchanged"][:MAX_ISSUES]
+        ImportSource.objects.filter(pk=source.pk).update(last_scan_at=timezone.now(), last_summary=report)
+        return summary
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [lock_key])

@@ -1,0 +1,91 @@
+"""One import run: the files' rows and sessions loaded once, the files planned in phases of groups, each phase
+read batch after batch in this process or in worker processes, and the summary of it all."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from sessions_app.models import ImportedFile
+from sessions_app.services.imports.batch import BatchImporter
+from sessions_app.services.imports.plan import BatchPlanner, FileReport, ImportOptions, bytes_to_read, work_plan
+from sessions_app.services.imports.sessions import SessionResolver, SpawnRounds
+from sessions_app.services.imports.summary import ImportSummary
+from sessions_app.services.imports.workers import fewer_gc_collections, groups_in_processes, parallel_possible
+
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024  # less to read is quicker in one process than to start others
+
+
+class ImportRun:
+    """One import: the files' rows and sessions loaded once, then the files read in batches (one transaction
+    each: up to CHUNK_BYTES of log, up to BATCH_FILES files) by one or more workers."""
+
+    def __init__(self, *, options: ImportOptions, records: dict[str, ImportedFile]):
+        self.options = options
+        self.records = records  # the files' rows as last committed, by path
+        self.sessions = SessionResolver(options=options)
+        self.spawns = SpawnRounds(sessions=self.sessions, tool=options.tool)
+        self.reports: dict[Path, FileReport] = {}
+        self.totals: list[ImportSummary] = []
+
+    def import_all(self, files: list[Path], *, workers: int) -> ImportSummary:
+        """Import every file; the summary lists them in the order given.
+
+        With `workers` > 1, enough to read (PARALLEL_MIN_BYTES) and no transaction of the caller's open, that
+        many processes (forked: they start at once, with this process's settings) read groups of files side
+        by side, each with its own database connection — parsing is Python, so threads would take turns."""
+        with fewer_gc_collections():
+            for phase in work_plan(files):
+                if self._parallel(phase, workers):
+                    self._in_processes(phase, min(workers, len(phase)))
+                else:
+                    self._work(functools.partial(next, iter(phase), None))
+        summary = ImportSummary()
+        for path in files:
+            report = self.reports.get(path)
+            if report is None:
+                continue
+            summary.add_issues(report.issues)
+            summary.add_file(report.result)
+            summary.lines_read += report.lines_read
+            summary.bytes_read += report.bytes_read
+        for totals in self.totals:
+            summary.sessions_created += totals.sessions_created
+            summary.messages += totals.messages
+            summary.requests += totals.requests
+            summary.tokens.update(totals.tokens)
+        return summary
+
+    def _parallel(self, groups: list[list[Path]], workers: int) -> bool:
+        return (
+            workers > 1
+            and len(groups) > 1
+            and parallel_possible()
+            and bytes_to_read(groups, self.records) >= PARALLEL_MIN_BYTES
+        )
+
+    def _in_processes(self, groups: list[list[Path]], workers: int) -> None:
+        for reports, totals in groups_in_processes(groups, workers=workers, work=self._in_worker_process):
+            self.reports.update(reports)
+            self.totals.append(totals)
+        self.sessions.forget_absent()  # the workers made sessions this process has not seen
+
+    def _in_worker_process(self, next_group, stopped) -> tuple[dict[Path, FileReport], ImportSummary]:
+        """What one forked worker does with this run (its own copy): its groups, then its reports and totals."""
+        self.reports, self.totals = {}, []
+        self._work(next_group, stopped=stopped)
+        return self.reports, self.totals[0]
+
+    def _work(self, next_group, stopped=lambda: False) -> None:
+        """Take groups of files and import them, batch after batch, until none is left (or `stopped()`)."""
+        totals = ImportSummary()
+        self.totals.append(totals)
+        planner = BatchPlanner(options=self.options, records=self.records, reports=self.reports)
+        batches = BatchImporter(options=self.options, records=self.records, sessions=self.sessions, spawns=self.spawns)
+        pending: list[Path] = []  # files of the groups taken, in order; a file read in part stays first
+        while not stopped():
+            batch = planner.next_batch(pending, next_group)
+            if not batch:
+                return
+            done = batches.import_batch(batch, totals)
+            pending[:0] = [file.path for file in batch if file not in done]
