@@ -117,10 +117,11 @@ def index_after_commit(ids) -> None:
         return
 
     def enqueue():
-        from sessions_app.tasks import index_messages
-
         enqueue_or_leave_to_sweep(
-            index_messages, ids, what=f"indexing of {len(ids)} messages", sweep="index_pending_messages"
+            "sessions_app.tasks.index_messages",
+            ids,
+            what=f"indexing of {len(ids)} messages",
+            sweep="index_pending_messages",
         )
 
     transaction.on_commit(enqueue)

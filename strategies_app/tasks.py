@@ -15,9 +15,10 @@ from django.conf import settings
 from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 
-from platform_kit.tasks import enqueue_or_leave_to_sweep
 from sessions_app.models import Session
 from strategies_app.models import RunStatus, Strategy, StrategyRun, Trigger, Watermark
+from strategies_app.services.runs import run_enqueue, run_execute, run_request
+from strategies_app.triggers import enabled_strategies, messages_evaluate
 
 logger = logging.getLogger(__name__)
 
@@ -25,16 +26,8 @@ MAX_RETRIES = 4
 BACKOFF = 10  # seconds, doubled each retry (10, 20, 40, 80), with jitter
 
 
-def run_enqueue(run_id) -> None:
-    """Queue a run without ever failing the write that asked for it: a run a broker outage kept from the
-    queue is still `queued` in the database, and runs_requeue sends it again."""
-    enqueue_or_leave_to_sweep(run_strategy, str(run_id), what=f"strategy run {run_id}", sweep="runs_requeue")
-
-
 @shared_task(bind=True, acks_late=True, max_retries=MAX_RETRIES, time_limit=300, soft_time_limit=240)
 def run_strategy(self, run_id: str) -> str:
-    from strategies_app.services.runs import run_execute
-
     try:
         run = run_execute(run_id)
     except StrategyRun.DoesNotExist:
@@ -66,8 +59,6 @@ def sessions_messages_triggers(entries: list[list]) -> int:
     one write (queued by the messages_appended receiver). A session whose evaluation fails is logged and
     the others go on; a lost evaluation costs latency only: the strategy's schedule reads every message it
     has not read. Returns how many sessions were evaluated."""
-    from strategies_app.triggers import enabled_strategies, messages_evaluate
-
     done = 0
     strategies: dict[str, list[Strategy]] = {}  # by tenant: a write's sessions are mostly one tenant's
     for session_id, tenant_id, message_ids in entries:
@@ -90,8 +81,6 @@ def sessions_messages_triggers(entries: list[list]) -> int:
 def messages_triggers(session_id: str, tenant_id: str, message_ids: list[str]) -> None:
     """One session's triggers: what writes queued before sessions_messages_triggers existed (kept so that
     such tasks still waiting in a broker run after an upgrade)."""
-    from strategies_app.triggers import messages_evaluate
-
     messages_evaluate(session_id=session_id, tenant_id=tenant_id, message_ids=message_ids)
 
 
@@ -99,8 +88,6 @@ def messages_triggers(session_id: str, tenant_id: str, message_ids: list[str]) -
 def strategy_scheduled(strategy_id: str, limit: int = 1000) -> int:
     """The strategy's periodic run (django-celery-beat): queue a run for every recently active session
     with messages the strategy has not read. Returns how many were queued."""
-    from strategies_app.services.runs import run_request
-
     strategy = Strategy.objects.filter(pk=strategy_id, enabled=True).select_related("tenant").first()
     if strategy is None:
         return 0

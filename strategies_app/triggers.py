@@ -116,8 +116,6 @@ TRIGGER_TASK_SESSIONS = 50
 def messages_appended_trigger(sender, *, appended, **kwargs):
     """Receiver: scoring reads the new messages back and may queue runs, so it happens in the worker
     (tasks.sessions_messages_triggers), never in the write — an import or a bulk append does not wait."""
-    from strategies_app.tasks import sessions_messages_triggers
-
     entries = [
         [str(entry.session_id), str(entry.tenant_id), [str(pk) for pk in entry.message_ids]]
         for entry in appended
@@ -126,7 +124,7 @@ def messages_appended_trigger(sender, *, appended, **kwargs):
     for start in range(0, len(entries), TRIGGER_TASK_SESSIONS):
         part = entries[start : start + TRIGGER_TASK_SESSIONS]
         enqueue_or_leave_to_sweep(
-            sessions_messages_triggers,
+            "strategies_app.tasks.sessions_messages_triggers",
             part,
             what=f"triggers for {len(part)} sessions",
             sweep="each strategy's scheduled run",

@@ -1,16 +1,15 @@
 """Agent-log importers: one module per tool (claude_code, qwen_code, openclaw) on a shared base.
 
 `base` holds the normalised output and the parser base class, `jsonl` reads log lines from an offset,
-`detect` tells which tool wrote a file, `dispatch.parse_file` runs that tool's parser, and `counting`
-says what the ingest will count.
+`detect` tells which tool wrote a file, and `dispatch.parse_file` runs that tool's parser.
 
 `parse_file` reads a log from a byte offset into `ParsedMessage`s shaped like the messages API body; the
-import command hands them to `services.messages.messages_append`. Parsing never touches the database.
-See docs/accounting.md for how lines become messages, requests and conversations.
+import (`services.imports`) hands them to the message service, which counts them by the rules of
+`sessions_app.accounting` (its `count_usage` says what a list of them will count). Parsing never touches the
+database. See docs/accounting.md for how lines become messages, requests and conversations.
 """
 
 from sessions_app.importers.base import TOOLS, ParsedMessage, ParsedSession, ParseIssue, ParseResult
-from sessions_app.importers.counting import count_usage
 from sessions_app.importers.detect import Detection, describe_layout, detect_tool, explain_detection
 from sessions_app.importers.dispatch import parse_file
 
@@ -21,7 +20,6 @@ __all__ = [
     "ParseResult",
     "ParsedMessage",
     "ParsedSession",
-    "count_usage",
     "describe_layout",
     "detect_tool",
     "explain_detection",

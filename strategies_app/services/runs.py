@@ -19,6 +19,7 @@ from django.db.models import F, Min
 from django.utils import timezone
 
 from memory_app.selectors.records import records_related
+from platform_kit.tasks import enqueue_or_leave_to_sweep
 from sessions_app.models import Message, Session, Turn, TurnStatus
 from sessions_app.services.state import state_get
 from strategies_app.extractors.base import ExtractionContext, SourceMessage
@@ -44,8 +45,6 @@ def run_request(
 ) -> StrategyRun:
     """Queue a run of the strategy's current version (on commit). A run of the same strategy, session and
     trigger that is still waiting absorbs the request: it will read the new messages anyway."""
-    from strategies_app.tasks import run_enqueue
-
     if not strategy.enabled:
         raise StrategyDisabled(f"The strategy {strategy.name!r} is disabled; enable it to run it.")
     if session is not None and not state_changes and trigger != Trigger.MANUAL:
@@ -67,6 +66,14 @@ def run_request(
     )
     transaction.on_commit(lambda: run_enqueue(run.pk))
     return run
+
+
+def run_enqueue(run_id) -> None:
+    """Queue a run without ever failing the write that asked for it: a run a broker outage kept from the
+    queue is still `queued` in the database, and runs_requeue sends it again."""
+    enqueue_or_leave_to_sweep(
+        "strategies_app.tasks.run_strategy", str(run_id), what=f"strategy run {run_id}", sweep="runs_requeue"
+    )
 
 
 @dataclass

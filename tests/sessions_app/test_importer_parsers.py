@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from sessions_app.accounting import count_usage
 from sessions_app.api.serializers import MessageInSerializer
 from sessions_app.importers import (
     ParsedMessage,
-    count_usage,
     describe_layout,
     detect_tool,
     explain_detection,

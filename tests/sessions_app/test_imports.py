@@ -18,7 +18,8 @@ from django.core.management import call_command
 from django.urls import reverse
 from django_celery_beat.models import PeriodicTask
 
-from sessions_app.importers import count_usage, parse_file
+from sessions_app.accounting import count_usage
+from sessions_app.importers import parse_file
 from sessions_app.models import Conversation, ImportedFile, ImportSource, Message, Session
 from sessions_app.selectors.recount import session_count_drift
 from sessions_app.services import imports

@@ -1,0 +1,95 @@
+"""The dependency rule of docs/architecture.md, checked on every import statement (those inside functions too):
+platform_kit imports no app; strategies_app → memory_app → sessions_app, never back; no app reaches into another
+app's admin or API for tools; and no module imports itself again through others."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("platform_kit", "sessions_app", "memory_app", "strategies_app", "aceproject")
+# What each package may import, besides itself and the platform kit.
+ALLOWED = {
+    "platform_kit": set(),
+    "sessions_app": set(),
+    "memory_app": {"sessions_app"},
+    "strategies_app": {"memory_app", "sessions_app"},
+    "aceproject": {"sessions_app", "memory_app", "strategies_app"},
+}
+# An app's surfaces: what no other app imports (the kit holds what they share).
+SURFACES = ("admin", "api", "views", "serializers", "urls")
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if "migrations" in path.parts:
+                continue
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            modules[name.removesuffix(".__init__")] = path
+    return modules
+
+
+def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Each module's imports of the project's own modules (a `from package import module` names the module)."""
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets |= {resolve(f"{node.module}.{alias.name}") for alias in node.names}
+            elif isinstance(node, ast.Import):
+                targets |= {resolve(alias.name) for alias in node.names}
+        graph[name] = {target for target in targets if target and target != name}
+    return graph
+
+
+def test_every_import_follows_the_dependency_rule():
+    graph = _imports(_modules())
+    wrong = []
+    for module, targets in graph.items():
+        package = module.split(".")[0]
+        for target in targets:
+            other = target.split(".")[0]
+            if other in (package, "platform_kit"):
+                continue
+            if other not in ALLOWED[package]:
+                wrong.append(f"{module} imports {target}: {package} may not depend on {other}")
+            elif package != "aceproject" and set(target.split(".")[1:2]) & set(SURFACES):
+                wrong.append(f"{module} imports {target}: another app's {target.split('.')[1]} (use platform_kit)")
+    assert wrong == []
+    assert len(graph) > 100  # the walk found the project
+
+
+def test_no_module_imports_itself_through_others():
+    graph = _imports(_modules())
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(module):  # Tarjan's strongly connected components
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in graph[module]:
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = set()
+            while not component or module not in component:
+                component.add(stack.pop())
+            on_stack.difference_update(component)
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in graph:
+        if module not in index:
+            visit(module)
+    assert cycles == []
