@@ -498,7 +498,7 @@ def storage_floor(tenant, tree_bytes: int, connections: int = 1) -> dict:
     from django.db import connection
 
     from sessions_app.models import Message
-    from sessions_app.services.messages import _FlushingWriter
+    from platform_kit.db import FlushingCopyWriter
 
     columns = ", ".join(f'"{f.column}"' for f in Message._meta.concrete_fields if not f.generated)
     with connection.cursor() as cursor:
@@ -536,7 +536,7 @@ def storage_floor(tenant, tree_bytes: int, connections: int = 1) -> dict:
         with benchlib.psycopg_connect() as conn, conn.cursor() as cursor:
             cursor.execute("SET ace.defer_search = 'on'")  # as an import does
             sql = f"COPY bench_imports_floor ({columns}) FROM STDIN (FORMAT BINARY)"
-            with cursor.copy(sql, writer=_FlushingWriter(cursor)) as copy:
+            with cursor.copy(sql, writer=FlushingCopyWriter(cursor)) as copy:
                 for start in range(0, len(part), 1 << 20):
                     copy.write(part[start : start + (1 << 20)])
             conn.commit()  # the deferred foreign-key checks run here

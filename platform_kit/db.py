@@ -167,7 +167,7 @@ class _JsonbDumper(JsonbBinaryDumper):
         return b"\x01" + _json_dumps(obj)
 
 
-class _FlushingWriter(LibpqWriter):
+class FlushingCopyWriter(LibpqWriter):
     """Sends each buffer of a COPY before taking the next. psycopg's writer leaves the sending to libpq, which
     keeps what the socket did not take and moves the rest of its buffer down after every partial send:
     while PostgreSQL is slower than the rows are made (an import), that backlog grows to megabytes and
@@ -242,7 +242,7 @@ def copy_insert(model, objects: list) -> None:
     with connection.cursor() as cursor:
         cursor.cursor.adapters.register_dumper(dict, _JsonbDumper)
         cursor.cursor.adapters.register_dumper(list, _JsonbDumper)
-        with cursor.cursor.copy(plan.sql, writer=_FlushingWriter(cursor.cursor)) as copy:
+        with cursor.cursor.copy(plan.sql, writer=FlushingCopyWriter(cursor.cursor)) as copy:
             copy.set_types(plan.types)
             write_row = copy.write_row
             for obj in objects:

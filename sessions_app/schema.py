@@ -60,3 +60,5 @@ MESSAGE_INPUT_FIELDS = (
     "attachments",
     "thinking_mode",
 )
+# What a chat turn's completion adds to its two messages (../shared/seeds/003).
+MESSAGE_TURN_FIELDS = ("skill_names", "tool_names", "max_tokens", "temperature", "api_calls")

@@ -13,7 +13,7 @@ from platform_kit.api.fields import (
     StrictNumberField,
 )
 from sessions_app.models import Conversation, Message, Role, Session, StateVersion, Turn
-from sessions_app.schema import MESSAGE_TEXT_LIMITS, STATS_FIELDS
+from sessions_app.schema import MESSAGE_INPUT_FIELDS, MESSAGE_TEXT_LIMITS, MESSAGE_TURN_FIELDS, STATS_FIELDS
 
 
 # -- sessions ---------------------------------------------------------------------------------------
@@ -125,31 +125,8 @@ class MessageSerializer(serializers.ModelSerializer):
             "session",
             "conversation",
             "seq",
-            "role",
-            "content",
-            "thinking",
-            "tool_calls",
-            "tool_name",
-            "auth_type",
-            "request_id",
-            "model",
-            "finish_reason",
-            "input_tokens",
-            "output_tokens",
-            "cache_read_tokens",
-            "cache_creation_tokens",
-            "total_tokens",
-            "elapsed_ms",
-            "external_id",
-            "feishu_conversation_id",
-            "metadata",
-            "attachments",
-            "thinking_mode",
-            "skill_names",
-            "tool_names",
-            "max_tokens",
-            "temperature",
-            "api_calls",
+            *MESSAGE_INPUT_FIELDS,
+            *MESSAGE_TURN_FIELDS,
             "created_at",
             "received_at",
         ]

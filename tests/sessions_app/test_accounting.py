@@ -14,6 +14,7 @@ from sessions_app.models import Message, Role, Session, UsageHourly
 from sessions_app.schema import MESSAGE_TEXT_LIMITS, ROLES, ROLLUP_FIELDS, STATS_FIELDS
 from sessions_app.selectors.recount import ROLLUP_RECOUNT_SQL, rollup_drift, session_recount
 from tests.factories import SessionFactory
+from tests.sessions_app.test_counting import WEATHER
 
 START = datetime(2026, 3, 1, 9, 40, tzinfo=UTC)
 MODELS = ["", "claude-sonnet-4-5", "qwen3-coder-plus", "gpt-5"]
@@ -116,27 +117,7 @@ def test_the_service_the_recount_and_the_accounting_agree(api, seed):
 
 def test_the_fold_counts_what_the_seed_says():
     # The concept document's weather example: 4 requests, 6 messages, 2 conversations.
-    weather = [
-        {"role": "user", "content": "查看天气"},
-        {
-            "role": "assistant",
-            "content": "让我查一下...",
-            "auth_type": "oauth",
-            "input_tokens": 100,
-            "output_tokens": 10,
-        },
-        {"role": "toolResult", "content": "{天气数据}", "auth_type": "oauth"},
-        {
-            "role": "assistant",
-            "content": "今天是晴天...",
-            "auth_type": "oauth",
-            "input_tokens": 120,
-            "output_tokens": 12,
-        },
-        {"role": "user", "content": "明天呢？"},
-        {"role": "assistant", "content": "明天...", "auth_type": "oauth", "input_tokens": 140, "output_tokens": 14},
-    ]
-    counts = count_usage(weather)
+    counts = count_usage(WEATHER)
     assert (counts["requests"], counts["messages"], counts["conversations"]) == (4, 6, 2)
     assert (counts["message_user"], counts["message_assistant"], counts["message_toolresult"]) == (2, 3, 1)
     assert (counts["input_tokens"], counts["output_tokens"], counts["total_tokens"]) == (360, 36, 396)
