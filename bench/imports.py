@@ -497,8 +497,8 @@ def storage_floor(tenant, tree_bytes: int, connections: int = 1) -> dict:
 
     from django.db import connection
 
-    from sessions_app.models import Message
     from platform_kit.db import FlushingCopyWriter
+    from sessions_app.models import Message
 
     columns = ", ".join(f'"{f.column}"' for f in Message._meta.concrete_fields if not f.generated)
     with connection.cursor() as cursor:
