@@ -13,7 +13,14 @@ from platform_kit.api.fields import (
     StrictNumberField,
 )
 from sessions_app.models import Conversation, Message, Role, Session, StateVersion, Turn
-from sessions_app.schema import MESSAGE_INPUT_FIELDS, MESSAGE_TEXT_LIMITS, MESSAGE_TURN_FIELDS, STATS_FIELDS
+from sessions_app.schema import (
+    MESSAGE_INPUT_FIELDS,
+    MESSAGE_TEXT_LIMITS,
+    MESSAGE_TURN_FIELDS,
+    ROLE_COUNTERS,
+    STATS_FIELDS,
+    TOKEN_FIELDS,
+)
 
 
 # -- sessions ---------------------------------------------------------------------------------------
@@ -168,16 +175,8 @@ class ConversationSerializer(serializers.ModelSerializer):
             "started_at",
             "last_message_at",
             "requests",
-            "message_user",
-            "message_assistant",
-            "message_toolresult",
-            "message_error",
-            "message_system",
-            "input_tokens",
-            "output_tokens",
-            "cache_read_tokens",
-            "cache_creation_tokens",
-            "total_tokens",
+            *ROLE_COUNTERS.values(),
+            *TOKEN_FIELDS,
         ]
         read_only_fields = fields
 

@@ -18,7 +18,7 @@ from sessions_app.schema import COUNTER_FIELDS, STATS_FIELDS
 GROUP_BY = ("day", "tool", "user_id", "project", "model", "session")
 # What grouped usage adds to the counters: sessions started, and cost.
 USAGE_FIELDS = ("sessions", *STATS_FIELDS)
-SESSION_TOKEN_FIELDS = ("requests", "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
+SESSION_TOKEN_FIELDS = ("requests", *PRICED_TOKEN_FIELDS)  # what a session's cost is computed from
 
 
 def counters_of(obj, *, conversations: int | None = None) -> dict[str, int]:
