@@ -7,7 +7,7 @@ import re
 
 from strategies_app.extractors.base import Candidate, SourceMessage
 
-from .text import (
+from ..text import (
     CURRENCY_AMOUNT,
     EN_ARTICLE,
     EN_BAD_FIRST_WORDS,
