@@ -40,50 +40,21 @@ from ..text import (
     upper_first,
     zh_topic,
 )
+from .common import (
+    ZH_ADV,
+    ZH_JOB_SUFFIX,
+    ZH_SUBJ,
+    ZH_SUBJ2,
+    en_asserted,
+    profile_candidate,
+    zh_asserted,
+)
 
 _I = re.IGNORECASE
-
-# A Chinese clause may drop its subject ("预算5000元，喜欢人文历史"), so Chinese rules are anchored at the clause
-# start: an optional connective (ZH_LEAD), then either "我" (after at most a few words such as "晚上") or nothing.
-_ZH_SUBJ = r"(?:(?P<pre>[^你他她它們们如假万倘，,。？?]{0,6}?)我|)"
-_ZH_SUBJ2 = _ZH_SUBJ.replace("pre", "pre2")
-_ZH_ADV = (
-    "(?:现在|目前|以后|今后|从现在起|从今以后|往后|其实|还是|一般|平时|通常|真的|真|很|挺|也|都|还|就|特别|非常|比较|最"
-    "|更|蛮|超级|超|一直|从小就?|本来就?|向来|一向|确实|倒是|可能|主要|已经)*"
-)
 _EN_ADV = (
     r"(?:(?:now|really|much|still|actually|generally|usually|definitely|mostly|always|personally|strongly|also|kind"
     r" of|sort of|do|just|absolutely|totally|honestly|genuinely|quite|truly|especially|particularly|secretly|so)\s+)*"
 )
-
-
-def _profile_candidate(
-    content: str, slot: str, value: str, exclusive: bool, fields: dict, confidence: float, reason: str
-):
-    return Candidate(
-        type="profile",
-        content=content,
-        slot=slot,
-        value=value,
-        exclusive=exclusive,
-        fields=fields,
-        confidence=confidence,
-        reason=f"rule {reason}",
-    )
-
-
-def _zh_asserted(m: re.Match) -> bool:
-    """The few words a Chinese rule allows before "我" hold no 如果, 假如, 说, 问 ...: the clause states it, rather
-    than supposing or reporting it."""
-    groups = m.groupdict()
-    pre = groups.get("pre") or groups.get("pre2")
-    return not pre or not HYPOTHETICAL_ZH.search(pre)
-
-
-def _en_asserted(clause: str, m: re.Match) -> bool:
-    """No "if", "not", "never", "said" ... before the match: the clause states it, rather than supposing, denying
-    or reporting it."""
-    return not HYPOTHETICAL_EN.search(clause, 0, m.start())
 
 
 # English preference verbs and how the content says them.
@@ -169,30 +140,30 @@ _RE_EN_TRAIT = re.compile(
 )
 
 _ZH_LIKE = re.compile(
-    rf"{ZH_LEAD}{_ZH_SUBJ}{_ZH_ADV}(?P<verb>喜欢|热爱|钟爱|爱吃|爱喝|爱看|爱玩|爱听|迷上了|爱上了|爱(?![人好心情护国]))(?P<obj>.+)$"
+    rf"{ZH_LEAD}{ZH_SUBJ}{ZH_ADV}(?P<verb>喜欢|热爱|钟爱|爱吃|爱喝|爱看|爱玩|爱听|迷上了|爱上了|爱(?![人好心情护国]))(?P<obj>.+)$"
 )
-_ZH_HOBBY = re.compile(rf"{ZH_LEAD}{_ZH_SUBJ}的?(?:爱好|兴趣爱好|兴趣)(?:是|有|：|:)(?P<obj>.+)$")
+_ZH_HOBBY = re.compile(rf"{ZH_LEAD}{ZH_SUBJ}的?(?:爱好|兴趣爱好|兴趣)(?:是|有|：|:)(?P<obj>.+)$")
 _ZH_DISLIKE = re.compile(
-    rf"{ZH_LEAD}{_ZH_SUBJ}{_ZH_ADV}(?P<verb>不喜欢|不太喜欢|不怎么喜欢|不是很喜欢|不再喜欢|不爱|不太爱|讨厌|受不了|忍受不了|反感|厌恶"
+    rf"{ZH_LEAD}{ZH_SUBJ}{ZH_ADV}(?P<verb>不喜欢|不太喜欢|不怎么喜欢|不是很喜欢|不再喜欢|不爱|不太爱|讨厌|受不了|忍受不了|反感|厌恶"
     r"|接受不了|不能接受|不想要)(?P<obj>.+)$"
 )
 _ZH_PREFER = re.compile(
-    rf"{ZH_LEAD}{_ZH_SUBJ}{_ZH_ADV}(?P<verb>偏好|偏爱|更喜欢|更爱|更倾向于?|倾向于|宁愿|宁可|更想要|改成了?|改为|换成了?|改用)(?P<obj>.+)$"
+    rf"{ZH_LEAD}{ZH_SUBJ}{ZH_ADV}(?P<verb>偏好|偏爱|更喜欢|更爱|更倾向于?|倾向于|宁愿|宁可|更想要|改成了?|改为|换成了?|改用)(?P<obj>.+)$"
 )
 _ZH_CHANGE = re.compile(
     rf"{ZH_LEAD}(?P<topic>[^，。把帮请你他她]{{1,8}}?)(?:以后|今后|从现在起|从今以后|往后)(?:都|就|全部|一律)?"
     r"(?:改成|改为|换成|调成|改用|用)(?P<obj>.+)$"
 )
 _ZH_FAVOURITE = re.compile(
-    rf"{ZH_LEAD}{_ZH_SUBJ}(?:最喜欢|最爱)的(?P<what>[^，。是]{{1,8}}?)(?:是|就是)(?P<obj>.+)$"
+    rf"{ZH_LEAD}{ZH_SUBJ}(?:最喜欢|最爱)的(?P<what>[^，。是]{{1,8}}?)(?:是|就是)(?P<obj>.+)$"
     rf"|^(?P<obj2>[^，。]{{1,12}}?)是我最(?:喜欢|爱)的(?P<what2>[^，。]{{0,8}})$"
 )
 _ZH_HABIT = re.compile(
-    rf"{ZH_LEAD}{_ZH_SUBJ}(?P<adv>一般|通常|平时|平常|总是|经常|老是|习惯于?|每天|每周|每晚|向来|一向|从不|从来不|很少)"
+    rf"{ZH_LEAD}{ZH_SUBJ}(?P<adv>一般|通常|平时|平常|总是|经常|老是|习惯于?|每天|每周|每晚|向来|一向|从不|从来不|很少)"
     r"(?P<act>[^，。]{1,24})$"
 )
 _ZH_TRAIT = re.compile(
-    rf"{ZH_LEAD}{_ZH_SUBJ}(?:是)?(?:一个|个|一位)?(?P<trait>急性子|慢性子|夜猫子|完美主义者|吃货|宅男|宅女|社恐|[iIeE]人|路痴"
+    rf"{ZH_LEAD}{ZH_SUBJ}(?:是)?(?:一个|个|一位)?(?P<trait>急性子|慢性子|夜猫子|完美主义者|吃货|宅男|宅女|社恐|[iIeE]人|路痴"
     r"|工作狂|起床困难户|拖延症患者?)$"
     rf"|{ZH_LEAD}我是(?:一个|个|一位)?(?P<trait2>[^，。]{{1,10}}?)的人$"
 )
@@ -208,14 +179,14 @@ _EN_LEADING_QUALIFIER = re.compile(
 
 def _en_preference(clause: str) -> Candidate | None:
     m = _RE_EN_FAVOURITE.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         what = (m.group("what") or m.group("what2") or "").strip()
         cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
         if cleaned:
             shown, core, _ = cleaned
             if what:
                 topic = en_topic(norm_key(what))
-                return _profile_candidate(
+                return profile_candidate(
                     f"Favourite {what.lower()} is {shown}",
                     f"prefer:{topic}",
                     core,
@@ -226,7 +197,7 @@ def _en_preference(clause: str) -> Candidate | None:
                 )
             return _like_candidate(f"Favourite: {shown}", core, "like", 0.85, "en.favourite")
     m = _RE_EN_DISLIKE.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         verb = (m.group("verb") or m.group("verb2")).lower()
         cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
         if cleaned:
@@ -235,7 +206,7 @@ def _en_preference(clause: str) -> Candidate | None:
             return _like_candidate(f"{phrase} {cleaned[0]}", cleaned[1], "dislike", confidence, "en.dislike")
         return None
     m = _RE_EN_PREFER.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         raw = m.group("obj") or m.group("obj2")
         alternative = ""
         alt = _EN_ALTERNATIVE.search(raw)
@@ -264,10 +235,10 @@ def _en_preference(clause: str) -> Candidate | None:
                 content = f"Has {verb} {shown}"
             else:
                 content = f"Prefers {shown}" + (f" over {swap_pronouns(alternative)}" if alternative else "")
-            return _profile_candidate(content, f"prefer:{topic}", core, True, fields, 0.9, "en.prefer")
+            return profile_candidate(content, f"prefer:{topic}", core, True, fields, 0.9, "en.prefer")
         return None
     m = _RE_EN_LIKE.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         verb = SPACES.sub(" ", (m.group("verb") or m.group("verb2")).lower())
         cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
         if cleaned:
@@ -275,7 +246,7 @@ def _en_preference(clause: str) -> Candidate | None:
             return _like_candidate(f"{_EN_LIKE_VERBS[verb]} {cleaned[0]}", cleaned[1], "like", confidence, "en.like")
         return None
     m = _RE_EN_HABIT.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         adverb = SPACES.sub(" ", m.group("adv").lower())
         act = EN_FILLER_TAIL.sub("", EN_OBJ_CUT.sub("", m.group("act"))).strip(" ,.!")
         words = act.split()
@@ -287,12 +258,12 @@ def _en_preference(clause: str) -> Candidate | None:
             content = f"{upper_first(adverb)} {_third_person(act)}"
         key = norm_key(act)
         fields = {"kind": "habit", "frequency": adverb, "activity": key}
-        return _profile_candidate(content, f"habit:{key}", adverb, False, fields, 0.75, "en.habit")
+        return profile_candidate(content, f"habit:{key}", adverb, False, fields, 0.75, "en.habit")
     m = _RE_EN_TRAIT.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         trait = SPACES.sub(" ", m.group("trait").lower())
         article = "an" if trait[0] in "aeiou" else "a"
-        return _profile_candidate(
+        return profile_candidate(
             f"Is {article} {trait}", f"trait:{trait}", trait, False, {"kind": "trait", "trait": trait}, 0.8, "en.trait"
         )
     return None
@@ -300,7 +271,7 @@ def _en_preference(clause: str) -> Candidate | None:
 
 def _like_candidate(content: str, core: str, polarity: str, confidence: float, reason: str) -> Candidate:
     fields = {"kind": "preference", "polarity": polarity, "object": core}
-    return _profile_candidate(content, f"like:{core}", polarity, True, fields, confidence, reason)
+    return profile_candidate(content, f"like:{core}", polarity, True, fields, confidence, reason)
 
 
 _EN_THIRD_PERSON = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is"}
@@ -326,7 +297,7 @@ def _third_person(phrase: str) -> str:
 
 def _zh_preference(clause: str) -> Candidate | None:
     m = _ZH_FAVOURITE.match(clause)
-    if m and _zh_asserted(m):
+    if m and zh_asserted(m):
         what = (m.group("what") or m.group("what2") or "").strip()
         cleaned = clean_zh_object(m.group("obj") or m.group("obj2"))
         if cleaned:
@@ -334,12 +305,12 @@ def _zh_preference(clause: str) -> Candidate | None:
             if what:
                 topic = zh_topic(norm_key(what))
                 fields = {"kind": "preference", "polarity": "prefer", "object": core, "topic": topic}
-                return _profile_candidate(
+                return profile_candidate(
                     f"最喜欢的{what}是{shown}", f"prefer:{topic}", core, True, fields, 0.9, "zh.favourite"
                 )
             return _like_candidate(f"最喜欢{shown}", core, "like", 0.85, "zh.favourite")
     m = _ZH_DISLIKE.match(clause)
-    if m and _zh_asserted(m):
+    if m and zh_asserted(m):
         cleaned = clean_zh_object(m.group("obj"))
         if cleaned:
             verb = m.group("verb")
@@ -347,19 +318,19 @@ def _zh_preference(clause: str) -> Candidate | None:
             return _like_candidate(f"{verb}{cleaned[0]}", cleaned[1], "dislike", confidence, "zh.dislike")
         return None
     m = _ZH_PREFER.match(clause)
-    if m and _zh_asserted(m):
+    if m and zh_asserted(m):
         return _zh_prefer_candidate(m.group("obj"), "", "zh.prefer")
     m = _ZH_CHANGE.match(clause)
     if m:
         topic = ZH_CORE_TAIL.sub("", m.group("topic").lstrip("我").rstrip("也都就"))
         return _zh_prefer_candidate(m.group("obj"), topic, "zh.change")
     m = _ZH_HOBBY.match(clause)
-    if m and _zh_asserted(m):
+    if m and zh_asserted(m):
         cleaned = clean_zh_object(m.group("obj"))
         if cleaned:
             return _like_candidate(f"爱好{cleaned[0]}", cleaned[1], "like", 0.85, "zh.hobby")
     m = _ZH_LIKE.match(clause)
-    if m and _zh_asserted(m):
+    if m and zh_asserted(m):
         cleaned = clean_zh_object(m.group("obj"))
         if cleaned:
             verb = m.group("verb")
@@ -367,20 +338,20 @@ def _zh_preference(clause: str) -> Candidate | None:
             return _like_candidate(shown, cleaned[1], "like", 0.8, "zh.like")
         return None
     m = _ZH_HABIT.match(clause)
-    if m and _zh_asserted(m):
+    if m and zh_asserted(m):
         act = ZH_TAIL.sub("", m.group("act"))
         if len(act) < 2 or ZH_BAD_START.match(act):
             return None
         adverb = m.group("adv")
         key = norm_key(act)
         fields = {"kind": "habit", "frequency": adverb, "activity": key}
-        return _profile_candidate(f"{adverb}{act}", f"habit:{key}", adverb, False, fields, 0.75, "zh.habit")
+        return profile_candidate(f"{adverb}{act}", f"habit:{key}", adverb, False, fields, 0.75, "zh.habit")
     m = _ZH_TRAIT.match(clause)
-    if m and _zh_asserted(m):
+    if m and zh_asserted(m):
         trait = m.group("trait") or m.group("trait2")
-        if trait and not ZH_BAD_START.match(trait) and not _ZH_JOB_SUFFIX.search(trait):
+        if trait and not ZH_BAD_START.match(trait) and not ZH_JOB_SUFFIX.search(trait):
             content = f"是{trait}" if m.group("trait") else f"是一个{trait}的人"
-            return _profile_candidate(
+            return profile_candidate(
                 content, f"trait:{norm_key(trait)}", trait, False, {"kind": "trait", "trait": trait}, 0.75, "zh.trait"
             )
     return None
@@ -394,7 +365,7 @@ def _zh_prefer_candidate(raw: str, topic_hint: str, reason: str) -> Candidate | 
     topic = zh_topic(norm_key(topic_hint)) if topic_hint else zh_topic(core)
     fields = {"kind": "preference", "polarity": "prefer", "object": core, "topic": topic}
     content = f"{topic_hint}偏好{shown}" if topic_hint else f"偏好{shown}"
-    return _profile_candidate(content, f"prefer:{topic}", core, True, fields, 0.9, reason)
+    return profile_candidate(content, f"prefer:{topic}", core, True, fields, 0.9, reason)
 
 
 # Identity: name, location, hometown, job, employer, age.
@@ -479,17 +450,12 @@ _RE_ZH_NAME = re.compile(
     rf"{ZH_LEAD}(?:我的?(?:名字|姓名)(?:叫做?|是)|我(?:叫做?|名叫)|(?:你|大家|你们)?(?:可以)?叫我)(?P<name>.+)$"
 )
 _RE_ZH_LIVE = re.compile(
-    rf"{ZH_LEAD}{_ZH_SUBJ}(?:现在|目前|一直|已经|也)?(?:住在|定居在?|生活在|常住在?|搬到了?|搬去了?|搬家到了?|家在)"
+    rf"{ZH_LEAD}{ZH_SUBJ}(?:现在|目前|一直|已经|也)?(?:住在|定居在?|生活在|常住在?|搬到了?|搬去了?|搬家到了?|家在)"
     r"(?P<place>[^，。]{1,12})$"
-    rf"|{ZH_LEAD}{_ZH_SUBJ2}(?:现在|目前|一直|也)?在(?P<place2>[^，。在]{{2,10}}?)(?:生活|居住|定居|住)(?:了)?$"
+    rf"|{ZH_LEAD}{ZH_SUBJ2}(?:现在|目前|一直|也)?在(?P<place2>[^，。在]{{2,10}}?)(?:生活|居住|定居|住)(?:了)?$"
 )
 _ZH_PLACE_TAIL = re.compile("(?:了|啦|呢|这边|那边|附近|一带|生活|居住|住)+$")
 _RE_ZH_FROM = re.compile(rf"{ZH_LEAD}我(?:是|老家是|来自)(?P<place>[^，。一个好坏这那本外]{{1}}[^，。]{{1,6}}?)人?$")
-_ZH_JOB_SUFFIX = re.compile(
-    "(?:工程师|程序员|程序猿|码农|设计师|老师|教师|医生|护士|律师|会计|经理|总监|学生|研究生|博士生?|研究员|教授|作家|记者|编辑|厨师"
-    "|司机|销售|运营|架构师|分析师|顾问|创业者|老板|主管|公务员|警察|军人|农民|工人|自由职业者?|画家|歌手|演员|摄影师|翻译"
-    "|科学家|药剂师|飞行员|建筑师|秘书|助理|实习生|全职妈妈|全职爸爸|家庭主妇|产品经理|测试|店长|导游|主播|博主|UP主|up主)$"
-)
 _RE_ZH_JOB = re.compile(
     rf"{ZH_LEAD}我(?:现在|目前|也)?是(?:一名|一个|一位|名|个|位)?(?P<job>[^，。]{{1,12}})$"
     rf"|{ZH_LEAD}我(?:现在|目前)?(?:是做|做)(?P<job2>[^，。]{{1,10}}?)的$"
@@ -499,7 +465,7 @@ _RE_ZH_EMPLOYER = re.compile(rf"{ZH_LEAD}我(?:现在|目前|也)?在(?P<org>[^�
 _ZH_NOT_EMPLOYERS = frozenset(["家里", "家", "公司", "单位", "这里", "那里", "外地", "这边", "那边", "家中"])
 _RE_ZH_RETIRED = re.compile(rf"{ZH_LEAD}我(?:已经|早就|刚)?退休了?$")
 _RE_ZH_AGE = re.compile(
-    rf"{ZH_LEAD}{_ZH_SUBJ}(?:今年|现在|已经|快|马上|刚)?(?P<age>\d{{1,3}}|[一二三四五六七八九十两]{{1,3}})周?岁(?:了|啦|啊)?$"
+    rf"{ZH_LEAD}{ZH_SUBJ}(?:今年|现在|已经|快|马上|刚)?(?P<age>\d{{1,3}}|[一二三四五六七八九十两]{{1,3}})周?岁(?:了|啦|啊)?$"
 )
 
 
@@ -513,7 +479,7 @@ def _valid_name(name: str) -> bool:
 
 def _identity_candidate(attribute: str, value: str, content: str, confidence: float, reason: str, **extra) -> Candidate:
     fields = {"kind": "identity", "attribute": attribute, "value": value, **extra}
-    return _profile_candidate(content, f"identity:{attribute}", value.lower(), True, fields, confidence, reason)
+    return profile_candidate(content, f"identity:{attribute}", value.lower(), True, fields, confidence, reason)
 
 
 def _en_place(raw: str, clause: str) -> str | None:
@@ -532,7 +498,7 @@ def _en_place(raw: str, clause: str) -> str | None:
 def _en_identity(clause: str) -> list[Candidate]:
     out = []
     m = _RE_EN_NAME.search(clause) or _RE_EN_CALLED.search(clause) or _RE_EN_INTRO.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         name = m.group("name") or (m.group("name2") if m.re is _RE_EN_INTRO else "") or ""
         name = EN_FILLER_TAIL.sub("", name).strip()
         if _valid_name(name):
@@ -540,7 +506,7 @@ def _en_identity(clause: str) -> list[Candidate]:
             reason = {_RE_EN_NAME: "en.name", _RE_EN_CALLED: "en.call_me"}.get(m.re, "en.intro")
             out.append(_identity_candidate("name", name, f"Name is {name}", confidence, reason))
     m = _RE_EN_LIVE.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         place = _en_place(m.group("place"), clause)
         if place:
             moved = "moved" in m.group(0).lower() or "relocated" in m.group(0).lower()
@@ -548,12 +514,12 @@ def _en_identity(clause: str) -> list[Candidate]:
                 _identity_candidate("location", place, f"Lives in {place}", 0.85 if moved else 0.9, "en.location")
             )
     m = _RE_EN_FROM.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         place = _en_place(m.group("place"), clause)
         if place:
             out.append(_identity_candidate("hometown", place, f"Is from {place}", 0.85, "en.hometown"))
     m = _RE_EN_JOB.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         job = SPACES.sub(" ", (m.group("job") or m.group("job2") or "")).strip()
         if job and job.split()[0].lower() not in EN_BAD_FIRST_WORDS:
             article = "an" if job[0].lower() in "aeiou" else "a"
@@ -563,20 +529,20 @@ def _en_identity(clause: str) -> list[Candidate]:
                 org = m.group("org")
                 out.append(_identity_candidate("employer", org, f"Works at {org}", 0.85, "en.employer"))
     m = _RE_EN_EMPLOYER.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         org = _EN_PLACE_CUT.sub("", m.group("org")).strip(" ,.!")
         org = EN_ARTICLE.sub("", org) if org.lower().startswith(("a ", "an ")) else org
         if org and org.split()[0].lower() not in _EN_NOT_EMPLOYERS and (org[0].isupper() or clause == clause.lower()):
             out.append(_identity_candidate("employer", org, f"Works at {org}", 0.85, "en.employer"))
     m = _RE_EN_RETIRED.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         out.append(_identity_candidate("job", "retired", "Is retired", 0.85, "en.retired"))
     m = _RE_EN_INDUSTRY.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         field_ = m.group("field")
         out.append(_identity_candidate("industry", field_, f"Works in {field_}", 0.8, "en.industry"))
     m = _RE_EN_AGE.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         age = int(m.group("age") or m.group("age2") or m.group("age3"))
         if 1 <= age <= 120:
             out.append(_identity_candidate("age", str(age), f"Is {age} years old", 0.85, "en.age", age=age))
@@ -591,21 +557,21 @@ def _zh_identity(clause: str) -> list[Candidate]:
         if _valid_name(name):
             out.append(_identity_candidate("name", name, f"名字叫{name}", 0.9, "zh.name"))
     m = _RE_ZH_LIVE.match(clause)
-    if m and _zh_asserted(m):
+    if m and zh_asserted(m):
         place = _ZH_PLACE_TAIL.sub("", ZH_TAIL.sub("", m.group("place") or m.group("place2") or ""))
         if len(place) >= 2 and not ZH_BAD_START.match(place):
             out.append(_identity_candidate("location", place, f"住在{place}", 0.9, "zh.location"))
     m = _RE_ZH_FROM.match(clause)
     if m and clause.endswith("人") or m and "老家" in clause or m and "来自" in clause:
         place = ZH_TAIL.sub("", m.group("place"))
-        if len(place) >= 2 and not _ZH_JOB_SUFFIX.search(place):
+        if len(place) >= 2 and not ZH_JOB_SUFFIX.search(place):
             out.append(_identity_candidate("hometown", place, f"来自{place}", 0.85, "zh.hometown"))
     m = _RE_ZH_JOB.match(clause)
     if m:
         job = ZH_TAIL.sub("", m.group("job") or m.group("job2") or m.group("job3") or "")
         if m.group("job2"):
             out.append(_identity_candidate("job", job, f"是做{job}的", 0.8, "zh.job"))
-        elif job and _ZH_JOB_SUFFIX.search(job) and not ZH_BAD_START.match(job):
+        elif job and ZH_JOB_SUFFIX.search(job) and not ZH_BAD_START.match(job):
             out.append(_identity_candidate("job", job, f"是{job}", 0.85, "zh.job"))
         if m.group("org") and job:
             out.append(_identity_candidate("employer", m.group("org"), f"在{m.group('org')}工作", 0.85, "zh.employer"))
@@ -616,7 +582,7 @@ def _zh_identity(clause: str) -> list[Candidate]:
     if _RE_ZH_RETIRED.match(clause):
         out.append(_identity_candidate("job", "retired", "已退休", 0.85, "zh.retired"))
     m = _RE_ZH_AGE.match(clause)
-    if m and _zh_asserted(m):
+    if m and zh_asserted(m):
         age = parse_number(m.group("age"))
         if age and 1 <= age <= 120:
             out.append(_identity_candidate("age", str(age), f"今年{age}岁", 0.85, "zh.age", age=age))
@@ -700,7 +666,7 @@ _RE_ZH_RELATION = re.compile(
 
 def _relation_candidate(relation: str, name: str, content: str, confidence: float, reason: str) -> Candidate:
     fields = {"kind": "relation", "relation": relation, "name": name}
-    return _profile_candidate(content, f"relation:{relation}", name.lower(), True, fields, confidence, reason)
+    return profile_candidate(content, f"relation:{relation}", name.lower(), True, fields, confidence, reason)
 
 
 def _en_relation_key(rel: str, mod: str | None) -> str:
@@ -714,19 +680,19 @@ def _en_relation_key(rel: str, mod: str | None) -> str:
 
 def _en_relations(clause: str) -> list[Candidate]:
     m = _RE_EN_RELATION.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         name = EN_FILLER_TAIL.sub("", m.group("name") or m.group("name2")).strip()
         key = _en_relation_key(m.group("rel") or m.group("rel2"), m.group("mod") or m.group("mod2"))
         if _valid_name(name):
             return [_relation_candidate(key, name, f"{upper_first(key)}'s name is {name}", 0.9, "en.relation")]
     m = _RE_EN_RELATION_JOB.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         key = _en_relation_key(m.group("rel"), m.group("mod"))
         job = SPACES.sub(" ", m.group("job"))
         article = "an" if job[0].lower() in "aeiou" else "a"
         fields = {"kind": "relation", "relation": key, "job": job.lower()}
         return [
-            _profile_candidate(
+            profile_candidate(
                 f"{upper_first(key)} is {article} {job}",
                 f"relation:{key}:job",
                 job.lower(),
@@ -737,7 +703,7 @@ def _en_relations(clause: str) -> list[Candidate]:
             )
         ]
     m = _RE_EN_RELATION_BARE.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         name = m.group("name")
         key = _en_relation_key(m.group("rel"), m.group("mod"))
         if _valid_name(name):
@@ -753,10 +719,10 @@ def _zh_relations(clause: str) -> list[Candidate]:
     key = _ZH_RELATIONS[word]
     text = _ZH_NAME_TAIL.sub("", ZH_TAIL.sub("", m.group("name") or m.group("name2")))
     if m.group("verb") == "是":
-        if _ZH_JOB_SUFFIX.search(text):
+        if ZH_JOB_SUFFIX.search(text):
             fields = {"kind": "relation", "relation": key, "job": text}
             return [
-                _profile_candidate(f"{word}是{text}", f"relation:{key}:job", text, True, fields, 0.8, "zh.relation_job")
+                profile_candidate(f"{word}是{text}", f"relation:{key}:job", text, True, fields, 0.8, "zh.relation_job")
             ]
         if not (2 <= len(text) <= 3 and has_cjk(text)) or text.endswith(("人", "的")) or ZH_BAD_START.match(text):
             return []
@@ -808,14 +774,14 @@ _EN_DIET_VERBS |= {"never": "Never", "no longer": "No longer", "won't": "Won't"}
 _ITEM_SPLIT = re.compile(r"\s*(?:,|\band\b|\bor\b|/|、|和|跟|与|还有|以及|或者)\s*", _I)
 _EN_NOT_FOOD = frozenset("anything that this it now much more late right today tonight before after any".split())
 _RE_ZH_ALLERGY = re.compile(
-    rf"{ZH_LEAD}{_ZH_SUBJ}(?:也|还|都|有点|比较)?对(?P<x>[^，。]{{1,12}}?)(?:严重|有点|有些|比较|非常|很|也|都)*过敏"
+    rf"{ZH_LEAD}{ZH_SUBJ}(?:也|还|都|有点|比较)?对(?P<x>[^，。]{{1,12}}?)(?:严重|有点|有些|比较|非常|很|也|都)*过敏"
     rf"|{ZH_LEAD}我(?:有)?(?P<x2>[^，。对]{{1,8}}?)过敏(?:症)?"
 )
 _RE_ZH_DIET = re.compile(
-    rf"{ZH_LEAD}{_ZH_SUBJ}{_ZH_ADV}(?P<verb>不吃|不能吃|吃不了|不敢吃|不喝|不能喝|喝不了|忌口|戒了)(?P<x>[^，。]{{1,12}})$"
+    rf"{ZH_LEAD}{ZH_SUBJ}{ZH_ADV}(?P<verb>不吃|不能吃|吃不了|不敢吃|不喝|不能喝|喝不了|忌口|戒了)(?P<x>[^，。]{{1,12}})$"
 )
 _RE_ZH_DIET_KIND = re.compile(
-    rf"{ZH_LEAD}{_ZH_SUBJ}{_ZH_ADV}(?:是)?(?:一个|个|一名)?(?P<diet>吃素|素食者|素食主义者|全素|纯素|清真|乳糖不耐受?|糖尿病人?|有糖尿病)"
+    rf"{ZH_LEAD}{ZH_SUBJ}{ZH_ADV}(?:是)?(?:一个|个|一名)?(?P<diet>吃素|素食者|素食主义者|全素|纯素|清真|乳糖不耐受?|糖尿病人?|有糖尿病)"
 )
 _ZH_DIETS = {"吃素": "vegetarian", "素食者": "vegetarian", "素食主义者": "vegetarian", "全素": "vegan", "纯素": "vegan"}
 _ZH_DIETS |= {"清真": "halal", "乳糖不耐": "lactose intolerant", "乳糖不耐受": "lactose intolerant"}
@@ -847,13 +813,13 @@ def _budget_candidate(shown: str, limit: str, zh: bool, reason: str, after: str 
         content = {"max": f"预算不超过{shown}", "approx": f"预算{shown}左右"}.get(limit, f"预算{shown}")
     else:
         content = {"max": f"Budget: at most {shown}", "approx": f"Budget: about {shown}"}.get(limit, f"Budget: {shown}")
-    return _profile_candidate(content, "budget", value, True, fields, 0.9, reason)
+    return profile_candidate(content, "budget", value, True, fields, 0.9, reason)
 
 
 def _en_constraints(clause: str) -> list[Candidate]:
     out = []
     m = _RE_EN_BUDGET.search(clause) or _RE_EN_LIMIT.search(clause)
-    if m and _en_asserted(clause, m) or m and m.re is _RE_EN_LIMIT:
+    if m and en_asserted(clause, m) or m and m.re is _RE_EN_LIMIT:
         if m.re is _RE_EN_BUDGET:
             gap = m.group("gap") or ""
             shown = m.group("amount") or m.group("bare")
@@ -862,14 +828,14 @@ def _en_constraints(clause: str) -> list[Candidate]:
             shown, limit = m.group("amount"), "max"
         out.append(_budget_candidate(shown, limit, False, "en.budget", clause[m.end() :]))
     m = _RE_EN_ALLERGY.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         raw = m.group("x") or m.group("x2") or m.group("x3")
         for item in _ITEM_SPLIT.split(EN_FILLER_TAIL.sub("", EN_OBJ_CUT.sub("", raw))):
             key = norm_key(EN_ARTICLE.sub("", item))
             if key and key.split()[0] not in EN_BAD_FIRST_WORDS and len(key.split()) <= 4:
                 fields = {"kind": "allergy", "allergen": key}
                 out.append(
-                    _profile_candidate(
+                    profile_candidate(
                         f"Allergic to {item.strip()}", f"allergy:{key}", "allergic", True, fields, 0.95, "en.allergy"
                     )
                 )
@@ -890,15 +856,15 @@ def _en_constraints(clause: str) -> list[Candidate]:
             verb_form = what if phrase in ("Can't", "Won't", "Doesn't") else what + "s"
             fields = {"kind": "diet", "avoid": key}
             out.append(
-                _profile_candidate(
+                profile_candidate(
                     f"{phrase} {verb_form} {item.strip()}", f"diet:{key}", "avoid", True, fields, 0.85, "en.diet"
                 )
             )
     m = _RE_EN_DIET_KIND.search(clause)
-    if m and _en_asserted(clause, m):
+    if m and en_asserted(clause, m):
         diet = SPACES.sub(" ", m.group("diet").lower()).replace("-", " ")
         out.append(
-            _profile_candidate(
+            profile_candidate(
                 f"Is {diet}", f"diet:{diet}", "yes", True, {"kind": "diet", "diet": diet}, 0.9, "en.diet_kind"
             )
         )
@@ -924,33 +890,31 @@ def _zh_constraints(clause: str) -> list[Candidate]:
             after = per.group(0) if per else after
         out.append(_budget_candidate(shown, limit, True, "zh.budget", after))
     m = _RE_ZH_ALLERGY.match(clause)
-    if m and _zh_asserted(m):
+    if m and zh_asserted(m):
         for item in _ITEM_SPLIT.split(m.group("x") or m.group("x2")):
             item = ZH_TAIL.sub("", item).strip()
             if item and not ZH_BAD_START.match(item) and item not in ("点", "些", "有点", "一点"):
                 fields = {"kind": "allergy", "allergen": item}
                 out.append(
-                    _profile_candidate(
+                    profile_candidate(
                         f"对{item}过敏", f"allergy:{norm_key(item)}", "allergic", True, fields, 0.95, "zh.allergy"
                     )
                 )
     m = _RE_ZH_DIET.match(clause)
-    if m and _zh_asserted(m):
+    if m and zh_asserted(m):
         verb = m.group("verb")
         for item in _ITEM_SPLIT.split(m.group("x")):
             item = ZH_CORE_TAIL.sub("", ZH_TAIL.sub("", item)).strip()
             if item and not ZH_BAD_START.match(item):
                 fields = {"kind": "diet", "avoid": item}
                 out.append(
-                    _profile_candidate(
-                        f"{verb}{item}", f"diet:{norm_key(item)}", "avoid", True, fields, 0.85, "zh.diet"
-                    )
+                    profile_candidate(f"{verb}{item}", f"diet:{norm_key(item)}", "avoid", True, fields, 0.85, "zh.diet")
                 )
     m = _RE_ZH_DIET_KIND.match(clause)
-    if m and _zh_asserted(m):
+    if m and zh_asserted(m):
         diet = _ZH_DIETS.get(m.group("diet"), m.group("diet"))
         fields = {"kind": "diet", "diet": diet}
-        out.append(_profile_candidate(m.group("diet"), f"diet:{diet}", "yes", True, fields, 0.9, "zh.diet_kind"))
+        out.append(profile_candidate(m.group("diet"), f"diet:{diet}", "yes", True, fields, 0.9, "zh.diet_kind"))
     return out
 
 
