@@ -40,10 +40,15 @@ def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
 
     graph = {}
     for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         targets = set()
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets |= {resolve(f"{node.module}.{alias.name}") for alias in node.names}
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # `from .text import x`, `from .. import y`: relative to this module's package
+                    parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    base = f"{parent}.{base}" if base else parent
+                targets |= {resolve(f"{base}.{alias.name}") or resolve(base) for alias in node.names}
             elif isinstance(node, ast.Import):
                 targets |= {resolve(alias.name) for alias in node.names}
         graph[name] = {target for target in targets if target and target != name}

@@ -20,7 +20,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 
-from . import Embedder, EmbedderMisconfigured, check_texts
+from .base import Embedder, EmbedderMisconfigured, check_texts
 
 # Han (with extensions and compatibility ideographs), kana, Hangul.
 _CJK = (

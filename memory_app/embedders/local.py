@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import Embedder, EmbedderMisconfigured, check_texts, key_part
+from .base import Embedder, EmbedderMisconfigured, check_texts, key_part
 
 PACKAGED_MODEL_NAME = "all-MiniLM-L6-v2"
 # Names that mean the packaged model rather than a folder.

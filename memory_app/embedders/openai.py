@@ -25,7 +25,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 
-from . import Embedder, EmbedderMisconfigured, EmbedderUnavailable, check_texts, key_part, l2_normalise
+from .base import Embedder, EmbedderMisconfigured, EmbedderUnavailable, check_texts, key_part, l2_normalise
 
 RETRY_STATUSES = frozenset({408, 429})  # and every 5xx
 MAX_RETRY_AFTER = 5.0  # seconds: we honour a server's Retry-After up to this, then give up and let the caller retry

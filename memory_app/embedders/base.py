@@ -1,0 +1,70 @@
+"""The interface every embedder provider implements, its errors, and the helpers the providers share."""
+
+from __future__ import annotations
+
+import abc
+import math
+import re
+from collections.abc import Sequence
+
+
+class EmbedderError(Exception):
+    """Base class of every embedder failure."""
+
+
+class EmbedderUnavailable(EmbedderError):
+    """The embedding service is down, timed out, overloaded or answered 5xx: the caller may retry or degrade."""
+
+
+class EmbedderMisconfigured(EmbedderError):
+    """Wrong dimension returned, bad model path, rejected credentials, unknown provider: retrying won't help."""
+
+
+class Embedder(abc.ABC):
+    """Turns texts into L2-normalised vectors of ``dimensions`` floats in the vector space named by ``key``."""
+
+    key: str
+    dimensions: int
+    label: str
+
+    @abc.abstractmethod
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One L2-normalised vector per text, in the same order; ``[]`` for ``[]``."""
+
+    def embed_one(self, text: str) -> list[float]:
+        """The vector of a single text."""
+        return self.embed([text])[0]
+
+    def __repr__(self) -> str:
+        try:
+            key = self.key
+        except Exception:  # a remote embedder may not know its dimension yet
+            key = "?"
+        return f"<{type(self).__name__} {key}>"
+
+
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """The texts as a list, refusing a bare string (a sequence of characters) and non-strings."""
+    if isinstance(texts, str | bytes):
+        raise TypeError("embed() takes a sequence of texts, not a single string: use embed([text])")
+    texts = list(texts)
+    for text in texts:
+        if not isinstance(text, str):
+            raise TypeError(f"embed() takes strings, got {type(text).__name__}")
+    return texts
+
+
+def l2_normalise(vector: Sequence[float]) -> list[float]:
+    """The vector scaled to unit length. A zero or non-finite vector can't be used for cosine: refused."""
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    if not math.isfinite(norm) or norm == 0.0:
+        raise EmbedderMisconfigured("The embedder returned a zero or non-finite vector, which has no direction")
+    return [x / norm for x in vector]
+
+
+_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9:._/@+-]+")
+
+
+def key_part(name: str) -> str:
+    """A model name made safe for an embedder key (letters, digits and :._/@+- only)."""
+    return _KEY_UNSAFE.sub("_", name.strip()) or "default"
