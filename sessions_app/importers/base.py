@@ -288,6 +288,21 @@ class LogParser:
             elif not session.agent_session_id:
                 session.agent_session_id = session_id
 
+    def line_metadata(self, data: dict, ids: tuple[tuple[str, str], ...], extra: dict) -> dict:
+        """A message's metadata in the Claude Code family of logs (Claude Code, Qwen Code): the tool, the line's
+        own ids that it has (`ids`: (their key, our name)), the sidechain and sub-agent flags, then `extra`
+        (None values left out)."""
+        metadata = {"tool": self.tool}
+        for key, name in ids:
+            if data.get(key):
+                metadata[name] = data[key]
+        if data.get("isSidechain"):
+            metadata["sidechain"] = True
+        if self.source.is_subagent:
+            metadata["subagent"] = True
+        metadata.update({key: value for key, value in extra.items() if value is not None})
+        return metadata
+
     def carry(self) -> dict:
         state = self.save()
         state["conversation"] = self.conversation

@@ -38,6 +38,8 @@ _COMMAND_OUTPUT = re.compile(r"^\s*<(local-command-stdout|local-command-stderr|l
 _BASH = re.compile(r"^\s*<(bash-input|bash-stdout|bash-stderr)>")
 _INTERRUPT = re.compile(r"^\s*\[Request interrupted by user")
 _SYSTEM_MESSAGE_SUBTYPES = {"compact_boundary", "local_command"}
+# A line's own ids, kept in its messages' metadata under our names.
+_LINE_IDS = (("uuid", "uuid"), ("parentUuid", "parent_uuid"), ("agentId", "agent_id"))
 
 
 class ClaudeCodeParser(LogParser):
@@ -130,16 +132,7 @@ class ClaudeCodeParser(LogParser):
         }
 
     def _metadata(self, data: dict, **extra) -> dict:
-        metadata = {"tool": self.tool}
-        for key, name in (("uuid", "uuid"), ("parentUuid", "parent_uuid"), ("agentId", "agent_id")):
-            if data.get(key):
-                metadata[name] = data[key]
-        if data.get("isSidechain"):
-            metadata["sidechain"] = True
-        if self.source.is_subagent:
-            metadata["subagent"] = True
-        metadata.update({key: value for key, value in extra.items() if value is not None})
-        return metadata
+        return self.line_metadata(data, _LINE_IDS, extra)
 
     def _emit(self, line: int, data: dict, role: str, content: str, *, suffix: str = "", **fields) -> ParsedMessage:
         external_id = self.own_id_or_line_id(data.get("uuid"), line) + suffix

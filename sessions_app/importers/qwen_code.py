@@ -29,6 +29,14 @@ from sessions_app.importers.base import (
 
 _ASSISTANT_TYPES = {"assistant", "gemini", "model"}
 _NOT_PROMPTS = {"notification", "cron", "goal_runtime"}  # user-role records the CLI itself wrote
+# A line's own ids (and its subtype), kept in its messages' metadata under our names.
+_LINE_IDS = (
+    ("uuid", "uuid"),
+    ("parentUuid", "parent_uuid"),
+    ("agentId", "agent_id"),
+    ("promptId", "prompt_id"),
+    ("subtype", "subtype"),
+)
 
 
 def _event_kind(name: str) -> str:
@@ -122,23 +130,7 @@ class QwenCodeParser(LogParser):
         return bool(data.get("isSidechain") or data.get("agentId")) or self.source.is_subagent
 
     def _metadata(self, data: dict, **extra) -> dict:
-        metadata = {"tool": self.tool}
-        for key, name in (
-            ("uuid", "uuid"),
-            ("parentUuid", "parent_uuid"),
-            ("agentId", "agent_id"),
-            ("promptId", "prompt_id"),
-        ):
-            if data.get(key):
-                metadata[name] = data[key]
-        if data.get("subtype"):
-            metadata["subtype"] = data["subtype"]
-        if data.get("isSidechain"):
-            metadata["sidechain"] = True
-        if self.source.is_subagent:
-            metadata["subagent"] = True
-        metadata.update({key: value for key, value in extra.items() if value is not None})
-        return metadata
+        return self.line_metadata(data, _LINE_IDS, extra)
 
     def _emit(self, line: int, data: dict, role: str, content: str, *, suffix: str = "", **fields) -> ParsedMessage:
         message = ParsedMessage(
