@@ -223,3 +223,19 @@ def test_a_long_backlog_is_read_in_batches_without_gaps(api, session, settings, 
     assert follow_up.trigger_detail == f"continues {first.pk}"
     second = run_execute(follow_up.pk)
     assert (second.from_seq, second.to_seq) == (4, 6)
+
+
+def test_every_extractor_reads_one_context_and_only_a_models_time_is_model_latency(api, session, settings):
+    append(session, "I prefer window seats.")
+    rules = run_execute(run_request(strategy=profile(api.tenant), trigger=Trigger.MANUAL, session=session).pk)
+    assert (rules.extractor, rules.added, rules.llm_latency_ms) == ("rules", 1, 0)  # no model, no model time
+
+    with FakeLLM() as llm:
+        settings.ACE_LLM_BASE_URL, settings.ACE_LLM_MODEL = llm.base_url, "fake"
+        strategy = profile(api.tenant, extractor="llm")
+        append(session, "And I prefer aisle seats on short hops.")
+        llm.script = [{"memories": []}]
+        run = run_execute(run_request(strategy=strategy, trigger=Trigger.MANUAL, session=session).pk)
+        assert run.extractor == "llm" and run.llm_latency_ms > 0
+        prompt = llm.requests[0]["messages"][1]["content"]
+        assert session.user_id in prompt and session.name in prompt  # the run's context: whose, and where
