@@ -9,6 +9,7 @@ shaped like the body of `POST /api/v1/sessions/{id}/messages/`, so the importer 
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -18,7 +19,7 @@ from typing import Any
 
 from sessions_app.schema import MESSAGE_TEXT_LIMITS, TOKEN_FIELDS
 
-TOOLS = ("claude-code", "qwen-code", "openclaw")
+TOOLS = ("claude-code", "qwen-code", "openclaw", "codex", "gemini-cli", "opencode")
 
 
 # -- the normalised output ---------------------------------------------------------------------------
@@ -227,9 +228,15 @@ class LogParser:
     """Base of the tool parsers: feed it lines in order, then `finish`, then read `messages` and `carry()`.
 
     `read_to_end` is False in `finish` when the read stopped at a byte budget with more lines after it:
-    a response is then never taken as complete just because the bytes read ended with it."""
+    a response is then never taken as complete just because the bytes read ended with it.
+
+    A tool that writes a session as one JSON document, rewritten whole as it grows (Gemini CLI's
+    `session-*.json`, older Qwen Code's `chats/*.json`), sets `document = True`: `dispatch.parse_file` then
+    reads the whole file every time it changed and calls `feed_document` once (no offsets, no carry); the
+    import stores what is new and completes in place what was stored before (same `external_id`)."""
 
     tool = ""
+    document = False
 
     def __init__(self, source: SourceFile, carry: dict):
         self.source = source
@@ -237,6 +244,7 @@ class LogParser:
         self.messages: list[ParsedMessage] = []
         self.issues: list[ParseIssue] = []
         self.conversation: str | None = carry.get("conversation")
+        self.request_ids: dict[str, int] = dict(carry.get("request_ids") or {})
         saved = carry.get("session")
         self.session = (
             ParsedSession.from_carry(self.tool, saved) if saved else ParsedSession(tool=self.tool, agent_session_id="")
@@ -254,6 +262,10 @@ class LogParser:
     def feed(self, line: JsonLine) -> None:
         raise NotImplementedError
 
+    def feed_document(self, data: Any) -> None:
+        """The whole file, parsed (for `document` tools)."""
+        raise NotImplementedError
+
     def finish(self, *, flush: bool) -> int:
         """End of the bytes available now. Returns how many responses stay pending in the carry."""
         return 0
@@ -261,6 +273,19 @@ class LogParser:
     # Shared helpers.
     def issue(self, line: int, message: str, level: str = "error") -> None:
         self.issues.append(ParseIssue(str(self.source.path), line, message, level))
+
+    def request_key(self, provider_id: str) -> str:
+        """The `request_id` of a call the log names `provider_id`, taken once per call, when the call opens.
+
+        A request's identity is its id plus where it sits: providers do not all make ids unique
+        (OpenAI-compatible servers such as Ollama answer `chatcmpl-<small number>`), so the first call of
+        this file with an id keeps it as it is, and a later call that reuses it becomes `<id>#<n>` (n = 2,
+        3, …). The same bytes always give the same ids, read in one pass or in many (the counts are in the
+        carry), and a copy of a call in another file (a fork) keeps the plain id, so it still counts once."""
+        key = hashlib.blake2b(provider_id.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+        seen = self.request_ids.get(key, 0) + 1
+        self.request_ids[key] = seen
+        return provider_id if seen == 1 else f"{provider_id}#{seen}"
 
     def line_id(self, line: int) -> str:
         return f"{self.source.file_key}:{line}"
@@ -306,6 +331,8 @@ class LogParser:
     def carry(self) -> dict:
         state = self.save()
         state["conversation"] = self.conversation
+        if self.request_ids:
+            state["request_ids"] = self.request_ids
         state["session"] = self.session.to_carry()
         return state
 

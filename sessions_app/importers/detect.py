@@ -82,6 +82,20 @@ def describe_layout(path: str | Path) -> Layout:
     return Layout(None, stem, bool(agent_id), "", agent_id)
 
 
+def is_log_name(path: str | Path) -> bool:
+    """Whether a directory walk should read this file: every `.jsonl` file (its lines decide the tool), and
+    a `.json` file where a tool that writes whole-document logs keeps them (a `.json` file elsewhere is
+    read only when named on its own)."""
+    path = Path(path)
+    name = path.name
+    if name.endswith(".jsonl"):
+        return True
+    if name.endswith(".json"):
+        parser_class = PARSERS.get(describe_layout(path).tool or "")
+        return bool(parser_class and parser_class.document)
+    return False
+
+
 def explain_detection(path: str | Path, first_lines: Iterable[str | dict]) -> Detection:
     """The tool that wrote the file and why; `tool` is None (with the reason) when it cannot be told."""
     layout = describe_layout(path)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sessions_app.importers.base import TOOLS, LogParser, ParseIssue, ParseResult, SourceFile
+from sessions_app.importers.base import LogParser, ParseIssue, ParseResult, SourceFile
 from sessions_app.importers.detect import PARSERS, describe_layout, explain_detection
-from sessions_app.importers.jsonl import JsonlReader, count_lines_before, read_head
+from sessions_app.importers.jsonl import JsonlReader, count_lines_before, load_document, read_head
 
 CARRY_VERSION = 1
 
@@ -47,8 +47,8 @@ def parse_file(
         issues.append(ParseIssue(str(path), 0, message, level))
         return ParseResult(None, [], issues, start_offset, 0, carry)
 
-    if tool is not None and tool not in TOOLS:
-        return failed(f"unknown tool {tool!r}; use one of {', '.join(TOOLS)}")
+    if tool is not None and tool not in PARSERS:
+        return failed(f"unknown tool {tool!r}; use one of {', '.join(PARSERS)}")
     try:
         size = path.stat().st_size
     except OSError as error:
@@ -86,6 +86,10 @@ def parse_file(
             return failed(f"not a recognised agent log: {detection.reason}")
         resolved = detection.tool
 
+    parser_class = PARSERS[resolved]
+    if parser_class.document:
+        return _parse_document(path, parser_class, _source_file(path, layout), issues)
+
     if "line" in carry:
         first_line = int(carry["line"]) + 1
     else:
@@ -98,15 +102,7 @@ def parse_file(
                     ParseIssue(str(path), first_line, f"offset {start_offset} is not at a line start", "warning")
                 )
 
-    source = SourceFile(
-        path=path,
-        file_key=layout.file_key,
-        is_subagent=layout.is_subagent,
-        parent_session_id=layout.parent_session_id,
-        agent_id=layout.agent_id,
-        project_dir=layout.project_dir,
-    )
-    parser: LogParser = PARSERS[resolved](source, carry)
+    parser: LogParser = parser_class(_source_file(path, layout), carry)
     reader = JsonlReader(
         path,
         start_offset=start_offset,
@@ -142,4 +138,54 @@ def parse_file(
         tool=resolved,
         pending=pending,
         complete=parser.read_to_end,
+    )
+
+
+def is_document_tool(tool: str | None) -> bool:
+    """Whether the tool writes a session as one JSON document rewritten whole (read from the start each time)."""
+    parser_class = PARSERS.get(tool or "")
+    return bool(parser_class and parser_class.document)
+
+
+def _source_file(path: Path, layout) -> SourceFile:
+    return SourceFile(
+        path=path,
+        file_key=layout.file_key,
+        is_subagent=layout.is_subagent,
+        parent_session_id=layout.parent_session_id,
+        agent_id=layout.agent_id,
+        project_dir=layout.project_dir,
+    )
+
+
+def _parse_document(path: Path, parser_class: type[LogParser], source: SourceFile, issues: list) -> ParseResult:
+    """A whole-document log, read from the start: every message it holds now (the import stores the new ones
+    and completes the changed ones in place). A document that is not valid JSON is left for the next change:
+    the tool may be rewriting it this very moment."""
+    tool = parser_class.tool
+    raw = path.read_bytes()
+    size = len(raw)
+    data = load_document(raw)
+    if not isinstance(data, dict | list):
+        why = "it is not valid JSON" if data is None else f"it is a JSON {type(data).__name__}"
+        issues.append(
+            ParseIssue(
+                str(path), 0, f"not read: {why} (a file being rewritten is read again when it changes)", "warning"
+            )
+        )
+        return ParseResult(None, [], issues, 0, 0, {"v": CARRY_VERSION, "tool": tool}, tool=tool)
+    parser = parser_class(source, {})
+    parser.feed_document(data)
+    parser.finish(flush=True)
+    issues.extend(parser.issues)
+    issues.sort(key=lambda issue: issue.line)
+    carry = {"v": CARRY_VERSION, "tool": tool, "document": True}
+    return ParseResult(
+        session=parser.session,
+        messages=parser.messages,
+        issues=issues,
+        end_offset=size,
+        lines_read=raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0),
+        carry=carry,
+        tool=tool,
     )

@@ -170,10 +170,35 @@ def count_lines_before(path: Path, offset: int) -> int:
     return count
 
 
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024  # a `.json` log bigger than this is not read whole for detection
+
+
+def load_document(raw: bytes) -> Any:
+    """A whole JSON document (a `.json` log), leniently: None when it is not JSON. Lone surrogates (half an
+    emoji) become U+FFFD, as in lines."""
+    data = _fast_loads(raw)
+    if data is not None:
+        return data
+    text, _ = _decode(raw)
+    try:
+        data = json.loads(text.lstrip("\ufeff"))
+    except ValueError:
+        return None
+    return _without_lone_surrogates(data) if _SURROGATE_ESCAPE.search(text) else data
+
+
 def read_head(path: Path, limit: int = 25) -> list[str]:
     """The first `limit` complete lines of a file (decoded leniently), for detection. A last line still
-    being written (no newline, not yet valid JSON) is left out."""
+    being written (no newline, not yet valid JSON) is left out. A `.json` file is one document: its whole
+    text is the one "line" (up to MAX_DOCUMENT_BYTES), so detection judges the document."""
     lines: list[str] = []
+    if path.name.endswith(".json"):
+        try:
+            if path.stat().st_size > MAX_DOCUMENT_BYTES:
+                return []
+            return [_decode(path.read_bytes())[0]]
+        except OSError:
+            return []
     try:
         with path.open("rb") as handle:
             for raw in handle:

@@ -14,6 +14,9 @@ class ImportTool(models.TextChoices):
     CLAUDE_CODE = "claude-code", "Claude Code"
     QWEN_CODE = "qwen-code", "Qwen Code"
     OPENCLAW = "openclaw", "OpenClaw"
+    CODEX = "codex", "Codex CLI"
+    GEMINI_CLI = "gemini-cli", "Gemini CLI"
+    OPENCODE = "opencode", "OpenCode"
 
 
 class ImportSource(models.Model):

@@ -754,7 +754,7 @@ def test_empty_files_and_bad_arguments(tmp_path):
     result = parse_file(empty)
     assert result.messages == [] and result.issues[0].level == "warning"
     assert "no complete line" in result.issues[0].message
-    assert parse_file(empty, tool="codex").issues[0].message.startswith("unknown tool 'codex'")
+    assert parse_file(empty, tool="aider").issues[0].message.startswith("unknown tool 'aider'")
     assert "cannot read" in parse_file(tmp_path / "missing.jsonl").issues[0].message
     beyond = parse_file(DATA / SEED, start_offset=10**9)
     assert beyond.messages == [] and "beyond the end of the file" in beyond.issues[0].message

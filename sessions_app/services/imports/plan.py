@@ -16,7 +16,7 @@ from pathlib import Path
 from django.utils import timezone
 
 from sessions_app.importers import ParseIssue, ParseResult, describe_layout
-from sessions_app.importers.detect import explain_detection
+from sessions_app.importers.detect import explain_detection, is_log_name
 from sessions_app.importers.jsonl import read_head
 from sessions_app.models import ImportedFile, ImportSource, Session, Tenant
 from sessions_app.services.imports.summary import FileResult
@@ -82,14 +82,14 @@ class FileInBatch:
 
 
 def log_files(root: Path) -> list[Path]:
-    """The `.jsonl` files under `root` (or `root` itself), sessions before sub-agent files so that a
-    sub-agent can find the round of its parent that spawned it."""
+    """The log files under `root` (or `root` itself; see `detect.is_log_name`), sessions before sub-agent files
+    so that a sub-agent can find the round of its parent that spawned it."""
     if root.is_file():
         return [root]
     found = []
     for directory, subdirs, names in os.walk(root):
         subdirs.sort()
-        found.extend(Path(directory) / name for name in names if name.endswith(".jsonl"))
+        found.extend(path for path in (Path(directory) / name for name in names) if is_log_name(path))
     return sorted(found, key=lambda path: (describe_layout(path).is_subagent, str(path)))
 
 
