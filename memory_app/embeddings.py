@@ -83,6 +83,12 @@ def record_embedding_reset(*, record_id) -> None:
     Record.objects.filter(pk=record_id).update(embedding=None, embedding_key="")
 
 
+def message_embeddings_reset(*, message_ids: Iterable) -> None:
+    """The messages' content changed (an import completed them in place): their old vectors no longer describe
+    them. Without one, the periodic sweep (`tasks.embed_pending`) finds them, if the queued task is lost."""
+    MessageEmbedding.objects.filter(message_id__in=list(message_ids)).delete()
+
+
 def messages_embed(*, message_ids: Iterable, embedder: Embedder | None = None) -> int:
     """Embed the messages with text of the roles in ACE_EMBED_MESSAGE_ROLES (user and assistant by default), so
     recall can search raw conversation; the others are skipped. Returns how many were embedded."""

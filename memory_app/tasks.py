@@ -4,7 +4,7 @@ from celery import shared_task
 from django.conf import settings
 
 from memory_app.embedders import EmbedderUnavailable, get_embedder
-from memory_app.embeddings import messages_embed, records_embed
+from memory_app.embeddings import message_embeddings_reset, messages_embed, records_embed
 from memory_app.selectors.records import pending_messages, pending_records
 from platform_kit.tasks import enqueue_or_leave_to_sweep
 
@@ -62,6 +62,16 @@ def messages_appended_handler(sender, appended, **kwargs):
     if not settings.ACE_EMBED_MESSAGES:
         return
     ids = [pk for entry in appended for pk in entry.message_ids]
+    for start in range(0, len(ids), EMBED_TASK_MESSAGES):
+        enqueue(embed_messages, ids[start : start + EMBED_TASK_MESSAGES])
+
+
+def messages_amended_handler(sender, amended, **kwargs):
+    # An import completed stored messages in place (a streamed response's later lines): embedded again.
+    if not settings.ACE_EMBED_MESSAGES:
+        return
+    ids = [pk for entry in amended for pk in entry.message_ids]
+    message_embeddings_reset(message_ids=ids)
     for start in range(0, len(ids), EMBED_TASK_MESSAGES):
         enqueue(embed_messages, ids[start : start + EMBED_TASK_MESSAGES])
 

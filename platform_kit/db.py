@@ -16,7 +16,7 @@ from django.db import OperationalError, connection, connections, models, transac
 from django.db.models.base import ModelState
 from psycopg.copy import LibpqWriter
 from psycopg.generators import copy_to
-from psycopg.types.json import JsonbBinaryDumper
+from psycopg.types.json import Jsonb, JsonbBinaryDumper
 
 T = TypeVar("T")
 
@@ -62,17 +62,23 @@ def update_rows(model, objects: list, fields: list[str]) -> None:
     """Save `fields` of many rows, each with its own values, in one `UPDATE … FROM (VALUES …)`.
 
     Django's bulk_update builds a CASE expression per field and row, which for a few dozen rows costs more
-    Python than the statement costs PostgreSQL. Values are prepared by the fields themselves (JSON, dates,
-    foreign keys by their column) and cast to the column types."""
+    Python than the statement costs PostgreSQL. Values are prepared by the fields themselves (dates, foreign
+    keys by their column) and cast to the column types; JSON as COPY writes it (NUL made U+FFFD)."""
     meta = model._meta
     columns = [meta.pk, *(meta.get_field(name) for name in fields)]
     names = [connection.ops.quote_name(field.column) for field in columns]
+
+    def prepare(field, value):
+        if isinstance(field, models.JSONField):
+            return None if value is None else Jsonb(value, dumps=_json_text)
+        return field.get_db_prep_save(value, connection)
+
     _update_from_values(
         meta.db_table,
         names,
         [field.db_type(connection) for field in columns],
         [f"{name} = v.{name}" for name in names[1:]],
-        [[field.get_db_prep_save(getattr(obj, field.attname), connection) for field in columns] for obj in objects],
+        [[prepare(field, getattr(obj, field.attname)) for field in columns] for obj in objects],
     )
 
 
@@ -147,6 +153,10 @@ def _json_dumps(value) -> bytes:
     if b"\\u0000" in data:  # perhaps a NUL (or a literal backslash-u0000, which the cleaning leaves as it is)
         data = json.dumps(_without_nul(value), ensure_ascii=False).encode()
     return data
+
+
+def _json_text(value) -> str:
+    return _json_dumps(value).decode()
 
 
 def _without_nul(value):

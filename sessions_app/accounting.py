@@ -55,6 +55,14 @@ def tally_message(tally: list[int], role: str, requests: int, tokens: tuple[int,
             tally[position] += value
 
 
+def tally_growth(tally: list[int], tokens: tuple[int, ...]) -> None:
+    """Rule 3 for a message completed in place (an import reading more of a response it stored): only what
+    the new version grew the tokens by — it is no new message and opens no new request."""
+    for position, value in zip(TOKEN_POSITIONS, tokens, strict=True):
+        if value:
+            tally[position] += value
+
+
 def tally_as_dict(tally: list[int], fields: tuple[str, ...] = ROLLUP_FIELDS) -> dict[str, int]:
     return dict(zip(fields, tally, strict=False))
 

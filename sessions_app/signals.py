@@ -14,13 +14,17 @@ class Appended(NamedTuple):
 
     session_id: uuid.UUID
     tenant_id: uuid.UUID
-    message_ids: list[uuid.UUID]  # the newly stored ones, in seq order
+    message_ids: list[uuid.UUID]  # the newly stored ones, in seq order (messages_amended: the ones completed)
 
 
 # sender=Session class; kwargs: appended (list of Appended: every session the write stored messages in —
 # one for an API append, up to a batch of files for an import). Sent once per write: an import of
 # hundreds of sessions queues its follow-up work in a few tasks, not a few per session.
 messages_appended = Signal()
+# sender=Session class; kwargs: amended (list of Appended: the stored messages an import completed in place
+# whose content changed — a streamed response whose later lines arrived). Their search vector is redone by
+# the write; their embedding is stale.
+messages_amended = Signal()
 # sender=Session class; kwargs: session_id, tenant_id, version, previous (dict), data (dict)
 state_changed = Signal()
 # sender=Session class; kwargs: session_id, tenant_id

@@ -101,6 +101,9 @@ class ImportedFileResultSerializer(serializers.Serializer):
     messages = serializers.IntegerField(help_text="Messages imported from this file by this request")
     lines_read = serializers.IntegerField()
     reason = serializers.CharField(help_text="Why the file was refused")
+    streaming = serializers.IntegerField(
+        help_text="Responses stored whose last lines have not arrived yet (completed in place when they do)"
+    )
 
 
 class ImportSummarySerializer(serializers.Serializer):
@@ -118,6 +121,9 @@ class ImportSummarySerializer(serializers.Serializer):
     cache_creation_tokens = serializers.IntegerField()
     total_tokens = serializers.IntegerField()
     lines_read = serializers.IntegerField()
+    streaming = serializers.IntegerField(
+        help_text="Responses stored whose last lines have not arrived yet (completed in place when they do)"
+    )
     issues_total = serializers.IntegerField()
     issues = ImportIssueSerializer(many=True, help_text="Corrupt lines and other problems (the first 200)")
     files = ImportedFileResultSerializer(many=True)

@@ -9,9 +9,11 @@ line on a tie), never a sum.
 
 A response stays open until the same agent starts its next response, a real prompt arrives, or the bytes
 read end with its last line carrying a `stop_reason` (or the caller flushes): with streaming tool
-execution a tool result can be written between two lines of the response that called it. Messages are
-released in the order of their first line, so anything after an open response waits with it in the
-carry. See docs/accounting.md.
+execution a tool result can be written between two lines of the response that called it. Still, every
+response in the bytes read is emitted at their end, in the order of first lines, as far as it is written;
+one still open stays in the carry, marked emitted, and is emitted again (same external id) when later
+lines grow it or it closes: the import completes the stored message and its request in place. See
+docs/accounting.md.
 """
 
 from __future__ import annotations
@@ -42,12 +44,32 @@ _SYSTEM_MESSAGE_SUBTYPES = {"compact_boundary", "local_command"}
 _LINE_IDS = (("uuid", "uuid"), ("parentUuid", "parent_uuid"), ("agentId", "agent_id"))
 
 
+# What the lines of one response repeat: the input side of its usage, set when the call started.
+_CALL_USAGE = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def _same_call(response: dict, lane: str, usage) -> bool:
+    """Whether a line with an open response's id continues it: the same agent, and the input side of the usage
+    (when both give it) unchanged — a later call sends a longer context, under an id a provider may reuse."""
+    if response["lane"] != lane:
+        return False
+    known = response["usage"]
+    if not isinstance(usage, dict) or not isinstance(known, dict):
+        return True
+    return all(
+        usage.get(name) is None or known.get(name) is None or usage.get(name) == known.get(name) for name in _CALL_USAGE
+    )
+
+
 class ClaudeCodeParser(LogParser):
     tool = "claude-code"
 
     def load(self, carry: dict) -> None:
-        self.open: dict[str, dict] = dict(carry.get("open") or {})  # responses still streaming, by key
+        # Responses still streaming, by key; "emitted_line" is their last line when last emitted (0: never).
+        self.open: dict[str, dict] = dict(carry.get("open") or {})
         self.lanes: dict[str, str] = dict(carry.get("lanes") or {})  # agent lane -> key of its open response
+        # Messages of this read waiting for a response opened before them (emptied by `finish`; a carry saved
+        # before responses were emitted at the end of each read may still hold some).
         self.outbox: list[dict] = [
             {"message": ParsedMessage.from_carry(item["message"])} if "message" in item else item
             for item in carry.get("outbox") or []
@@ -65,8 +87,7 @@ class ClaudeCodeParser(LogParser):
                 self.session.project = source.project_dir
 
     def save(self) -> dict:
-        outbox = [{"message": item["message"].to_carry()} if "message" in item else item for item in self.outbox]
-        return {"open": self.open, "lanes": self.lanes, "outbox": outbox, "tool_names": self.tool_names}
+        return {"open": self.open, "lanes": self.lanes, "tool_names": self.tool_names}
 
     def _read_agent_meta(self) -> None:
         # Newer Claude Code writes `agent-<id>.meta.json` (agentType, description, toolUseId) next to it.
@@ -99,9 +120,18 @@ class ClaudeCodeParser(LogParser):
         # file-history-snapshot, queue-operation, progress, attachment, ...: bookkeeping, no message.
 
     def finish(self, *, flush: bool) -> int:
+        """Close what is complete, then emit every response still open as far as it is written (those that
+        grew since they were last emitted): nothing read waits for a later import. Returns how many stay
+        open (stored, may still grow)."""
         done = [key for key, response in self.open.items() if flush or (response["stop_reason"] and self.read_to_end)]
         for key in done:
             self._close(key)
+        for key, response in self.open.items():
+            if response["last_line"] > response.get("emitted_line", 0):
+                self._place(key, response, self._message(response))
+                response["emitted_line"] = response["last_line"]
+        while self.outbox:
+            self.messages.append(self.outbox.pop(0)["message"])
         if not self.session.agent_session_id:
             self.session.agent_session_id = self.source.file_key  # Claude Code names the file after the session
         return len(self.open)
@@ -284,9 +314,13 @@ class ClaudeCodeParser(LogParser):
         if self.lanes.get(lane) not in (None, key):
             self._close(self.lanes[lane])  # this agent has moved on to its next response
         response = self.open.get(key)
+        if response is not None and not _same_call(response, lane, message.get("usage")):
+            self._close(key)  # a provider that reuses ids (`chatcmpl-<n>`): the same id, the next call
+            response = None
         if response is None:
+            provider_id = message_id or api_request_id
             response = self.open[key] = {
-                "request_id": message_id or api_request_id,
+                "request_id": self.request_key(provider_id) if provider_id else None,
                 "external_id": self.own_id_or_line_id(data.get("uuid"), line.number),
                 "lane": lane,
                 "line": line.number,
@@ -336,6 +370,22 @@ class ClaudeCodeParser(LogParser):
         response = self.open.pop(key)
         if self.lanes.get(response["lane"]) == key:
             del self.lanes[response["lane"]]
+        if response["last_line"] > response.get("emitted_line", 0):  # else stored as it is already
+            self._place(key, response, self._message(response))
+
+    def _place(self, key: str, response: dict, message: ParsedMessage) -> None:
+        """A response's message: in its place in the line order the first time, then (emitted by an earlier
+        read, stored) as a later version of it, which the import completes in place."""
+        if response.get("emitted_line", 0):
+            self.messages.append(message)
+            return
+        index = next(i for i, item in enumerate(self.outbox) if item.get("key") == key)
+        self.outbox[index] = {"message": message}
+        while self.outbox and "message" in self.outbox[0]:
+            self.messages.append(self.outbox.pop(0)["message"])
+
+    def _message(self, response: dict) -> ParsedMessage:
+        """The response as far as its lines go."""
         usage = response["usage"] or {}
         input_tokens = as_int(usage.get("input_tokens"))
         output_tokens = as_int(usage.get("output_tokens"))
@@ -344,7 +394,7 @@ class ClaudeCodeParser(LogParser):
         if response["usage"] is not None:
             metadata["usage"] = {k: v for k, v in usage.items() if isinstance(v, int | str | dict)}
             metadata["usage_line"] = response["usage_line"]
-        message = ParsedMessage(
+        return ParsedMessage(
             role="assistant",
             content=join_texts(response["texts"]),
             external_id=response["external_id"],
@@ -364,7 +414,3 @@ class ClaudeCodeParser(LogParser):
             metadata=metadata,
             **response["flags"],
         )
-        index = next(i for i, item in enumerate(self.outbox) if item.get("key") == key)
-        self.outbox[index] = {"message": message}
-        while self.outbox and "message" in self.outbox[0]:
-            self.messages.append(self.outbox.pop(0)["message"])

@@ -292,7 +292,7 @@ class OpenClawParser(LogParser):
             )
             return
         response_id = message.get("responseId")
-        request_id = (
+        request_id = self.request_key(
             response_id
             if isinstance(response_id, str) and response_id
             else self.own_id_or_line_id(data.get("id"), line.number)

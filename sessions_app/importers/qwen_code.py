@@ -200,20 +200,21 @@ class QwenCodeParser(LogParser):
         if usage is None and isinstance(data.get("tokens"), dict):
             usage = _legacy_usage(data["tokens"])
         tokens = normalise_usage(usage) if usage else {}
-        request_id = self.own_id_or_line_id(data.get("uuid"), line.number)
+        provider_id = self.own_id_or_line_id(data.get("uuid"), line.number)
         auth_type = self.auth_type
         metadata = self._metadata(data, kind="response")
         telemetry = self.last_response
         if telemetry and usage and not telemetry.get("paired") and _same_usage(telemetry, usage):
             telemetry["paired"] = True
             if telemetry.get("response_id"):
-                request_id = telemetry["response_id"]
+                provider_id = telemetry["response_id"]
                 metadata["response_id"] = telemetry["response_id"]
             auth_type = telemetry.get("auth_type") or auth_type
             if telemetry.get("duration_ms") is not None:
                 metadata["duration_ms"] = telemetry["duration_ms"]
         if usage:
             metadata["usage"] = {k: v for k, v in usage.items() if isinstance(v, int)}
+        request_id = self.request_key(provider_id)  # one record is one call
         self._emit(
             line.number,
             data,

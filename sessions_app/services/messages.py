@@ -4,6 +4,10 @@ The session row is locked (`SELECT … FOR UPDATE`) for the whole append, which 
 conversation boundaries, request de-duplication and the counters exact under concurrent writers to the
 same session. Writers to different sessions only meet on the hourly roll-up rows, which are upserted in
 a fixed order so they cannot deadlock.
+
+An import may also complete a stored message in place (`amend=True`): a log that re-emits a message under
+the same `external_id` (a streamed response whose later lines arrived, a record its tool rewrote) grows the
+stored row and its request, and the counters by exactly that growth — never a second message or request.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from sessions_app.accounting import (
     own_tokens,
     request_growth,
     tally_as_dict,
+    tally_growth,
     tally_message,
 )
 from sessions_app.models import Conversation, LlmRequest, Message, Session, Tenant
@@ -40,7 +45,7 @@ from sessions_app.schema import (
 )
 from sessions_app.search import index_after_commit, needs_index
 from sessions_app.services.rollups import rollups_add
-from sessions_app.signals import Appended, messages_appended
+from sessions_app.signals import Appended, messages_amended, messages_appended
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class AppendResult:
     created: int
     counters: dict[str, int] = field(default_factory=dict)  # what the append added to the session's counters
     new: list[bool] = field(default_factory=list)  # per item: stored now (True) or a repeat of a stored one
+    amended: int = 0  # stored messages completed in place (`amend=True`)
 
 
 def _is_uuid(value: str) -> bool:
@@ -61,6 +67,10 @@ def _is_uuid(value: str) -> bool:
 
 # The message fields stored as the writer gave them; the tokens are stored as accounting.message_tokens says.
 _INPUT_FIELDS = frozenset(MESSAGE_INPUT_FIELDS) - set(TOKEN_FIELDS)
+# What a re-emitted message replaces when it differs (its tokens only grow). Where and when it was said —
+# role, conversation, request, model, created_at — stay as first stored: the counters were kept under them.
+AMENDED_FIELDS = ("content", "thinking", "tool_calls", "finish_reason", "metadata")
+_AMENDED_DEFAULTS = {name: Message._meta.get_field(name).get_default() for name in AMENDED_FIELDS}
 
 
 class _Append:
@@ -88,6 +98,8 @@ class _Append:
         self.conversation_feishu: dict[uuid.UUID, str] = {}
         self.rollup: dict[tuple[datetime, str], list[int]] = {}
         self.last_message_at: datetime | None = None
+        self.amended: dict[uuid.UUID, Message] = {}  # stored rows completed in place
+        self.restated: list[uuid.UUID] = []  # of those, the ones whose content changed (to index and embed again)
 
     def current_conversation(self) -> Conversation | None:
         if not self.current_loaded:
@@ -213,6 +225,63 @@ class _Append:
         cache["session"], cache["conversation"], cache["llm_request"] = self.session, conversation, request
         return message
 
+    def amend(self, message: Message, item: dict) -> bool:
+        """Complete `message` (stored, or made earlier in this append) with `item`, a later version of it: the
+        text fields replaced where they differ, each token field grown to the larger value, its request grown
+        by rule 3, and the counters by exactly what that added. False when the item adds nothing."""
+        values = {name: _AMENDED_DEFAULTS[name] if item.get(name) is None else item[name] for name in AMENDED_FIELDS}
+        changed = {name: value for name, value in values.items() if getattr(message, name) != value}
+        stored = tuple(getattr(message, name) for name in TOKEN_FIELDS)
+        tokens = tuple(
+            old if new is None or (old is not None and old >= new) else new
+            for old, new in zip(stored, message_tokens(item), strict=True)
+        )
+        if not changed and tokens == stored:
+            return False
+        request = self._request_of(message)
+        if request is None:
+            growth = tuple((new or 0) - (old or 0) for old, new in zip(stored, tokens, strict=True))
+        else:
+            growth = request_growth(request.__dict__, tokens)
+            if not request.model and item.get("model"):
+                request.model = item["model"]
+            if request.id not in self.new_request_ids:
+                self.changed_requests[request.id] = request
+        tally_growth(self.session_tally, growth)
+        tally_growth(self.rollup_tally(message.created_at, message.model or (request.model if request else "")), growth)
+        conversation_id = message.conversation_id
+        if conversation_id is not None:
+            tally = self.conversation_tally.get(conversation_id)
+            if tally is None:
+                tally = self.conversation_tally[conversation_id] = empty_tally()
+            tally_growth(tally, growth)
+            previous = self.conversation_last.get(conversation_id)
+            self.conversation_last[conversation_id] = (
+                max(previous, message.created_at) if previous else message.created_at
+            )
+        message.__dict__.update(changed)
+        message.__dict__.update(zip(TOKEN_FIELDS, tokens, strict=True))
+        if message._state.adding:
+            return True  # made in this append: inserted as it is now
+        message.received_at = self.now
+        self.amended[message.id] = message
+        if "content" in changed and message.id not in self.restated:
+            self.restated.append(message.id)
+        return True
+
+    def _request_of(self, message: Message) -> LlmRequest | None:
+        """The request a message was counted in: made in this append, loaded with the items' request ids, or
+        (a request of its own, without an id) read now."""
+        if message.llm_request_id is None:
+            return None
+        request = message._state.fields_cache.get("llm_request")
+        if request is None:
+            request = self.requests_by_id.get(message.request_id) if message.request_id else None
+            if request is None or request.id != message.llm_request_id:
+                request = LlmRequest.objects.get(pk=message.llm_request_id)
+            message._state.fields_cache["llm_request"] = request
+        return request
+
     # -- writing -------------------------------------------------------------------------------------
     def counters(self) -> dict[str, int]:
         return tally_as_dict(self.session_tally, SESSION_COUNTER_FIELDS)
@@ -226,7 +295,8 @@ class _Append:
         for name, value in self.counters().items():
             setattr(session, name, getattr(session, name) + value)
         session.last_seq = self.seq
-        session.current_conversation = self.current
+        if self.current_loaded:
+            session.current_conversation = self.current
         if self.last_message_at and (session.last_message_at is None or self.last_message_at > session.last_message_at):
             session.last_message_at = self.last_message_at
 
@@ -265,11 +335,13 @@ def _load_conversation_refs(appends: list[_Append]) -> None:
         by_session[conversation.session_id].conversations_by_ref[str(conversation.pk)] = conversation
 
 
-def _load_requests(appends: list[_Append]) -> None:
+def _load_requests(appends: list[_Append], stored: dict[tuple, Message]) -> None:
+    """The stored requests the items name, and (to complete them in place) those of the stored messages they repeat."""
     by_session = {append.session.pk: append for append in appends if append.session.requests}
     request_ids = {
         item["request_id"] for append in by_session.values() for item in append.items if item.get("request_id")
     }
+    request_ids.update(message.request_id for message in stored.values() if message.request_id)
     if request_ids:
         for request in LlmRequest.objects.filter(session_id__in=by_session, request_id__in=request_ids):
             by_session[request.session_id].requests_by_id[request.request_id] = request
@@ -295,11 +367,19 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
     copy_insert(LlmRequest, [request for append in appends for request in append.new_requests])
     changed = [request for append in appends for request in append.changed_requests.values()]
     update_rows(LlmRequest, changed, [*TOKEN_FIELDS, "model", "auth_type"])
-    if index_later:
-        _defer_search(True)  # read by the insert trigger of migration 0008, for this write only
-    copy_insert(Message, messages)
-    if index_later:
-        _defer_search(False)
+    if messages:
+        if index_later:
+            _defer_search(True)  # read by the insert trigger of migration 0008, for this write only
+        copy_insert(Message, messages)
+        if index_later:
+            _defer_search(False)
+    # A changed content gets its search vector again from the update trigger of migration 0008 (or NULL,
+    # for the indexing task, when it is long).
+    update_rows(
+        Message,
+        [message for append in appends for message in append.amended.values()],
+        [*AMENDED_FIELDS, *TOKEN_FIELDS, "received_at"],
+    )
     add_to_rows(
         Conversation,
         add=COUNTER_FIELDS,
@@ -322,7 +402,7 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
                 append.session.pk,
                 *append.session_tally[: len(SESSION_COUNTER_FIELDS)],
                 append.seq,
-                append.current.pk if append.current else None,
+                append.current.pk if append.current else append.session.current_conversation_id,
                 append.last_message_at,
             )
             for append in appends
@@ -352,20 +432,26 @@ def messages_append(
 
 
 def messages_append_to_sessions(
-    *, appends: list[tuple[Session, list[dict]]], index_later: bool = False
+    *, appends: list[tuple[Session, list[dict]]], index_later: bool = False, amend: bool = False
 ) -> list[AppendResult]:
     """`messages_append` for several sessions at once (an import's files), with one statement per table for
     all of them. Each session must appear once, as the caller's transaction has just locked (or created)
-    its row: the sequence numbers and counters go on from the row's values."""
+    its row: the sequence numbers and counters go on from the row's values.
+
+    `amend` (imports only): an item repeating a stored `external_id` is a later version of that message, and
+    completes it in place (`_Append.amend`): a streamed response whose last lines arrived since, a record its
+    tool rewrote. Its changed content is indexed and embedded again (`messages_amended`, after the commit)."""
     now = timezone.now()
     with transaction.atomic(savepoint=False):
-        return _append([_Append(session, items, now) for session, items in appends], index_later=index_later)
+        return _append(
+            [_Append(session, items, now) for session, items in appends], index_later=index_later, amend=amend
+        )
 
 
-def _append(appends: list[_Append], *, index_later: bool) -> list[AppendResult]:
+def _append(appends: list[_Append], *, index_later: bool, amend: bool = False) -> list[AppendResult]:
     stored = _load_stored(appends)
     _load_conversation_refs(appends)
-    _load_requests(appends)
+    _load_requests(appends, stored if amend else {})
     outcomes, new_messages = [], []
     for append in appends:
         results: list[Message] = []
@@ -375,6 +461,8 @@ def _append(appends: list[_Append], *, index_later: bool) -> list[AppendResult]:
             external_id = item.get("external_id")
             repeated = stored.get((session_id, external_id)) if external_id else None
             if repeated is not None:
+                if amend:
+                    append.amend(repeated, item)
                 results.append(repeated)
                 new.append(False)
                 continue
@@ -385,17 +473,34 @@ def _append(appends: list[_Append], *, index_later: bool) -> list[AppendResult]:
             results.append(message)
             new.append(True)
         outcomes.append((append, results, new))
-    if new_messages:
-        _write([append for append, _, new in outcomes if any(new)], new_messages, index_later=index_later)
+    written = [append for append, _, new in outcomes if any(new) or append.amended]
+    if written:
+        _write(written, new_messages, index_later=index_later)
         index_after_commit([m.id for m in new_messages if index_later or needs_index(m.content)])
-    answers, appended = [], []
+        index_after_commit(
+            [pk for append in written for pk in append.restated if needs_index(append.amended[pk].content)]
+        )
+    answers, appended, amended = [], [], []
     for append, results, new in outcomes:
         created = [message for message, is_new in zip(results, new, strict=True) if is_new]
-        if created:
+        session = append.session
+        if created or append.amended:
             append.update_session()
-            session = append.session
+        if created:
             appended.append(Appended(session.id, session.tenant_id, [message.id for message in created]))
-        answers.append(AppendResult(messages=results, created=len(created), counters=append.counters(), new=new))
+        if append.restated:
+            amended.append(Appended(session.id, session.tenant_id, append.restated))
+        answers.append(
+            AppendResult(
+                messages=results,
+                created=len(created),
+                counters=append.counters(),
+                new=new,
+                amended=len(append.amended),
+            )
+        )
     if appended:
         transaction.on_commit(lambda: messages_appended.send(sender=Session, appended=appended))
+    if amended:
+        transaction.on_commit(lambda: messages_amended.send(sender=Session, amended=amended))
     return answers

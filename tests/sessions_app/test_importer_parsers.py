@@ -21,6 +21,8 @@ from sessions_app.importers import (
 from sessions_app.importers.base import as_int
 from sessions_app.importers.openclaw import feishu_context, parse_inbound_metadata
 from sessions_app.importers.qwen_code import normalise_usage
+from sessions_app.schema import TOKEN_FIELDS
+from sessions_app.services.messages import AMENDED_FIELDS
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
 CLAUDE_SESSION = "5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11"
@@ -253,17 +255,20 @@ def test_a_subagent_file_joins_the_parent_conversation_named_in_a_seeded_carry(c
     assert {m.conversation for m in result.messages} == {spawner.conversation}
 
 
-def test_a_response_still_streaming_waits_in_the_carry_until_flushed(tmp_path):
+def test_a_response_still_streaming_is_emitted_at_once_and_stays_open_in_the_carry(tmp_path):
     path = copy_fixture(CLAUDE, tmp_path, upto=line_start(DATA / CLAUDE, 21))  # ends after line 20
     waiting = parse_file(path)
     assert waiting.pending == 1 and list(waiting.carry["open"]) == ["msg_05Answer"]
-    assert 19 not in [m.line for m in waiting.messages]
+    assert waiting.carry["open"]["msg_05Answer"]["emitted_line"] == 20
+    (answer,) = [m for m in waiting.messages if m.line == 19]  # stored now, as far as it is written
+    assert (answer.content, answer.output_tokens) == ("明天有雨。\n\n记得带伞。", 12)
     assert waiting.end_offset == path.stat().st_size  # its lines are consumed: they live in the carry
 
+    # The file goes idle: the response closes as it was emitted, so nothing is emitted again.
+    closed = parse_file(path, start_offset=waiting.end_offset, carry=json.loads(json.dumps(waiting.carry)), flush=True)
+    assert closed.pending == 0 and closed.carry["open"] == {} and closed.messages == []
     flushed = parse_file(path, flush=True)
-    assert flushed.pending == 0 and flushed.carry["open"] == {} and flushed.carry["outbox"] == []
-    (answer,) = [m for m in flushed.messages if m.line == 19]
-    assert (answer.content, answer.output_tokens) == ("明天有雨。\n\n记得带伞。", 12)
+    assert flushed.pending == 0 and flushed.ingest_items() == waiting.ingest_items()
 
 
 # -- incremental parsing ------------------------------------------------------------------------------
@@ -308,6 +313,31 @@ def parse_in_two_steps(relative: Path, tmp_path: Path, cut: int):
 ALL_LOGS = [CLAUDE, CLAUDE_AGENT, CLAUDE_STREAMING, QWEN, OPENCLAW, SEED]
 
 
+def as_stored(items: list[dict]) -> list[dict]:
+    """The messages as an import stores these ingest items (`messages_append_to_sessions(amend=True)`): one
+    per external id, in the place of its first version; a later version replaces the text fields and grows
+    each token field to the larger value."""
+    stored: dict[str, dict] = {}
+    for item in items:
+        first = stored.get(item["external_id"])
+        if first is None:
+            stored[item["external_id"]] = dict(item)
+            continue
+        for name in AMENDED_FIELDS:
+            first.pop(name, None)
+            if name in item:
+                first[name] = item[name]
+        for name in TOKEN_FIELDS:
+            values = [value for value in (first.get(name), item.get(name)) if value is not None]
+            if values:
+                first[name] = max(values)
+    return list(stored.values())
+
+
+def normalised(items: list[dict]) -> list[dict]:
+    return [dict(sorted(item.items())) for item in items]
+
+
 @pytest.mark.parametrize("relative", ALL_LOGS, ids=lambda p: p.stem[:8])
 def test_parsing_in_two_steps_gives_exactly_what_one_pass_gives(relative, tmp_path):
     data = (DATA / relative).read_bytes()
@@ -315,10 +345,10 @@ def test_parsing_in_two_steps_gives_exactly_what_one_pass_gives(relative, tmp_pa
     expected = whole.ingest_items()
     for cut in cut_points(data):
         first, second = parse_in_two_steps(relative, tmp_path / str(cut), cut)
-        got = first.ingest_items() + second.ingest_items()
-        assert got == expected, f"cut at byte {cut}"
+        got = as_stored(first.ingest_items() + second.ingest_items())
+        assert normalised(got) == normalised(expected), f"cut at byte {cut}"
         assert second.end_offset == whole.end_offset, f"cut at byte {cut}"
-        assert count_usage(first.messages + second.messages) == count_usage(whole.messages)
+        assert count_usage(got) == count_usage(whole.messages)
         assert second.session.to_carry() == whole.session.to_carry(), f"cut at byte {cut}"
         errors = sorted((i.line, i.message) for i in first.errors + second.errors)
         assert errors == sorted((i.line, i.message) for i in whole.errors), f"cut at byte {cut}"
@@ -337,7 +367,7 @@ def test_reading_in_chunks_of_a_byte_budget_gives_exactly_what_one_pass_gives(re
         if chunk.complete:
             break
         assert chunk.lines_read >= 1
-    assert [m.to_ingest() for m in messages] == whole.ingest_items()
+    assert normalised(as_stored([m.to_ingest() for m in messages])) == normalised(whole.ingest_items())
     assert offset == whole.end_offset and chunk.pending == whole.pending
     assert chunks > 1 or budget >= path.stat().st_size
 
@@ -345,9 +375,11 @@ def test_reading_in_chunks_of_a_byte_budget_gives_exactly_what_one_pass_gives(re
 def test_a_streamed_response_cut_in_the_middle_is_finished_from_the_carry(tmp_path):
     cut = line_start(DATA / CLAUDE, 9)  # lines 7 and 8 of msg_01 read, line 9 not yet written
     first, second = parse_in_two_steps(CLAUDE, tmp_path, cut)
-    assert first.pending == 1 and [m.line for m in first.messages][-1] == 6
-    assert first.carry["open"]["msg_01WeatherA"]["usage"]["output_tokens"] == 25
-    response = second.messages[0]
+    assert first.pending == 1 and first.carry["open"]["msg_01WeatherA"]["usage"]["output_tokens"] == 25
+    partial = first.messages[-1]  # emitted as far as it is written
+    assert (partial.line, partial.output_tokens, partial.finish_reason, partial.tool_calls) == (7, 25, None, None)
+    (response,) = [m for m in second.messages if m.line == 7]  # the same message again, complete
+    assert response.external_id == partial.external_id and response.request_id == partial.request_id
     assert (response.line, response.output_tokens, response.finish_reason) == (7, 61, "tool_use")
     assert response.thinking and response.content == "让我查一下..." and len(response.tool_calls) == 1
 
@@ -376,11 +408,13 @@ def test_tool_results_written_between_the_lines_of_one_response_keep_it_one_mess
         97,
     )
 
-    # Cut after Hangzhou's result: the open response and the result behind it wait in the carry.
+    # Cut after Hangzhou's result: the open response is emitted with its first tool call, the result behind
+    # it too; the response stays open in the carry and is emitted again, whole, when it closes.
     first, second = parse_in_two_steps(CLAUDE_STREAMING, tmp_path, line_start(DATA / CLAUDE_STREAMING, 5))
-    assert [m.line for m in first.messages] == [1] and first.pending == 1
-    assert [item.get("key") or item["message"]["line"] for item in first.carry["outbox"]] == ["msg_P1", 4]
-    assert [m.line for m in second.messages] == [2, 4, 6, 7]
+    assert [m.line for m in first.messages] == [1, 2, 4] and first.pending == 1 and "outbox" not in first.carry
+    assert [call["id"] for call in first.messages[1].tool_calls] == ["toolu_H"]
+    assert [m.line for m in second.messages] == [6, 2, 7]
+    assert [call["id"] for call in second.messages[1].tool_calls] == ["toolu_H", "toolu_S"]
 
 
 def test_the_truncated_last_line_is_read_once_it_is_complete(tmp_path):

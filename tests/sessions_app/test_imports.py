@@ -41,7 +41,8 @@ OTHER_TOOL = Path("unknown/other-tool.jsonl")
 SUMMARY_LINE = re.compile(
     r"^imported (?P<imported>[\d,]+) files \((?P<unchanged>[\d,]+) unchanged, (?P<refused>[\d,]+) refused\): "
     r"(?P<sessions>[\d,]+) new sessions, (?P<messages>[\d,]+) messages, (?P<requests>[\d,]+) requests, "
-    r"(?P<tokens>[\d,]+) tokens, (?P<issues>[\d,]+) issues$"
+    r"(?P<tokens>[\d,]+) tokens, (?P<issues>[\d,]+) issues"
+    r"(; (?P<streaming>[\d,]+) responses? still streaming \(stored; completed when their last lines arrive\))?$"
 )
 # The counters of the session stats API that count_usage also gives.
 COUNTERS = (
@@ -300,19 +301,23 @@ def test_a_batch_that_meets_a_deadlock_is_read_again_and_counts_once(api, tmp_pa
     assert ImportedFile.objects.filter(tenant=api.tenant, session=session).count() == 2
 
 
-def test_a_response_held_open_is_emitted_once_the_file_has_been_idle(api, tmp_path, settings):
+def test_a_response_still_streaming_is_stored_at_once_and_closed_once_the_file_has_been_idle(api, tmp_path, settings):
     settings.ACE_IMPORT_IDLE_SECONDS = 3600
     path = copy(CLAUDE, tmp_path, upto=line_start(DATA / CLAUDE, 9))  # msg_01's last line not written yet
-    import_path(tenant=api.tenant, path=path)
+    summary = import_path(tenant=api.tenant, path=path)
     assert ImportedFile.objects.get(tenant=api.tenant).pending == 1
-    assert not Message.objects.filter(role="assistant").exists()
+    assert summary.line().endswith("; 1 response still streaming (stored; completed when their last lines arrive)")
+    stored = Message.objects.get(role="assistant")
+    assert (stored.request_id, stored.output_tokens, stored.finish_reason) == ("msg_01WeatherA", 25, "")
 
-    assert import_path(tenant=api.tenant, path=path).files_unchanged == 1  # still fresh: waits
+    unchanged = import_path(tenant=api.tenant, path=path)
+    assert unchanged.files_unchanged == 1 and unchanged.streaming == 1  # still fresh: said again, not read
     old = time.time() - 7200
     os.utime(path, (old, old))
     flushed = import_path(tenant=api.tenant, path=path)
-    assert flushed.messages == 1 and ImportedFile.objects.get(tenant=api.tenant).pending == 0
-    assert Message.objects.get(role="assistant").request_id == "msg_01WeatherA"
+    assert flushed.messages == 0 and flushed.streaming == 0 and ImportedFile.objects.get(tenant=api.tenant).pending == 0
+    assert "streaming" not in flushed.line()
+    assert Message.objects.get(role="assistant").pk == stored.pk
 
 
 # -- bad input ------------------------------------------------------------------------------------------

@@ -94,6 +94,7 @@ class BatchImporter:
             report.result.note_session(tool=parsed.tool, session_id=file.record.session_id)
             report.result.lines_read += parsed.lines_read
             report.result.messages += file.created
+            report.result.streaming = parsed.pending  # as of the file's last read
             if parsed.lines_read or file.created:
                 report.result.status = "imported"
             if parsed.complete:
@@ -118,8 +119,10 @@ class BatchImporter:
                 _, items, members = appends.setdefault(file.session.pk, (file.session, [], []))
                 items.extend(_ingest_item(message) for message in file.parsed.messages)
                 members.append(file)
+        # A message stored by an earlier import and emitted again (a streamed response that grew or closed,
+        # a record its tool rewrote) is completed in place: never a second message or request.
         results = messages_append_to_sessions(
-            appends=[(session, items) for session, items, _ in appends.values()], index_later=True
+            appends=[(session, items) for session, items, _ in appends.values()], index_later=True, amend=True
         )
         counters: Counter = Counter()
         messages = 0

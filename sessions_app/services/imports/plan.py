@@ -217,6 +217,7 @@ class BatchPlanner:
             and not (record.pending and idle)
         ):
             report.result.note_session(tool=record.tool, session_id=record.session_id)
+            report.result.streaming = record.pending
             return None
         if record is None or not record.tool:
             refusal = file_refusal(path, tool=self.options.tool)

@@ -21,6 +21,7 @@ class FileResult:
     messages: int = 0
     lines_read: int = 0
     reason: str = ""
+    streaming: int = 0  # responses stored whose last lines have not arrived yet (completed in place later)
 
     def note_session(self, *, tool: str, session_id) -> None:
         """The tool the file was read as and the session its messages go to (an id, or None)."""
@@ -35,6 +36,7 @@ class FileResult:
             "messages": self.messages,
             "lines_read": self.lines_read,
             "reason": self.reason,
+            "streaming": self.streaming,
         }
 
 
@@ -74,13 +76,25 @@ class ImportSummary:
         else:
             self.files_refused += 1
 
+    @property
+    def streaming(self) -> int:
+        """Responses stored whose last lines have not arrived yet (a live session's newest answer): counted
+        as far as they are written, and completed in place when the rest arrives."""
+        return sum(result.streaming for result in self.files)
+
     def line(self) -> str:
-        """One parseable line: `imported 8 files (3 unchanged, 1 refused): 2 new sessions, 1,234 messages, …`."""
-        return (
+        """One parseable line: `imported 8 files (3 unchanged, 1 refused): 2 new sessions, 1,234 messages, …`,
+        and, when there are any, the responses still streaming."""
+        line = (
             f"imported {self.files_imported:,} files ({self.files_unchanged:,} unchanged, "
             f"{self.files_refused:,} refused): {self.sessions_created:,} new sessions, {self.messages:,} messages, "
             f"{self.requests:,} requests, {self.tokens['total_tokens']:,} tokens, {self.issues_total:,} issues"
         )
+        streaming = self.streaming
+        if streaming:
+            responses = "response" if streaming == 1 else "responses"
+            line += f"; {streaming:,} {responses} still streaming (stored; completed when their last lines arrive)"
+        return line
 
     def as_dict(self, *, path_name=str) -> dict:
         """JSON-ready; `path_name` turns a server path into what the caller should see."""
@@ -95,6 +109,7 @@ class ImportSummary:
             "requests": self.requests,
             **{name: self.tokens[name] for name in TOKEN_FIELDS},
             "lines_read": self.lines_read,
+            "streaming": self.streaming,
             "issues_total": self.issues_total,
             "issues": [
                 {"path": path_name(i.path), "line": i.line, "level": i.level, "message": i.message} for i in self.issues
