@@ -38,7 +38,7 @@ def claude_session(copies: int) -> bytes:
     parts = []
     for copy in range(copies):
         part = re.sub(rb"c0de", b"%02xde" % copy, data)
-        part = re.sub(rb'"(msg|req|toolu)_', lambda match: b'"%s_%d_' % (match.group(1), copy), part)
+        part = re.sub(rb'"(msg|req|toolu)_', rb'"\g<1>_%d_' % copy, part)
         parts.append(part)
     return b"".join(parts)
 
