@@ -7,13 +7,12 @@ assistant message (one request, `request_id` = `message.id`): its content, think
 blocks joined in order, its tokens those of the most complete line (the largest `output_tokens`, the later
 line on a tie), never a sum.
 
-A response stays open until the same agent starts its next response, a real prompt arrives, or the bytes
-read end with its last line carrying a `stop_reason` (or the caller flushes): with streaming tool
-execution a tool result can be written between two lines of the response that called it. Still, every
-response in the bytes read is emitted at their end, in the order of first lines, as far as it is written;
-one still open stays in the carry, marked emitted, and is emitted again (same external id) when later
-lines grow it or it closes: the import completes the stored message and its request in place. See
-docs/accounting.md.
+A response stays open until the same agent starts its next response or a real prompt arrives (or the
+caller flushes): with streaming tool execution a tool result can be written between two lines of the
+response that called it. Still, every response in the bytes read is emitted at their end, in the order of
+first lines, as far as it is written; one still open stays in the carry, marked emitted, and is emitted
+again (same external id) when later lines grow it: the import completes the stored message and its
+request in place. See docs/accounting.md.
 """
 
 from __future__ import annotations
@@ -120,12 +119,14 @@ class ClaudeCodeParser(LogParser):
         # file-history-snapshot, queue-operation, progress, attachment, ...: bookkeeping, no message.
 
     def finish(self, *, flush: bool) -> int:
-        """Close what is complete, then emit every response still open as far as it is written (those that
-        grew since they were last emitted): nothing read waits for a later import. Returns how many stay
-        open (stored, may still grow)."""
-        done = [key for key, response in self.open.items() if flush or (response["stop_reason"] and self.read_to_end)]
-        for key in done:
-            self._close(key)
+        """Emit every response still open as far as it is written (those that grew since they were last
+        emitted): nothing read waits for a later import. They stay open in the carry — a last line with a
+        `stop_reason` is not always the last (some versions write the final `stop_reason` on every line) —
+        until the agent moves on, or `flush` closes them. Returns how many have no `stop_reason` yet: still
+        streaming (stored, completed when their last lines arrive)."""
+        if flush:
+            for key in list(self.open):
+                self._close(key)
         for key, response in self.open.items():
             if response["last_line"] > response.get("emitted_line", 0):
                 self._place(key, response, self._message(response))
@@ -134,7 +135,7 @@ class ClaudeCodeParser(LogParser):
             self.messages.append(self.outbox.pop(0)["message"])
         if not self.session.agent_session_id:
             self.session.agent_session_id = self.source.file_key  # Claude Code names the file after the session
-        return len(self.open)
+        return sum(1 for response in self.open.values() if not response["stop_reason"])
 
     def _note_session(self, data: dict) -> None:
         session = self.session

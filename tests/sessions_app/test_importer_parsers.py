@@ -258,7 +258,8 @@ def test_a_subagent_file_joins_the_parent_conversation_named_in_a_seeded_carry(c
 def test_a_response_still_streaming_is_emitted_at_once_and_stays_open_in_the_carry(tmp_path):
     path = copy_fixture(CLAUDE, tmp_path, upto=line_start(DATA / CLAUDE, 21))  # ends after line 20
     waiting = parse_file(path)
-    assert waiting.pending == 1 and list(waiting.carry["open"]) == ["msg_05Answer"]
+    # Open: the sidechain's answer (complete, its agent may still write) and msg_05, still streaming.
+    assert list(waiting.carry["open"]) == ["msg_04Side", "msg_05Answer"] and waiting.pending == 1
     assert waiting.carry["open"]["msg_05Answer"]["emitted_line"] == 20
     (answer,) = [m for m in waiting.messages if m.line == 19]  # stored now, as far as it is written
     assert (answer.content, answer.output_tokens) == ("明天有雨。\n\n记得带伞。", 12)

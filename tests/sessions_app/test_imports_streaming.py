@@ -8,6 +8,7 @@ of the bytes written so far.
 """
 
 import io
+import json
 from collections import defaultdict
 
 import pytest
@@ -81,10 +82,42 @@ def as_rows(items: list[dict]) -> list[dict]:
     return rows
 
 
-@pytest.mark.parametrize("relative", [CLAUDE, CLAUDE_STREAMING], ids=lambda p: p.stem[:8])
-def test_a_live_session_imported_as_it_grows_is_exact_after_every_import(api, other_api, relative, tmp_path, settings):
+def final_stop_reason_on_every_line(data: bytes) -> bytes:
+    """The session as versions that write a response's final `stop_reason` on each of its lines log it."""
+    final = {}
+    lines = data.splitlines(keepends=True)
+    records = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        records.append(record)
+        message = record.get("message") if isinstance(record, dict) else None
+        if isinstance(message, dict) and message.get("stop_reason"):
+            final[message.get("id")] = message["stop_reason"]
+    out = []
+    for line, record in zip(lines, records, strict=True):
+        message = record.get("message") if isinstance(record, dict) else None
+        if isinstance(message, dict) and message.get("id") in final:
+            message["stop_reason"] = final[message["id"]]
+            line = json.dumps(record, ensure_ascii=False).encode() + b"\n"
+        out.append(line)
+    return b"".join(out)
+
+
+LIVE = {
+    "5f0c2a9e": (CLAUDE, lambda data: data),
+    "6a1d3b8f": (CLAUDE_STREAMING, lambda data: data),
+    "stop-reason-on-every-line": (CLAUDE, final_stop_reason_on_every_line),
+}
+
+
+@pytest.mark.parametrize("variant", LIVE)
+def test_a_live_session_imported_as_it_grows_is_exact_after_every_import(api, other_api, variant, tmp_path, settings):
     settings.ACE_IMPORT_IDLE_SECONDS = 3600  # the file is being written: never flushed as idle
-    data = (DATA / relative).read_bytes()
+    relative, shape = LIVE[variant]
+    data = shape((DATA / relative).read_bytes())
     path = copy_fixture(relative, tmp_path, upto=0)
     streamed = 0
     for cut in cut_points(data):
@@ -107,9 +140,11 @@ def test_a_live_session_imported_as_it_grows_is_exact_after_every_import(api, ot
         assert SUMMARY_LINE.match(summary.line()), summary.line()
         streamed += summary.streaming
 
-    assert streamed > 0  # responses were cut while streaming, and said so
+    assert streamed > 0 or b'"stop_reason":null' not in data  # responses cut while streaming were said so
     # The same file imported in one pass (by another tenant) is the same, row for row.
-    import_path(tenant=other_api.tenant, path=copy_fixture(relative, tmp_path / "one-pass"))
+    one_pass = copy_fixture(relative, tmp_path / "one-pass")
+    one_pass.write_bytes(data)
+    import_path(tenant=other_api.tenant, path=one_pass)
     (whole,) = Session.objects.filter(tenant=other_api.tenant)
     assert stored_messages(session) == stored_messages(whole) and stats(api, session) == stats(other_api, whole)
 
