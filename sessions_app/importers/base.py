@@ -189,7 +189,7 @@ class ParseResult:
     lines_read: int
     carry: dict = field(default_factory=dict)
     tool: str | None = None
-    pending: int = 0  # streamed responses held in `carry` until their last line arrives (or flush=True)
+    pending: int = 0  # responses in `messages` still streaming: open in `carry`, emitted again as they grow
     complete: bool = True  # False when `max_bytes` stopped the read before the end of the file
 
     def ingest_items(self) -> list[dict]:
@@ -267,7 +267,9 @@ class LogParser:
         raise NotImplementedError
 
     def finish(self, *, flush: bool) -> int:
-        """End of the bytes available now. Returns how many responses stay pending in the carry."""
+        """End of the bytes available now: emit what was read (a message that may still grow is emitted as far
+        as it goes, and again, under the same `external_id`, when it grows). Returns how many of them are
+        still streaming."""
         return 0
 
     # Shared helpers.
