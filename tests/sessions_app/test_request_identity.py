@@ -107,7 +107,9 @@ def test_claude_code_calls_that_reuse_ids_are_one_request_each(seed, tmp_path):
     counts = count_usage(result.messages)
     assert counts == expected  # every call its own request, with its own tokens
     assert len(set(requests_of(result.messages))) == counts["requests"] == 6 * 8
-    assert any(re.fullmatch(r"chatcmpl-\d+#\d+", request_id) for request_id in requests_of(result.messages))
+    # A counter-like id is qualified by the call's input (the copies of the sample repeat it): then counted.
+    assert all(re.fullmatch(r"chatcmpl-\d+@[\d/]+(#\d+)?", request_id) for request_id in requests_of(result.messages))
+    assert any("#" in request_id for request_id in requests_of(result.messages))
 
 
 def test_a_response_streamed_over_several_lines_is_still_one_call_under_a_reused_id(tmp_path):
@@ -170,3 +172,23 @@ def test_a_subagent_file_that_copies_a_parents_call_counts_it_once(api, tmp_path
     summary = import_path(tenant=api.tenant, path=tmp_path)
     assert summary.messages == 1 and summary.requests == 0 and summary.tokens["total_tokens"] == 0
     assert LlmRequest.objects.filter(tenant=api.tenant).count() == before
+
+
+def test_a_subagent_call_that_drew_its_parents_id_is_its_own_request_and_a_copy_counts_once(api, tmp_path):
+    main = copy_fixture(CLAUDE, tmp_path)
+    agent = copy_fixture(CLAUDE_AGENT, tmp_path)
+    # The parent's Task call and the sub-agent's own call drew the same number from a server's counter.
+    main.write_bytes(main.read_bytes().replace(b'"id":"msg_03Task"', b'"id":"chatcmpl-7"'))
+    agent.write_bytes(agent.read_bytes().replace(b'"id":"msg_S1"', b'"id":"chatcmpl-7"'))
+    import_path(tenant=api.tenant, path=tmp_path)
+    assert LlmRequest.objects.filter(tenant=api.tenant).count() == 8  # two calls, two requests
+
+    # A copy of the parent's call in the sub-agent's file (its own line uuid; the same id and input): once.
+    (line,) = [line for line in main.read_bytes().splitlines() if b'"chatcmpl-7"' in line]
+    record = json.loads(line)
+    record.update(uuid="c0de0199-0000-4000-8000-000000000199", isSidechain=True, agentId="a1b2c3d")
+    with agent.open("ab") as handle:
+        handle.write(json.dumps(record).encode() + b"\n")
+    summary = import_path(tenant=api.tenant, path=tmp_path)
+    assert summary.messages == 1 and summary.requests == 0 and summary.tokens["total_tokens"] == 0
+    assert LlmRequest.objects.filter(tenant=api.tenant).count() == 8
