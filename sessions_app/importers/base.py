@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -340,6 +341,21 @@ class LogParser:
 
 
 # -- small shared helpers ----------------------------------------------------------------------------
+
+# An id that is a word and a small number (Ollama's `chatcmpl-<0..998>`) is a counter, not a call's identity.
+_COUNTER_ID = re.compile(r"[A-Za-z]+[-_]\d{1,6}")
+
+
+def call_id(provider_id: str, inputs: Iterable[int | None]) -> str:
+    """The id a call is known by across the files of a session, for `LogParser.request_key`. A counter-like id
+    can name another call in a sub-agent's file, where the per-file count does not reach, so it takes the
+    input side of the call's usage too (`chatcmpl-17@7861/0/0`: input, cache read, cache write tokens): a
+    sub-agent's copy of its parent's call (the same id, the same input) still counts once, and two calls
+    that drew the same number do not merge."""
+    inputs = list(inputs)
+    if not _COUNTER_ID.fullmatch(provider_id) or all(value is None for value in inputs):
+        return provider_id
+    return provider_id + "@" + "/".join("" if value is None else str(value) for value in inputs)
 
 
 def parse_timestamp(value: Any) -> datetime | None:

@@ -26,6 +26,7 @@ from sessions_app.importers.base import (
     ParsedMessage,
     as_int,
     block_text,
+    call_id,
     join_texts,
     parse_timestamp,
     project_of,
@@ -47,6 +48,10 @@ _LINE_IDS = (("uuid", "uuid"), ("parentUuid", "parent_uuid"), ("agentId", "agent
 _CALL_USAGE = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
+def _call_inputs(usage) -> list[int | None]:
+    return [as_int(usage.get(name)) for name in _CALL_USAGE] if isinstance(usage, dict) else []
+
+
 def _same_call(response: dict, lane: str, usage) -> bool:
     """Whether a line with an open response's id continues it: the same agent, and the input side of the usage
     (when both give it) unchanged — a later call sends a longer context, under an id a provider may reuse."""
@@ -58,23 +63,6 @@ def _same_call(response: dict, lane: str, usage) -> bool:
     return all(
         usage.get(name) is None or known.get(name) is None or usage.get(name) == known.get(name) for name in _CALL_USAGE
     )
-
-
-# An id that is a word and a small number (Ollama's `chatcmpl-<0..998>`) is a counter, not a call's identity.
-_COUNTER_ID = re.compile(r"[A-Za-z]+[-_]\d{1,6}")
-
-
-def _call_id(provider_id: str, usage) -> str:
-    """The id a call is known by across the files of a session. A counter-like id can name another call in a
-    sub-agent's file, where `request_key`'s count does not reach, so it takes the input side of the call's
-    usage too (`chatcmpl-17@7861/0/0`): a sub-agent's copy of its parent's call (the same id, the same input)
-    still counts once, and two calls that drew the same number do not merge."""
-    if not _COUNTER_ID.fullmatch(provider_id) or not isinstance(usage, dict):
-        return provider_id
-    inputs = [as_int(usage.get(name)) for name in _CALL_USAGE]
-    if all(value is None for value in inputs):
-        return provider_id
-    return provider_id + "@" + "/".join("" if value is None else str(value) for value in inputs)
 
 
 class ClaudeCodeParser(LogParser):
@@ -338,7 +326,9 @@ class ClaudeCodeParser(LogParser):
         if response is None:
             provider_id = message_id or api_request_id
             response = self.open[key] = {
-                "request_id": self.request_key(_call_id(provider_id, message.get("usage"))) if provider_id else None,
+                "request_id": self.request_key(call_id(provider_id, _call_inputs(message.get("usage"))))
+                if provider_id
+                else None,
                 "external_id": self.own_id_or_line_id(data.get("uuid"), line.number),
                 "lane": lane,
                 "line": line.number,

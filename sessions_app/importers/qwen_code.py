@@ -21,6 +21,7 @@ from sessions_app.importers.base import (
     LogParser,
     ParsedMessage,
     as_int,
+    call_id,
     join_texts,
     parse_timestamp,
     project_of,
@@ -214,7 +215,8 @@ class QwenCodeParser(LogParser):
                 metadata["duration_ms"] = telemetry["duration_ms"]
         if usage:
             metadata["usage"] = {k: v for k, v in usage.items() if isinstance(v, int)}
-        request_id = self.request_key(provider_id)  # one record is one call
+        inputs = (tokens.get("input_tokens"), tokens.get("cache_read_tokens"), tokens.get("cache_creation_tokens"))
+        request_id = self.request_key(call_id(provider_id, inputs))  # one record is one call
         self._emit(
             line.number,
             data,

@@ -153,7 +153,8 @@ def test_qwen_code_and_openclaw_calls_that_reuse_ids_are_one_request_each(relati
     assert reused.count(b'"chatcmpl-1"') >= 3
     result = parse_file(write(tmp_path / "reused", relative, reused))
     assert count_usage(result.messages) == expected
-    assert requests_of(result.messages)[:3] == ["chatcmpl-1", "chatcmpl-1#2", "chatcmpl-1#3"]
+    first_three = requests_of(result.messages)[:3]
+    assert len(set(first_three)) == 3 and all(request_id.startswith("chatcmpl-1") for request_id in first_three)
 
 
 def test_a_subagent_file_that_copies_a_parents_call_counts_it_once(api, tmp_path):
