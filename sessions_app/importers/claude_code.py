@@ -365,7 +365,7 @@ class ClaudeCodeParser(LogParser):
                 remember_tool_name(self.tool_names, call["id"], call["name"])
         if isinstance(message.get("model"), str):
             response["model"] = message["model"]
-        if message.get("stop_reason"):
+        if isinstance(message.get("stop_reason"), str) and message["stop_reason"]:
             response["stop_reason"] = message["stop_reason"]
         usage = message.get("usage")
         if isinstance(usage, dict):

@@ -14,7 +14,8 @@ import pytest
 
 from sessions_app.accounting import count_usage
 from sessions_app.importers import parse_file
-from sessions_app.models import LlmRequest
+from sessions_app.models import LlmRequest, Session
+from sessions_app.selectors.recount import session_count_drift
 from sessions_app.services.imports import import_path
 from tests.sessions_app.test_importer_parsers import (
     CLAUDE,
@@ -193,3 +194,73 @@ def test_a_subagent_call_that_drew_its_parents_id_is_its_own_request_and_a_copy_
     summary = import_path(tenant=api.tenant, path=tmp_path)
     assert summary.messages == 1 and summary.requests == 0 and summary.tokens["total_tokens"] == 0
     assert LlmRequest.objects.filter(tenant=api.tenant).count() == 8
+
+
+ODD_VALUES = [None, "", "x", -1, 2**70, 1.5, float("nan"), [], {}, True, "chatcmpl-3", {"id": "chatcmpl-3"}]
+
+
+def mutated(data: bytes, rng: random.Random) -> bytes:
+    """The sample with lines dropped, repeated, cut or garbled, and odd values put in assistant lines' ids,
+    usage and content."""
+    lines = data.splitlines(keepends=True)
+    out = []
+    for line in lines:
+        roll = rng.random()
+        if roll < 0.05:
+            continue
+        if roll < 0.1:
+            out.append(line[: rng.randrange(len(line) + 1)])
+            continue
+        if roll < 0.15:
+            out.append(bytes(rng.randrange(256) for _ in range(rng.randrange(40))) + b"\n")
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            out.append(line)
+            continue
+        message = record.get("message") if isinstance(record, dict) else None
+        if isinstance(message, dict) and rng.random() < 0.5:
+            target = rng.choice([message, message.get("usage") if isinstance(message.get("usage"), dict) else {}])
+            target[rng.choice(["id", "content", "stop_reason", "input_tokens", "output_tokens", "model"])] = rng.choice(
+                ODD_VALUES
+            )
+        out.append(json.dumps(record, ensure_ascii=False, default=str).encode() + b"\n")
+        if rng.random() < 0.1:
+            out.append(out[-1])  # a line written twice
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_mutated_logs_read_in_random_pieces_never_raise(seed, tmp_path):
+    rng = random.Random(seed)
+    data = mutated(with_reused_ids(claude_session(copies=2), seed, claude_ids), rng)
+    path = write(tmp_path, CLAUDE, b"")
+    offset, carry, items, written = 0, None, [], 0
+    while written < len(data) or offset < written:
+        written = min(len(data), written + rng.randrange(1, 4000))
+        path.write_bytes(data[:written])
+        chunk = parse_file(path, start_offset=offset, carry=carry, max_bytes=rng.choice([None, 1, 500]))
+        items += chunk.ingest_items()
+        assert chunk.pending >= 0 and all(issue.level in ("error", "warning") for issue in chunk.issues)
+        offset, carry = chunk.end_offset, json.loads(json.dumps(chunk.carry))
+        if chunk.complete and written == len(data) and offset == chunk.end_offset:
+            last = parse_file(path, start_offset=offset, carry=carry, flush=True)
+            items += last.ingest_items()
+            break
+    count_usage(as_stored(items))  # the versions fold as the import stores them
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mutated_logs_imported_as_they_grow_keep_the_counters_exact(seed, api, tmp_path, settings):
+    settings.ACE_IMPORT_IDLE_SECONDS = 3600
+    rng = random.Random(seed)
+    data = mutated(with_reused_ids(claude_session(copies=2), seed, claude_ids), rng)
+    path = write(tmp_path, CLAUDE, b"")
+    written = 0
+    while written < len(data):
+        written = min(len(data), written + rng.randrange(1, 6000))
+        path.write_bytes(data[:written])
+        import_path(tenant=api.tenant, path=path)
+        for session in Session.objects.filter(tenant=api.tenant):
+            assert session_count_drift(session=session) == {}, written
