@@ -215,12 +215,12 @@ class CodexParser(LogParser):
         kind = data.get("type")
         payload = data.get("payload")
         when = parse_timestamp(data.get("timestamp"))
-        self.session.seen_at(when)
         if self.replay_until is not None:
             if when is not None and when <= parse_timestamp(self.replay_until):
                 self._replayed(kind, payload)
                 return
             self.replay_until = None
+        self.session.seen_at(when)
         if kind in WRAPPER_TYPES and isinstance(payload, dict):
             if kind == "session_meta":
                 self._meta(payload, when)

@@ -282,14 +282,15 @@ def test_a_spawned_thread_is_attributed_to_its_parent_and_its_prompt_is_no_round
     assert count_usage(result.messages)["requests"] == 1
 
 
-def test_a_forks_copy_of_its_parents_history_is_not_counted_again(tmp_path):
+@pytest.mark.parametrize("restamped", [True, False], ids=["written-at-fork-time", "original-times"])
+def test_a_forks_copy_of_its_parents_history_is_not_counted_again(restamped, tmp_path):
     parent_calls = [
         line("10:00:00", "turn_context", {"model": "gpt-5.2"}),
         line("10:00:01", "response_item", {"type": "message", "role": "user", "content": [{"text": "q1"}]}),
         line("10:00:05", "response_item", {"type": "message", "role": "assistant", "content": [{"text": "a1"}]}),
         token_count("10:00:05", None, usage(1000, 100, 200, 20)),
     ]
-    copied = [{**entry, "timestamp": "2026-01-02T11:00:00.010Z"} for entry in parent_calls]
+    copied = [{**entry, "timestamp": "2026-01-02T11:00:00.010Z"} if restamped else entry for entry in parent_calls]
     path = rollout(
         tmp_path / ".codex/sessions/2026/01/02/rollout-2026-01-02T11-00-00-branch.jsonl",
         [
@@ -308,6 +309,7 @@ def test_a_forks_copy_of_its_parents_history_is_not_counted_again(tmp_path):
     assert call.metadata["reasoning_output_tokens"] == 20 and call.model == "gpt-5.2"
     assert result.session.metadata["forked_from_id"] == "parent"
     assert result.session.metadata["replayed_lines"] == 4
+    assert result.session.started_at.isoformat() == "2026-01-02T11:00:00+00:00"  # the copy is not the fork's span
 
 
 # -- read in pieces: exactly what one pass gives ----------------------------------------------------------
@@ -421,10 +423,7 @@ def test_each_tools_lines_have_the_shape_of_that_tool_only(tool, relative, tmp_p
     assert explain_detection(exported, texts[:25]).tool == tool
 
 
-def test_a_codex_folder_imports_into_exact_sessions(db, tmp_path):
-    from tests.conftest import make_client
-
-    api = make_client("acme")
+def test_a_codex_folder_imports_into_exact_sessions(api, tmp_path):
     for relative in (ROLLOUT, BARE):
         copy(relative, tmp_path)
     summary = import_path(tenant=api.tenant, path=tmp_path / "codex" / ".codex")
@@ -438,3 +437,15 @@ def test_a_codex_folder_imports_into_exact_sessions(db, tmp_path):
     assert session_count_drift(session=session) == {}
     again = import_path(tenant=api.tenant, path=tmp_path / "codex" / ".codex")
     assert again.messages == 0
+
+
+def test_a_rollout_and_its_archived_copy_count_once(api, tmp_path):
+    live = copy(ROLLOUT, tmp_path)
+    import_path(tenant=api.tenant, path=live)
+    archived = tmp_path / "codex" / ".codex" / "archived_sessions" / live.name
+    archived.parent.mkdir(parents=True)
+    shutil.move(live, archived)  # what `codex archive` does
+    summary = import_path(tenant=api.tenant, path=archived)
+    assert (summary.sessions_created, summary.messages, summary.requests) == (0, 0, 0)
+    (session,) = Session.objects.filter(tenant=api.tenant)
+    assert api.get(f"/api/v1/sessions/{session.pk}/stats/").json()["requests"] == 7
