@@ -134,6 +134,46 @@ def test_prompts_open_rounds_and_what_codex_wrote_itself_does_not(codex):
     ]
 
 
+def test_what_codex_sends_besides_the_prompt_is_system_and_opens_no_round(tmp_path):
+    def user(at, text, role="user"):
+        return line(
+            at, "response_item", {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
+        )
+
+    path = rollout(
+        tmp_path / "r.jsonl",
+        [
+            line("00:00:00", "session_meta", {"id": "s1", "cwd": "/w/p"}),
+            user("00:00:00", "<permissions instructions>\nsandboxed\n</permissions instructions>", "developer"),
+            user("00:00:00", "# AGENTS.md instructions for /w/p\n\n<INSTRUCTIONS>\nbe brief\n</INSTRUCTIONS>"),
+            user("00:00:01", "<user_shell_command>\n<command>ls</command>\n</user_shell_command>"),
+            line(
+                "00:00:02",
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": "what is this?"},
+                        {"type": "input_image", "image_url": "data:"},
+                    ],
+                },
+            ),
+            user("00:00:03", "<subagent_notification>\n{}\n</subagent_notification>"),
+        ],
+    )
+    result = parse_file(path)
+    assert by_line(result.messages) == [
+        (2, "system", "instructions"),
+        (3, "system", "context"),
+        (4, "system", "shell"),
+        (5, "user", "prompt"),
+        (6, "system", "context"),
+    ]
+    assert result.messages[3].content == "what is this?\n[image]"
+    assert count_usage(result.messages)["conversations"] == 1
+
+
 def test_an_interrupted_call_an_error_and_a_compaction(codex):
     interrupted = next(m for m in codex.messages if m.line == 30)
     assert interrupted.metadata["usage_missing"] and interrupted.request_id == f"{SESSION}:call:5"
@@ -338,7 +378,7 @@ def test_reading_in_two_steps_at_any_byte_gives_what_one_pass_gives(relative, tm
 
 
 @pytest.mark.parametrize("relative", CODEX_LOGS, ids=lambda p: p.stem[:12])
-@pytest.mark.parametrize("budget", [1, 300, 2000])
+@pytest.mark.parametrize("budget", [1, 2, 64, 300, 1000, 2000, 5000])
 def test_reading_in_chunks_of_any_size_gives_what_one_pass_gives(relative, budget, tmp_path):
     path = copy(relative, tmp_path)
     whole = parse_file(path)
