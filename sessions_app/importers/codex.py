@@ -345,9 +345,8 @@ class CodexParser(LogParser):
                 tool_name=self.tool_names.get(call_id) if isinstance(call_id, str) else None,
                 tool_call_id=call_id,
             )
-        elif kind in ("compaction", "context_compaction"):
-            self._add(number, "system", "", when, kind="compaction")
-        # ghost_snapshot and other bookkeeping items: no message.
+        # ghost_snapshot, the encrypted `compaction` item (the `compacted` line says it) and other
+        # bookkeeping items: no message.
 
     def _event(self, number: int, payload: dict, when) -> None:
         kind = payload.get("type")
