@@ -14,8 +14,8 @@ by the `token_count` event Codex writes when the response completes. `token_coun
 `last_token_usage` (this call) and `total_token_usage` (the session so far); Codex writes the event again
 without a new call (a rate-limit update repeats the same info), so an event whose total did not move is no
 call. Older events have only the total (the call is the difference from the previous total, or the total
-itself after a reset: a resumed session starts again from 0), and the earliest put the call's usage flat in
-the payload. OpenAI counts the cached input inside `input_tokens` (and a cache write, where reported, too) and
+itself when it went down: the totals started again), and the first protocol's event was the call's bare
+`TokenUsage`. OpenAI counts the cached input inside `input_tokens` (and a cache write, where reported, too) and
 the reasoning inside `output_tokens`; see docs/accounting.md ("Codex CLI") for the mapping.
 """
 

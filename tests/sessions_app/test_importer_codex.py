@@ -245,7 +245,7 @@ def test_the_usage_of_one_token_count_event():
     assert got["total_tokens"] == 125 and total == usage_of(second)
     # The same total again: the event is repeated, no call.
     assert call_usage({"info": {"total_token_usage": first, "last_token_usage": first}}, first_counts)[0] is None
-    # A total that went down (a resumed session counting from 0 again): the total is the call.
+    # A total that went down (the totals started again): the total is the call.
     assert call_usage({"info": {"total_token_usage": usage(30, 0, 5)}}, total) == (
         usage_of(usage(30, 0, 5)),
         usage_of(usage(30, 0, 5)),
