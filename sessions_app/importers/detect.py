@@ -6,6 +6,7 @@ Path layouts (the tools' own storage):
 - Qwen Code: `~/.qwen/projects/<project>/chats/<session>.jsonl` (older `~/.qwen/tmp/<hash>/chats/`),
   sub-agents in `<project>/subagents/<session>/agent-<id>.jsonl`.
 - OpenClaw: `~/.openclaw/agents/<agent>/sessions/<session>.jsonl` (older installs: `.clawdbot`, `.moltbot`).
+- Codex CLI: `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`, and `~/.codex/archived_sessions/`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from sessions_app.importers.base import LogParser
 from sessions_app.importers.claude_code import ClaudeCodeParser
+from sessions_app.importers.codex import CodexParser, codex_shape
 from sessions_app.importers.openclaw import OpenClawParser
 from sessions_app.importers.qwen_code import QwenCodeParser
 
@@ -25,6 +27,7 @@ PARSERS: dict[str, type[LogParser]] = {
     "claude-code": ClaudeCodeParser,
     "qwen-code": QwenCodeParser,
     "openclaw": OpenClawParser,
+    "codex": CodexParser,
 }
 
 OPENCLAW_HOMES = (".openclaw", ".clawdbot", ".moltbot")
@@ -75,6 +78,8 @@ def describe_layout(path: str | Path) -> Layout:
             return Layout("qwen-code", f"subagents/{parent}/{stem}", True, parent, agent_id, project)
         if "chats" in base:
             return Layout("qwen-code", stem, project_dir=project)
+    if ".codex" in parts and {"sessions", "archived_sessions"} & set(parts[parts.index(".codex") :]):
+        return Layout("codex", stem)
     for home in OPENCLAW_HOMES:
         if home in parts and "sessions" in parts[parts.index(home) :]:
             agent = after("agents") if "agents" in parts else ""
@@ -141,6 +146,8 @@ def detect_tool(path: str | Path, first_lines: Iterable[str | dict]) -> str | No
 
 
 def _shape_of(data: dict) -> str | None:
+    if codex_shape(data):
+        return "codex"
     kind = data.get("type")
     message = data.get("message") if isinstance(data.get("message"), dict) else None
     # OpenClaw (pi-coding-agent transcripts): a `session` header, then entries with id/parentId.
