@@ -6,6 +6,9 @@ Path layouts (the tools' own storage):
 - Qwen Code: `~/.qwen/projects/<project>/chats/<session>.jsonl` (older `~/.qwen/tmp/<hash>/chats/`),
   sub-agents in `<project>/subagents/<session>/agent-<id>.jsonl`.
 - OpenClaw: `~/.openclaw/agents/<agent>/sessions/<session>.jsonl` (older installs: `.clawdbot`, `.moltbot`).
+- OpenCode: no file per session; `~/.local/share/opencode/opencode.db` (or the legacy `storage/` folder) is
+  read as one source per session, `<store>#<session>` (`<store>#<top session>/<session>` for a sub-agent's):
+  see `opencode`.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from pathlib import Path
 from sessions_app.importers.base import LogParser
 from sessions_app.importers.claude_code import ClaudeCodeParser
 from sessions_app.importers.openclaw import OpenClawParser
+from sessions_app.importers.opencode import OpenCodeParser, split_source
 from sessions_app.importers.qwen_code import QwenCodeParser
 
 PARSERS: dict[str, type[LogParser]] = {
     "claude-code": ClaudeCodeParser,
     "qwen-code": QwenCodeParser,
     "openclaw": OpenClawParser,
+    "opencode": OpenCodeParser,
 }
 
 OPENCLAW_HOMES = (".openclaw", ".clawdbot", ".moltbot")
@@ -49,6 +54,11 @@ class Detection:
 
 
 def describe_layout(path: str | Path) -> Layout:
+    source = split_source(path)
+    if source is not None:  # an OpenCode session: its path names it and the top session it belongs to
+        return Layout(
+            "opencode", source.session_id, bool(source.root), source.root, source.session_id if source.root else ""
+        )
     path = Path(path)
     parts = path.parts
     name = path.name
