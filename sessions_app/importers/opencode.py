@@ -131,14 +131,29 @@ def database_sources(db: Path) -> list[Path]:
     return [Source(db, session_id, root).path for session_id, root in roots.items() if _SESSION_ID.match(session_id)]
 
 
+_LEGACY_INFOS: dict[str, tuple[tuple, dict[str, Path]]] = {}
+
+
 def _legacy_infos(storage: Path) -> dict[str, Path]:
-    """Legacy session info files by session id (`session/<projectID>/<sessionID>.json`)."""
-    infos = {}
+    """Legacy session info files by session id (`session/<projectID>/<sessionID>.json`), listed again only when
+    a project folder changed (the import asks for every session)."""
     session_dir = storage / "session"
+    projects = []
     for project in sorted(_listdir(session_dir)):
+        try:
+            projects.append((project, (session_dir / project).stat().st_mtime_ns))
+        except OSError:
+            continue
+    key = tuple(projects)
+    cached = _LEGACY_INFOS.get(str(storage))
+    if cached and cached[0] == key:
+        return cached[1]
+    infos = {}
+    for project, _ in projects:
         for name in _listdir(session_dir / project):
             if name.endswith(".json"):
                 infos[name[: -len(".json")]] = session_dir / project / name
+    _LEGACY_INFOS[str(storage)] = (key, infos)
     return infos
 
 
@@ -158,7 +173,8 @@ def storage_sources(storage: Path, *, skip: set[str] = frozenset()) -> list[Path
 def sources_in(directory: Path, subdirs: list[str], names: list[str]) -> list[Path]:
     """For a directory walk: the session sources of the OpenCode stores in `directory` (a database file, a
     legacy `storage` folder next to one, or a `storage` folder of OpenCode's data directory). The storage
-    folder is removed from `subdirs` (its thousands of part files are not logs)."""
+    folder is removed from `subdirs` (its thousands of part files are not logs), and so is the `snapshot`
+    folder beside a database (OpenCode's git snapshots of the worktrees)."""
     sources: list[Path] = []
     in_db: set[str] = set()
     for name in sorted(names):
@@ -166,6 +182,8 @@ def sources_in(directory: Path, subdirs: list[str], names: list[str]) -> list[Pa
             found = database_sources(directory / name)
             sources.extend(found)
             in_db.update(split_source(path).session_id for path in found)
+            if "snapshot" in subdirs:
+                subdirs.remove("snapshot")
     if "storage" in subdirs and _is_storage(directory / "storage"):
         subdirs.remove("storage")
         sources.extend(storage_sources(directory / "storage", skip=in_db))
@@ -471,10 +489,14 @@ class OpenCodeParser(LogParser):
             self.data = data
 
     def finish(self, *, flush: bool) -> int:
-        self._describe_session(self.data.get("session") or {})
+        session = self.data.get("session")
+        self._describe_session(session if isinstance(session, dict) else {})
         pending = 0
         for number, message in enumerate(self.data["messages"], start=1):
-            info, parts = message.get("info") or {}, [p for p in message.get("parts") or [] if isinstance(p, dict)]
+            message = message if isinstance(message, dict) else {}
+            info = message.get("info") if isinstance(message.get("info"), dict) else {}
+            parts = message.get("parts") if isinstance(message.get("parts"), list) else []
+            parts = [part for part in parts if isinstance(part, dict)]
             parts.sort(key=lambda part: str(part.get("id") or ""))
             self.session.seen_at(parse_timestamp(_created(info) or None))
             if info.get("role") == "user":
@@ -530,14 +552,12 @@ class OpenCodeParser(LogParser):
     # -- messages --------------------------------------------------------------------------------------------
     def _user(self, number: int, info: dict, parts: list[dict]) -> None:
         message_id = str(info.get("id"))
-        texts = [
-            p.get("text") for p in parts if p.get("type") == "text" and not p.get("synthetic") and not p.get("ignored")
-        ]
-        files = [f"[file: {p.get('filename') or p.get('url') or 'file'}]" for p in parts if p.get("type") == "file"]
-        content = join_texts([*texts, *files], "\n") or join_texts(
-            (p.get("text") for p in parts if p.get("type") == "text" and isinstance(p.get("text"), str)), "\n"
-        )
-        kinds = {p.get("type") for p in parts}
+        texts = [p for p in parts if p.get("type") == "text"]
+        typed = [_text(p.get("text")) for p in texts if not p.get("synthetic") and not p.get("ignored")]
+        files = [f"[file: {_text(p.get('filename')) or 'file'}]" for p in parts if p.get("type") == "file"]
+        # What the user typed; when all of the text is synthetic (a command's expansion), that text.
+        content = join_texts([*typed, *files], "\n") or join_texts((_text(p.get("text")) for p in texts), "\n")
+        kinds = {_text(p.get("type")) for p in parts}
         model = info.get("model") if isinstance(info.get("model"), dict) else {}
         extra = {"agent": info.get("agent"), "model": model.get("modelID"), "provider": model.get("providerID")}
         if "compaction" in kinds:
@@ -726,9 +746,14 @@ def _listdir(path: Path) -> list[str]:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_bytes())
+        return json.loads(path.read_bytes(), parse_constant=_no_constant)
     except (OSError, ValueError):
         return None
+
+
+def _no_constant(name: str) -> None:
+    """NaN and Infinity (Python's json reads them, PostgreSQL's jsonb cannot hold them) become null."""
+    return None
 
 
 def _loads(data: Any) -> dict | None:
@@ -737,7 +762,7 @@ def _loads(data: Any) -> dict | None:
     if not isinstance(data, str):
         return None
     try:
-        value = json.loads(data)
+        value = json.loads(data, parse_constant=_no_constant)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from sessions_app.accounting import count_usage
+from sessions_app.api.serializers import MessageInSerializer
 from sessions_app.importers import describe_layout, parse_file
 from sessions_app.importers.detect import is_log_name
 from sessions_app.importers.opencode import normalise_tokens, split_source
@@ -125,6 +126,15 @@ def test_each_finished_step_is_one_request_with_the_tokens_of_its_own_call(tmp_p
     assert (counts["message_user"], counts["message_toolresult"], counts["message_error"], counts["conversations"]) == (
         3, 3, 1, 3,
     )  # fmt: skip
+
+
+def test_every_message_is_a_valid_messages_api_item(tmp_path):
+    write(home(tmp_path) / "opencode.db", "UPDATE part SET data = replace(data, '\"cost\":0.0521', '\"cost\":NaN')")
+    for path in plan.log_files(tmp_path):
+        for item in parse_file(path).ingest_items():
+            serializer = MessageInSerializer(data=item)
+            assert serializer.is_valid(), (item, serializer.errors)
+            json.dumps(item, ensure_ascii=False, allow_nan=False)
 
 
 def test_a_failed_call_is_an_error_and_an_interrupted_reply_is_kept_without_a_request(tmp_path):
@@ -433,3 +443,39 @@ def test_an_uploaded_database_is_refused_with_what_to_do_instead(api, settings, 
     response = upload(api, ("opencode.db", (data / "opencode.db").read_bytes()))
     assert response.status_code == 400
     assert "OpenCode database" in json.dumps(response.json()) and not Session.objects.exists()
+
+
+def test_random_mutations_of_a_session_never_raise(tmp_path):
+    """Any value of any field replaced by junk (what a newer or broken OpenCode could write): issues, no exception."""
+    from sessions_app.importers.base import SourceFile
+    from sessions_app.importers.opencode import OpenCodeParser, _read_database
+
+    data = home(tmp_path)
+    document = _read_database(split_source(sources(data)[TOP]), [])
+    junk = [None, 0, -1, 2.5, "", "x", [], {}, [1, "a"], {"a": {}}, True, 10**30]
+    rng = random.Random(6)
+
+    def nodes(value, path=()):
+        yield path
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, item in items:
+            yield from nodes(item, (*path, key))
+
+    paths = [path for path in nodes(document) if path]
+    for _ in range(300):
+        mutated = json.loads(json.dumps(document))
+        for _ in range(rng.randrange(1, 6)):
+            *parent, last = rng.choice(paths)
+            target = mutated
+            try:
+                for key in parent:
+                    target = target[key]
+                target[last] = rng.choice(junk)
+            except (KeyError, IndexError, TypeError):
+                continue
+        parser = OpenCodeParser(SourceFile(path=tmp_path, file_key=TOP), {})
+        parser.feed_document(mutated)
+        parser.finish(flush=rng.random() < 0.5)
+        for message in parser.messages:
+            message.to_ingest()
+        count_usage(parser.messages)
