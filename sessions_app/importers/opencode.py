@@ -34,6 +34,7 @@ import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from time import monotonic
 from typing import Any
 from urllib.parse import quote
 
@@ -239,7 +240,17 @@ class SourceStat:
         return self.st_mtime_ns / 1e9
 
 
-_DB_STATS: dict[str, tuple[tuple, dict[str, tuple[int, int]]]] = {}
+@dataclass
+class _Snapshot:
+    """Every session's (bytes of its rows, last update in ms) as of one state of the database."""
+
+    key: tuple  # the database file's and its write-ahead log's mtime and size
+    taken: float  # monotonic()
+    stats: dict[str, tuple[int, int]]
+
+
+_SNAPSHOTS: dict[str, _Snapshot] = {}
+_SNAPSHOT_EVERY = 2.0  # seconds: while OpenCode keeps writing, sessions are measured one by one in between
 
 
 def source_stat(path: Path) -> SourceStat | None:
@@ -251,7 +262,7 @@ def source_stat(path: Path) -> SourceStat | None:
     if not source.session_id:
         return SourceStat(store.st_size, store.st_mtime_ns, store.st_dev, store.st_ino, store.st_uid)
     if source.is_database:
-        size, updated_ms = _database_stats(source.anchor, store).get(source.session_id, (0, 0))
+        size, updated_ms = _database_stat(source.anchor, store, source.session_id)
         return SourceStat(size, updated_ms * 1_000_000, store.st_dev, store.st_ino, store.st_uid)
     size, mtime_ns = 0, 0
     files = [_legacy_infos(source.anchor).get(source.session_id)]
@@ -272,33 +283,44 @@ def source_stat(path: Path) -> SourceStat | None:
     return SourceStat(size, mtime_ns, store.st_dev, store.st_ino, store.st_uid)
 
 
-def _database_stats(db: Path, store: os.stat_result) -> dict[str, tuple[int, int]]:
-    """Every session's (bytes of its rows, last update in ms), in one query per change of the database (its
-    file or its write-ahead log): the import asks for each session."""
+def _database_stat(db: Path, store: os.stat_result, session_id: str) -> tuple[int, int]:
+    """A session's (bytes of its rows, last update in ms), always as the database is now. The import asks for
+    every session: one query measures them all and serves until the database changes; while a running
+    OpenCode keeps changing it, sessions are measured one by one (an indexed query each) rather than all
+    again each time."""
     wal = db.with_name(db.name + "-wal")
     try:
         wal_stat = wal.stat()
         key = (store.st_mtime_ns, store.st_size, wal_stat.st_mtime_ns, wal_stat.st_size)
     except OSError:
         key = (store.st_mtime_ns, store.st_size, 0, 0)
-    cached = _DB_STATS.get(str(db))
-    if cached and cached[0] == key:
-        return cached[1]
-    stats: dict[str, tuple[int, int]] = {}
+    snapshot = _SNAPSHOTS.get(str(db))
+    if snapshot and snapshot.key == key:
+        return snapshot.stats.get(session_id, (0, 0))
     try:
         with _closing(connect(db)) as connection:
-            for table in ("session", "message", "part"):
-                column = "id" if table == "session" else "session_id"
-                size = "0" if table == "session" else "coalesce(sum(length(CAST(data AS BLOB))), 0)"
-                rows = connection.execute(
-                    f"SELECT {column}, {size}, max(time_updated) FROM {table} GROUP BY {column}"  # noqa: S608 - fixed names
-                )
-                for session_id, rows_size, updated in rows:
-                    before = stats.get(session_id, (0, 0))
-                    stats[session_id] = (before[0] + (as_int(rows_size) or 0), max(before[1], as_int(updated) or 0))
+            if snapshot is None or monotonic() - snapshot.taken >= _SNAPSHOT_EVERY:
+                _SNAPSHOTS[str(db)] = snapshot = _Snapshot(key, monotonic(), _measure(connection))
+                return snapshot.stats.get(session_id, (0, 0))
+            return _measure(connection, session_id).get(session_id, (0, 0))
     except sqlite3.Error as error:
         raise OSError(f"cannot read the OpenCode database: {error}") from error
-    _DB_STATS[str(db)] = (key, stats)
+
+
+def _measure(connection: sqlite3.Connection, session_id: str | None = None) -> dict[str, tuple[int, int]]:
+    """(bytes of the rows' data, last `time_updated`) of every session, or of one."""
+    stats: dict[str, tuple[int, int]] = {}
+    for table in ("session", "message", "part"):
+        column = "id" if table == "session" else "session_id"
+        size = "0" if table == "session" else "coalesce(sum(length(CAST(data AS BLOB))), 0)"
+        where, params = (f"WHERE {column} = ?", (session_id,)) if session_id else ("", ())
+        rows = connection.execute(
+            f"SELECT {column}, {size}, max(time_updated) FROM {table} {where} GROUP BY {column}",  # noqa: S608 - fixed names
+            params,
+        )
+        for key, rows_size, updated in rows:
+            before = stats.get(key, (0, 0))
+            stats[key] = (before[0] + (as_int(rows_size) or 0), max(before[1], as_int(updated) or 0))
     return stats
 
 

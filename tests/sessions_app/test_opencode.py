@@ -223,6 +223,20 @@ def test_detection_never_takes_other_files_for_opencode(tmp_path):
 # -- bad input ---------------------------------------------------------------------------------------------------
 
 
+def test_a_sessions_stat_follows_every_change_even_right_after_all_were_measured(tmp_path):
+    from sessions_app.importers.opencode import source_stat
+
+    data = home(tmp_path)
+    top, child = sources(data)[TOP], sources(data)[CHILD]
+    before, child_before = source_stat(top), source_stat(child)
+    assert before.st_mtime_ns == (T0 + 95000) * 1_000_000 and before.st_size > 0
+    when = T0 + 100_000
+    add_message(data / "opencode.db", "msg_e2b0f3d5e1a020Zz1Yy2Xx3Ww4", TOP, when, {"role": "user"}, [{"type": "text"}])
+    after = source_stat(top)  # measured at once, not from the measure of all sessions taken a moment ago
+    assert after.st_mtime_ns == when * 1_000_000 and after.st_size > before.st_size
+    assert source_stat(child) == child_before
+
+
 def test_a_session_still_streaming_holds_its_unfinished_step_until_it_finishes_or_goes_idle(tmp_path):
     db = home(tmp_path) / "opencode.db"
     when = T0 + 200_000
