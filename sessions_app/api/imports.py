@@ -75,7 +75,13 @@ class ImportUploadSerializer(serializers.Serializer):
         for index, upload in enumerate(files):
             wanted = paths[index] if paths is not None else upload.name or ""
             name = clean_relative_path(wanted)
-            if name is None:
+            if name is None and wanted.lower().endswith((".db", ".db-wal", ".sqlite")):
+                errors[f"files.{index}"] = [
+                    f"{wanted!r}: an OpenCode database (or another SQLite file) cannot be uploaded: it is rewritten "
+                    "in place, so its new bytes are not a log's new lines. Import it where it lives: "
+                    "`manage.py ace_import ~/.local/share/opencode`."
+                ]
+            elif name is None:
                 errors[f"files.{index}"] = [f"{wanted!r}: a relative path of a .jsonl file is expected."]
             elif name in names:
                 errors[f"files.{index}"] = [f"{name!r} is uploaded twice in this request."]

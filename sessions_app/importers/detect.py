@@ -7,6 +7,9 @@ Path layouts (the tools' own storage):
   sub-agents in `<project>/subagents/<session>/agent-<id>.jsonl`.
 - OpenClaw: `~/.openclaw/agents/<agent>/sessions/<session>.jsonl` (older installs: `.clawdbot`, `.moltbot`).
 - Codex CLI: `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`, and `~/.codex/archived_sessions/`.
+- OpenCode: no file per session; `~/.local/share/opencode/opencode.db` (or the legacy `storage/` folder) is
+  read as one source per session, `<store>#<session>` (`<store>#<top session>/<session>` for a sub-agent's):
+  see `opencode`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from sessions_app.importers.base import LogParser
 from sessions_app.importers.claude_code import ClaudeCodeParser
 from sessions_app.importers.codex import CodexParser, codex_shape
 from sessions_app.importers.openclaw import OpenClawParser
+from sessions_app.importers.opencode import OpenCodeParser, split_source
 from sessions_app.importers.qwen_code import QwenCodeParser
 
 PARSERS: dict[str, type[LogParser]] = {
@@ -28,6 +32,7 @@ PARSERS: dict[str, type[LogParser]] = {
     "qwen-code": QwenCodeParser,
     "openclaw": OpenClawParser,
     "codex": CodexParser,
+    "opencode": OpenCodeParser,
 }
 
 OPENCLAW_HOMES = (".openclaw", ".clawdbot", ".moltbot")
@@ -52,6 +57,11 @@ class Detection:
 
 
 def describe_layout(path: str | Path) -> Layout:
+    source = split_source(path)
+    if source is not None:  # an OpenCode session: its path names it and the top session it belongs to
+        return Layout(
+            "opencode", source.session_id, bool(source.root), source.root, source.session_id if source.root else ""
+        )
     path = Path(path)
     parts = path.parts
     name = path.name

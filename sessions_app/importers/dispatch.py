@@ -17,6 +17,7 @@ from pathlib import Path
 from sessions_app.importers.base import LogParser, ParseIssue, ParseResult, SourceFile
 from sessions_app.importers.detect import PARSERS, describe_layout, explain_detection
 from sessions_app.importers.jsonl import JsonlReader, count_lines_before, load_document, read_head
+from sessions_app.importers.opencode import parse_source, source_stat, split_source
 
 CARRY_VERSION = 1
 
@@ -49,6 +50,10 @@ def parse_file(
 
     if tool is not None and tool not in PARSERS:
         return failed(f"unknown tool {tool!r}; use one of {', '.join(PARSERS)}")
+    if split_source(path) is not None:  # an OpenCode session in its database or storage folder
+        if tool not in (None, "opencode"):
+            return failed(f"not a {tool} log: it is an OpenCode session")
+        return parse_source(path, carry=carry, flush=flush)
     try:
         size = path.stat().st_size
     except OSError as error:
@@ -139,6 +144,13 @@ def parse_file(
         pending=pending,
         complete=parser.read_to_end,
     )
+
+
+def stat_source(path: Path):
+    """`path.stat()`, or for an OpenCode session (which has no file of its own) what stands in for it: the bytes
+    of its rows and its last update (`opencode.source_stat`). Raises OSError."""
+    stat = source_stat(path)
+    return stat if stat is not None else path.stat()
 
 
 def is_document_tool(tool: str | None) -> bool:

@@ -83,8 +83,8 @@ def import_path(
         files = log_files(root)
     except OSError as error:
         raise ImportPathError(f"{root}: {error.strerror or error}") from error
-    if root.is_file():
-        known = ImportedFile.objects.filter(tenant=tenant, path=str(root))
+    if root.is_file():  # an OpenCode database's sessions are `<db>#<session>`
+        known = ImportedFile.objects.filter(tenant=tenant, path__in=[str(root), *map(str, files)])
     else:
         known = ImportedFile.objects.filter(tenant=tenant, path__startswith=str(root).rstrip(os.sep) + os.sep)
     return _import_files(

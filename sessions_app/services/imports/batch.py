@@ -16,6 +16,7 @@ from psycopg.errors import DeadlockDetected, SerializationFailure
 from platform_kit.db import update_rows
 from sessions_app.importers import ParseIssue, parse_file
 from sessions_app.importers.dispatch import is_document_tool
+from sessions_app.importers.opencode import split_source
 from sessions_app.models import ImportedFile, Session
 from sessions_app.schema import TOKEN_FIELDS
 from sessions_app.services.imports import plan
@@ -215,8 +216,9 @@ class BatchImporter:
 
 def fingerprint(path: Path, offset: int) -> str:
     """SHA-256 of the first and the last 4 KB before `offset`: if the bytes already imported changed, the
-    file was replaced (or rewritten) and must be read again from the start."""
-    if offset <= 0:
+    file was replaced (or rewritten) and must be read again from the start. An OpenCode session has no file
+    (it is read whole each time it changed): none."""
+    if offset <= 0 or split_source(path) is not None:
         return ""
     digest = hashlib.sha256()
     with path.open("rb") as handle:

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from sessions_app.importers import ParseIssue, ParseResult, describe_layout
+from sessions_app.importers import ParseIssue, ParseResult, describe_layout, opencode
 from sessions_app.importers.detect import explain_detection, is_log_name
+from sessions_app.importers.dispatch import stat_source
 from sessions_app.importers.jsonl import read_head
 from sessions_app.models import ImportedFile, ImportSource, Session, Tenant
 from sessions_app.services.imports.summary import FileResult
@@ -83,12 +84,17 @@ class FileInBatch:
 
 def log_files(root: Path) -> list[Path]:
     """The log files under `root` (or `root` itself; see `detect.is_log_name`), sessions before sub-agent files
-    so that a sub-agent can find the round of its parent that spawned it."""
+    so that a sub-agent can find the round of its parent that spawned it. An OpenCode database or storage
+    folder gives one source per session (see `importers.opencode`)."""
+    sources = opencode.expand(root)
+    if sources is not None:
+        return sorted(sources, key=lambda path: (describe_layout(path).is_subagent, str(path)))
     if root.is_file():
         return [root]
     found = []
     for directory, subdirs, names in os.walk(root):
         subdirs.sort()
+        found.extend(opencode.sources_in(Path(directory), subdirs, names))
         found.extend(path for path in (Path(directory) / name for name in names) if is_log_name(path))
     return sorted(found, key=lambda path: (describe_layout(path).is_subagent, str(path)))
 
@@ -123,7 +129,7 @@ def _group_size(paths: list[Path]) -> int:
     total = 0
     for path in paths:
         try:
-            total += path.stat().st_size
+            total += stat_source(path).st_size
         except OSError:
             pass
     return total
@@ -161,7 +167,7 @@ def bytes_to_read(groups: list[list[Path]], records: dict[str, ImportedFile]) ->
     for path in (path for group in groups for path in group):
         record = records.get(str(path))
         try:
-            total += max(path.stat().st_size - (record.offset if record else 0), 0)
+            total += max(stat_source(path).st_size - (record.offset if record else 0), 0)
         except OSError:
             pass
     return total
@@ -203,7 +209,7 @@ class BatchPlanner:
             report = self.reports[path] = FileReport(FileResult(str(path), "unchanged"))
         record = self.records.get(str(path))
         try:
-            stat = path.stat()
+            stat = stat_source(path)
         except OSError as error:
             report.refuse(f"cannot read the file: {error.strerror or error}")
             return None
