@@ -5,7 +5,9 @@ Path layouts (the tools' own storage):
   `<project>/<session>/subagents/agent-<id>.jsonl` (older: `<project>/agent-<id>.jsonl`).
 - Qwen Code: `~/.qwen/projects/<project>/chats/<session>.jsonl` (older `~/.qwen/tmp/<hash>/chats/`),
   sub-agents in `<project>/subagents/<session>/agent-<id>.jsonl`.
-- OpenClaw: `~/.openclaw/agents/<agent>/sessions/<session>.jsonl` (older installs: `.clawdbot`, `.moltbot`).
+- OpenClaw: `~/.openclaw/agents/<agent>/sessions/<session>.jsonl` (older installs: `.clawdbot`, `.moltbot`),
+  with the same session's archives `<session>.jsonl.reset.<ts>` / `.deleted.<ts>` and pre-compaction
+  copies `<session>.checkpoint.<uuid>.jsonl` (`openclaw.transcript_name`): their file key is the session's.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from sessions_app.importers.base import LogParser
 from sessions_app.importers.claude_code import ClaudeCodeParser
-from sessions_app.importers.openclaw import OpenClawParser
+from sessions_app.importers.openclaw import OpenClawParser, transcript_name
 from sessions_app.importers.qwen_code import QwenCodeParser
 
 PARSERS: dict[str, type[LogParser]] = {
@@ -52,7 +54,7 @@ def describe_layout(path: str | Path) -> Layout:
     path = Path(path)
     parts = path.parts
     name = path.name
-    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else path.stem
+    stem = _history_stem(name) or (name[: -len(".jsonl")] if name.endswith(".jsonl") else path.stem)
     agent_id = stem[len("agent-") :] if stem.startswith("agent-") else ""
 
     def after(marker: str) -> str:
@@ -82,13 +84,21 @@ def describe_layout(path: str | Path) -> Layout:
     return Layout(None, stem, bool(agent_id), "", agent_id)
 
 
+def _history_stem(name: str) -> str:
+    """The session's file stem when `name` is an OpenClaw archive or checkpoint of it (the same session's
+    bytes under another name), else ""."""
+    found = transcript_name(name)
+    return found.stem if found is not None and found.variant != "live" else ""
+
+
 def is_log_name(path: str | Path) -> bool:
-    """Whether a directory walk should read this file: every `.jsonl` file (its lines decide the tool), and
-    a `.json` file where a tool that writes whole-document logs keeps them (a `.json` file elsewhere is
-    read only when named on its own)."""
+    """Whether a directory walk should read this file: every `.jsonl` file (its lines decide the tool), an
+    OpenClaw archived transcript (`<session>.jsonl.reset.<ts>`, `.deleted.<ts>`), and a `.json` file where a
+    tool that writes whole-document logs keeps them (a `.json` file elsewhere is read only when named on its
+    own)."""
     path = Path(path)
     name = path.name
-    if name.endswith(".jsonl"):
+    if name.endswith(".jsonl") or _history_stem(name):
         return True
     if name.endswith(".json"):
         parser_class = PARSERS.get(describe_layout(path).tool or "")
