@@ -19,6 +19,7 @@ from sessions_app.importers import ParseIssue, ParseResult, describe_layout
 from sessions_app.importers.detect import explain_detection, is_log_name
 from sessions_app.importers.jsonl import read_head
 from sessions_app.models import ImportedFile, ImportSource, Session, Tenant
+from sessions_app.services.imports.renames import follow_rename
 from sessions_app.services.imports.summary import FileResult
 
 CHUNK_BYTES = 16 * 1024 * 1024  # log bytes read per transaction (a batch of files, or part of a big one)
@@ -207,6 +208,8 @@ class BatchPlanner:
         except OSError as error:
             report.refuse(f"cannot read the file: {error.strerror or error}")
             return None
+        if record is None:
+            record = self._renamed(path, stat, report)
         mtime = file_mtime(stat)
         idle = timezone.now() - mtime >= self.options.idle
         if (
@@ -224,3 +227,14 @@ class BatchPlanner:
                 report.refuse(refusal.message)
                 return None
         return FileInBatch(path=path, stat=stat, idle=idle, report=report, record=record)
+
+    def _renamed(self, path: Path, stat: os.stat_result, report: FileReport) -> ImportedFile | None:
+        """The row of the file `path` was imported as before a rename, now `path`'s (see `renames`)."""
+        renamed = follow_rename(tenant=self.options.tenant, path=path, stat=stat, uploaded=self.options.uploaded)
+        if renamed is None:
+            return None
+        record, old_path = renamed
+        self.records.pop(old_path, None)
+        self.records[str(path)] = record
+        report.result.renamed_from = old_path
+        return record
