@@ -103,7 +103,12 @@ def test_a_failed_call_without_usage_stays_an_error_without_request(tmp_path):
         '"stopReason":"error","errorMessage":"429 rate limited"}}\n'
     )
     (error,) = parse_file(path).messages
-    assert (error.role, error.request_id, error.input_tokens, error.content) == ("error", None, None, "429 rate limited")
+    assert (error.role, error.request_id, error.input_tokens, error.content) == (
+        "error",
+        None,
+        None,
+        "429 rate limited",
+    )
 
 
 # -- Feishu, every version ---------------------------------------------------------------------------
@@ -132,7 +137,11 @@ FEISHU_VERSIONS = {
     # 2026.2: the untrusted-metadata blocks (buildInboundUserContextPrefix), then the tag and the speaker.
     "blocks-dm": (
         'Conversation info (untrusted metadata):\n```json\n{"message_id": "om_a2", "sender_id": "' + OU + '"}\n```\n\n'
-        'Sender (untrusted metadata):\n```json\n{"label": "韩梅梅 (' + OU + ')", "id": "' + OU + '", "name": "韩梅梅"}\n'
+        'Sender (untrusted metadata):\n```json\n{"label": "韩梅梅 ('
+        + OU
+        + ')", "id": "'
+        + OU
+        + '", "name": "韩梅梅"}\n'
         "```\n\n[message_id: om_a2]\n韩梅梅: 在吗",
         OU,
         OU,
