@@ -426,5 +426,11 @@ class OpenClawParser(LogParser):
         metadata = self._metadata(data, kind=kind, model=message.get("model"), provider=message.get("provider"))
         if isinstance(message.get("usage"), dict):
             metadata["usage"] = message["usage"]
-        self._emit(line.number, data, "system", block_text(message.get("content")), metadata=metadata)
+        content = message.get("content")
+        calls = [
+            {"id": block.get("id"), "name": block.get("name"), "arguments": block.get("arguments")}
+            for block in (content if isinstance(content, list) else [])
+            if isinstance(block, dict) and block.get("type") == "toolCall"
+        ]  # a gateway-injected row can replay tool calls a code-mode tool made (no model call of its own)
+        self._emit(line.number, data, "system", block_text(content), tool_calls=calls or None, metadata=metadata)
         return True

@@ -76,6 +76,20 @@ def test_which_assistant_messages_made_no_call(message, kind):
     assert no_call_kind({"role": "assistant", **message}) == kind
 
 
+def test_an_injected_row_replaying_tool_calls_keeps_them_and_is_no_request(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        '{"type":"session","version":3,"id":"s","timestamp":"2026-05-01T00:00:00Z","cwd":"/w"}\n'
+        '{"type":"message","id":"a1","parentId":null,"timestamp":"2026-05-01T00:00:01Z","message":{"role":"assistant",'
+        '"parentToolCallId":"code-mode-exec","api":"openclaw-transcript","provider":"openclaw",'
+        '"model":"gateway-injected","content":[{"type":"toolCall","id":"nested-read","name":"read",'
+        '"arguments":{"path":"/repo/a.ts"}}],"timestamp":3}}\n'
+    )
+    (row,) = parse_file(path).messages
+    assert (row.role, row.request_id, row.metadata["kind"]) == ("system", None, "injected")
+    assert row.tool_calls == [{"id": "nested-read", "name": "read", "arguments": {"path": "/repo/a.ts"}}]
+
+
 def test_a_failed_call_that_reports_usage_is_an_error_message_that_is_the_request_billing_its_tokens():
     result = parse_file(LIVE_FILE)
     failed = result.messages[6]
