@@ -14,7 +14,7 @@ from sessions_app.selectors.recount import session_count_drift
 from sessions_app.services.imports import import_files, import_path
 from tests.sessions_app.test_imports import COUNTERS, expected, line_start, stats
 
-BACKUP = Path(__file__).resolve().parent.parent / "data" / "agent_logs" / "openclaw-backup"
+BACKUP = Path(__file__).resolve().parent.parent / "data" / "agent_logs" / "openclaw" / "backup"
 SESSIONS = Path(".openclaw/agents/main/sessions")
 EARLIER, LIVE, DELETED, TOPIC = (
     "2b4e7a91-3c5d-4f6e-8a9b-0c1d2e3f4a5b",

@@ -1,7 +1,7 @@
 """OpenClaw lines and file names, parsed (no database): which assistant lines are API calls, failed calls that
 billed tokens, the Feishu metadata of every OpenClaw version, and the names of a session's history files.
 
-The backup in tests/data/agent_logs/openclaw-backup/ is shaped after OpenClaw's own writers (see
+The backup in tests/data/agent_logs/openclaw/backup/ is shaped after OpenClaw's own writers (see
 docs/accounting.md, "OpenClaw"): a live transcript, its pre-compaction checkpoint, a reset and a deleted
 archive, a thread's session and sessions.json.
 """
@@ -16,7 +16,7 @@ from sessions_app.importers import describe_layout, parse_file
 from sessions_app.importers.detect import is_log_name
 from sessions_app.importers.openclaw import feishu_context, no_call_kind, parse_inbound_metadata, transcript_name
 
-SESSIONS = Path(__file__).resolve().parent.parent / "data" / "agent_logs" / "openclaw-backup" / ".openclaw"
+SESSIONS = Path(__file__).resolve().parent.parent / "data" / "agent_logs" / "openclaw" / "backup" / ".openclaw"
 SESSIONS = SESSIONS / "agents" / "main" / "sessions"
 EARLIER, LIVE, DELETED, TOPIC = (
     "2b4e7a91-3c5d-4f6e-8a9b-0c1d2e3f4a5b",

@@ -19,7 +19,6 @@ from sessions_app.importers import ParseIssue, ParseResult, describe_layout
 from sessions_app.importers.detect import explain_detection, is_log_name
 from sessions_app.importers.jsonl import read_head
 from sessions_app.models import ImportedFile, ImportSource, Session, Tenant
-from sessions_app.services.imports.renames import follow_rename
 from sessions_app.services.imports.summary import FileResult
 
 CHUNK_BYTES = 16 * 1024 * 1024  # log bytes read per transaction (a batch of files, or part of a big one)
@@ -172,12 +171,21 @@ class BatchPlanner:
     """Takes the files of the groups a worker was given, in order, into batches of what is new in them.
 
     `records` are the files' rows as last committed (by path), `reports` what the import did with each file
-    so far (by path): a file met for the first time gets its report here."""
+    so far (by path): a file met for the first time gets its report here. `follow_rename` (`renames.py`)
+    gives a file without a row the row of the file it was renamed from, with that file's path."""
 
-    def __init__(self, *, options: ImportOptions, records: dict[str, ImportedFile], reports: dict[Path, FileReport]):
+    def __init__(
+        self,
+        *,
+        options: ImportOptions,
+        records: dict[str, ImportedFile],
+        reports: dict[Path, FileReport],
+        follow_rename=None,
+    ):
         self.options = options
         self.records = records
         self.reports = reports
+        self.follow_rename = follow_rename
 
     def next_batch(self, pending: list[Path], next_group) -> list[FileInBatch]:
         """The next batch: files with something new to read, up to CHUNK_BYTES of them (a bigger file is read
@@ -208,7 +216,7 @@ class BatchPlanner:
         except OSError as error:
             report.refuse(f"cannot read the file: {error.strerror or error}")
             return None
-        if record is None:
+        if record is None and self.follow_rename is not None:
             record = self._renamed(path, stat, report)
         mtime = file_mtime(stat)
         idle = timezone.now() - mtime >= self.options.idle
@@ -230,7 +238,7 @@ class BatchPlanner:
 
     def _renamed(self, path: Path, stat: os.stat_result, report: FileReport) -> ImportedFile | None:
         """The row of the file `path` was imported as before a rename, now `path`'s (see `renames`)."""
-        renamed = follow_rename(tenant=self.options.tenant, path=path, stat=stat, uploaded=self.options.uploaded)
+        renamed = self.follow_rename(tenant=self.options.tenant, path=path, stat=stat, uploaded=self.options.uploaded)
         if renamed is None:
             return None
         record, old_path = renamed

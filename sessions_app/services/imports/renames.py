@@ -16,6 +16,7 @@ from pathlib import Path
 from sessions_app.importers.jsonl import read_head
 from sessions_app.importers.openclaw import transcript_name
 from sessions_app.models import ImportedFile, Tenant
+from sessions_app.services.imports.batch import fingerprint
 
 
 def follow_rename(
@@ -41,8 +42,6 @@ def follow_rename(
             return None
     if record.agent_session_id and _header_session_id(path) != record.agent_session_id:
         return None
-    from sessions_app.services.imports.batch import fingerprint  # batch imports the planner, which calls this
-
     if fingerprint(path, record.offset) != record.head_hash:
         return None
     if not ImportedFile.objects.filter(pk=record.pk, path=str(old_path)).update(path=str(path)):
