@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sessions_app.importers.base import LogParser
 from sessions_app.importers.claude_code import ClaudeCodeParser
-from sessions_app.importers.openclaw import OpenClawParser, transcript_name
+from sessions_app.importers.openclaw import OpenClawParser, is_compressed_archive, transcript_name
 from sessions_app.importers.qwen_code import QwenCodeParser
 
 PARSERS: dict[str, type[LogParser]] = {
@@ -93,12 +93,12 @@ def _history_stem(name: str) -> str:
 
 def is_log_name(path: str | Path) -> bool:
     """Whether a directory walk should read this file: every `.jsonl` file (its lines decide the tool), an
-    OpenClaw archived transcript (`<session>.jsonl.reset.<ts>`, `.deleted.<ts>`), and a `.json` file where a
-    tool that writes whole-document logs keeps them (a `.json` file elsewhere is read only when named on its
-    own)."""
+    OpenClaw archived transcript (`<session>.jsonl.reset.<ts>`, `.deleted.<ts>`; compressed ones too, so that
+    they are refused with the reason), and a `.json` file where a tool that writes whole-document logs keeps
+    them (a `.json` file elsewhere is read only when named on its own)."""
     path = Path(path)
     name = path.name
-    if name.endswith(".jsonl") or _history_stem(name):
+    if name.endswith(".jsonl") or _history_stem(name) or is_compressed_archive(name):
         return True
     if name.endswith(".json"):
         parser_class = PARSERS.get(describe_layout(path).tool or "")
@@ -108,6 +108,8 @@ def is_log_name(path: str | Path) -> bool:
 
 def explain_detection(path: str | Path, first_lines: Iterable[str | dict]) -> Detection:
     """The tool that wrote the file and why; `tool` is None (with the reason) when it cannot be told."""
+    if is_compressed_archive(Path(path).name):
+        return Detection(None, "a zstd-compressed OpenClaw transcript archive: decompress it (`zstd -d`) to import it")
     layout = describe_layout(path)
     if layout.tool:
         return Detection(layout.tool, f"the path is in the {layout.tool} storage layout")

@@ -101,6 +101,14 @@ def transcript_name(name: str) -> TranscriptName | None:
     return None
 
 
+def is_compressed_archive(name: str) -> bool:
+    """Whether `name` is an archived transcript OpenClaw compressed with zstd (`<archive name>.zst`,
+    archive-compression.ts: newer versions compress archives when the runtime can). Reading one needs a
+    zstd decoder this importer does not have: it is refused with the reason, never skipped in silence."""
+    archive = transcript_name(name.removesuffix(".zst")) if name.endswith(".zst") else None
+    return archive is not None and archive.variant in ("reset", "deleted")
+
+
 def no_call_kind(message: dict) -> str | None:
     """Why an assistant message made no API call (`injected`, `delivery_mirror`), or None when it did.
 

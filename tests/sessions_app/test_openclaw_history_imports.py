@@ -170,3 +170,14 @@ def test_an_uploaded_archive_of_another_session_is_not_taken_for_the_live_file(a
     other.write_bytes(live.read_bytes().replace(LIVE.encode(), DELETED.encode(), 1))  # another session's header
     summary = import_files(tenant=api.tenant, paths=[other])
     assert summary.files_renamed == 0 and summary.sessions_created == 1
+
+
+def test_a_zstd_compressed_archive_is_refused_with_the_reason_not_skipped(api, tmp_path):
+    folder = backup(tmp_path, LIVE_NAME)
+    compressed = folder / f"{EARLIER}.jsonl.reset.2026-03-04T09-12-33.411Z.zst"
+    compressed.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(range(11, 256)) * 4)  # a zstd frame's magic, no newline
+    summary = import_path(tenant=api.tenant, path=tmp_path)
+    assert (summary.files_imported, summary.files_refused) == (1, 1)
+    (issue,) = [issue for issue in summary.issues if issue.path == str(compressed)]
+    assert (issue.line, issue.level) == (0, "error") and "zstd-compressed OpenClaw transcript archive" in issue.message
+    assert not Session.objects.filter(tenant=api.tenant, agent_session_id=EARLIER).exists()

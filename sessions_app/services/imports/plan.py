@@ -18,6 +18,7 @@ from django.utils import timezone
 from sessions_app.importers import ParseIssue, ParseResult, describe_layout
 from sessions_app.importers.detect import explain_detection, is_log_name
 from sessions_app.importers.jsonl import read_head
+from sessions_app.importers.openclaw import is_compressed_archive
 from sessions_app.models import ImportedFile, ImportSource, Session, Tenant
 from sessions_app.services.imports.summary import FileResult
 
@@ -135,6 +136,8 @@ def file_refusal(path: Path, *, tool: str | None = None) -> ParseIssue | None:
     An empty file, or one whose first line is still being written, is not refused: there is nothing to
     judge yet, and the next import reads it."""
     tool = None if tool in ("", "auto") else tool
+    if is_compressed_archive(path.name):  # binary: its first "line" says nothing
+        return ParseIssue(str(path), 0, f"not a recognised agent log: {explain_detection(path, []).reason}")
     head = read_head(path)
     if not any(line.strip() for line in head):
         return None
