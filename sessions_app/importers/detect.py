@@ -92,13 +92,16 @@ def _history_stem(name: str) -> str:
 
 
 def is_log_name(path: str | Path) -> bool:
-    """Whether a directory walk should read this file: every `.jsonl` file (its lines decide the tool), an
-    OpenClaw archived transcript (`<session>.jsonl.reset.<ts>`, `.deleted.<ts>`; compressed ones too, so that
-    they are refused with the reason), and a `.json` file where a tool that writes whole-document logs keeps
-    them (a `.json` file elsewhere is read only when named on its own)."""
+    """Whether a directory walk should read this file: every `.jsonl` file (its lines decide the tool) but
+    OpenClaw's run traces, an OpenClaw archived transcript (`<session>.jsonl.reset.<ts>`, `.deleted.<ts>`;
+    compressed ones too, so that they are refused with the reason), and a `.json` file where a tool that
+    writes whole-document logs keeps them (a `.json` file elsewhere is read only when named on its own)."""
     path = Path(path)
     name = path.name
-    if name.endswith(".jsonl") or _history_stem(name) or is_compressed_archive(name):
+    if name.endswith(".jsonl"):
+        # Next to OpenClaw's transcripts: its run traces (`.trajectory.jsonl`), which repeat their usage.
+        return describe_layout(path).tool != "openclaw" or transcript_name(name) is not None
+    if _history_stem(name) or is_compressed_archive(name):
         return True
     if name.endswith(".json"):
         parser_class = PARSERS.get(describe_layout(path).tool or "")

@@ -90,8 +90,11 @@ def transcript_name(name: str) -> TranscriptName | None:
 
     Archives (`.jsonl.reset.<ts>`, `.jsonl.deleted.<ts>`) are the live file renamed, byte for byte; a
     checkpoint is a copy of the live file taken before a compaction (a prefix of it). All three hold the
-    same session as `<stem>.jsonl` (the `session` header carries the same id). `.bak.<ts>` backups are not
-    transcripts OpenClaw counts usage from (isUsageCountedSessionTranscriptFileName), so neither do we."""
+    same session as `<stem>.jsonl` (the `session` header carries the same id). `.bak.<ts>` backups and
+    `<session>.trajectory.jsonl` run traces are not transcripts OpenClaw counts usage from
+    (isUsageCountedSessionTranscriptFileName, isTrajectoryRuntimeArtifactName), so neither do we."""
+    if name.endswith(".trajectory.jsonl"):
+        return None  # a run's timing trace (session.started … model.completed): the transcript has its usage
     if match := _ARCHIVE_NAME.match(name):
         return TranscriptName(match.group("stem"), match.group("variant"))
     if match := _CHECKPOINT_NAME.match(name):

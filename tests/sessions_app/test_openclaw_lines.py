@@ -224,6 +224,7 @@ def test_backups_and_the_session_store_are_not_transcripts():
     assert not is_log_name(SESSIONS / "sessions.json")
     assert not is_log_name(SESSIONS / f"{LIVE}.jsonl.bak.2026-03-04T09-12-33.411Z")
     assert not is_log_name(SESSIONS / f"{LIVE}.jsonl.reset.yesterday")
+    assert not is_log_name(SESSIONS / f"{LIVE}.trajectory.jsonl")  # run timings; the transcript has the usage
     assert transcript_name("sessions.json") is None
     # Outside the OpenClaw folders the archive name still gives the session's key.
     assert describe_layout(f"/backup/{EARLIER}.jsonl.reset.2026-03-04T09-12-33Z").file_key == EARLIER
