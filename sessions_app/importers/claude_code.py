@@ -296,11 +296,15 @@ class ClaudeCodeParser(LogParser):
     def _assistant(self, line: JsonLine, data: dict) -> None:
         message = data.get("message") if isinstance(data.get("message"), dict) else {}
         lane = self._lane(data)
-        if data.get("isApiErrorMessage") or message.get("model") == "<synthetic>":
+        forked = data.get("forkedFrom") if isinstance(data.get("forkedFrom"), dict) else None
+        if data.get("isApiErrorMessage") or message.get("model") == "<synthetic>" or forked:
             if lane in self.lanes:
                 self._close(self.lanes[lane])
             text = block_text(message.get("content"))
-            if data.get("isApiErrorMessage") or data.get("error"):
+            if forked:  # a /branch (fork) copy of the parent session's line: the call was made, and counted, there
+                metadata = self._metadata(data, kind="forked_copy", forked_from=forked.get("sessionId"))
+                self._emit(line.number, data, "system", text, metadata=metadata)
+            elif data.get("isApiErrorMessage") or data.get("error"):
                 error = data.get("error")
                 metadata = self._metadata(
                     data,

@@ -5,7 +5,9 @@ Path layouts (the tools' own storage):
   `<project>/<session>/subagents/agent-<id>.jsonl` (older: `<project>/agent-<id>.jsonl`).
 - Qwen Code: `~/.qwen/projects/<project>/chats/<session>.jsonl` (older `~/.qwen/tmp/<hash>/chats/`),
   sub-agents in `<project>/subagents/<session>/agent-<id>.jsonl`.
-- OpenClaw: `~/.openclaw/agents/<agent>/sessions/<session>.jsonl` (older installs: `.clawdbot`, `.moltbot`).
+- OpenClaw: `~/.openclaw/agents/<agent>/sessions/<session>.jsonl` (older installs: `.clawdbot`, `.moltbot`),
+  with the same session's archives `<session>.jsonl.reset.<ts>` / `.deleted.<ts>` and pre-compaction
+  copies `<session>.checkpoint.<uuid>.jsonl` (`openclaw.transcript_name`): their file key is the session's.
 - Codex CLI: `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`, and `~/.codex/archived_sessions/`.
 - OpenCode: no file per session; `~/.local/share/opencode/opencode.db` (or the legacy `storage/` folder) is
   read as one source per session, `<store>#<session>` (`<store>#<top session>/<session>` for a sub-agent's):
@@ -23,7 +25,7 @@ from pathlib import Path
 from sessions_app.importers.base import LogParser
 from sessions_app.importers.claude_code import ClaudeCodeParser
 from sessions_app.importers.codex import CodexParser, codex_shape
-from sessions_app.importers.openclaw import OpenClawParser
+from sessions_app.importers.openclaw import OpenClawParser, is_compressed_archive, transcript_name
 from sessions_app.importers.opencode import OpenCodeParser, split_source
 from sessions_app.importers.qwen_code import QwenCodeParser
 
@@ -65,7 +67,7 @@ def describe_layout(path: str | Path) -> Layout:
     path = Path(path)
     parts = path.parts
     name = path.name
-    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else path.stem
+    stem = _history_stem(name) or (name[: -len(".jsonl")] if name.endswith(".jsonl") else path.stem)
     agent_id = stem[len("agent-") :] if stem.startswith("agent-") else ""
 
     def after(marker: str) -> str:
@@ -97,13 +99,24 @@ def describe_layout(path: str | Path) -> Layout:
     return Layout(None, stem, bool(agent_id), "", agent_id)
 
 
+def _history_stem(name: str) -> str:
+    """The session's file stem when `name` is an OpenClaw archive or checkpoint of it (the same session's
+    bytes under another name), else ""."""
+    found = transcript_name(name)
+    return found.stem if found is not None and found.variant != "live" else ""
+
+
 def is_log_name(path: str | Path) -> bool:
-    """Whether a directory walk should read this file: every `.jsonl` file (its lines decide the tool), and
-    a `.json` file where a tool that writes whole-document logs keeps them (a `.json` file elsewhere is
-    read only when named on its own)."""
+    """Whether a directory walk should read this file: every `.jsonl` file (its lines decide the tool) but
+    OpenClaw's run traces, an OpenClaw archived transcript (`<session>.jsonl.reset.<ts>`, `.deleted.<ts>`;
+    compressed ones too, so that they are refused with the reason), and a `.json` file where a tool that
+    writes whole-document logs keeps them (a `.json` file elsewhere is read only when named on its own)."""
     path = Path(path)
     name = path.name
     if name.endswith(".jsonl"):
+        # Next to OpenClaw's transcripts: its run traces (`.trajectory.jsonl`), which repeat their usage.
+        return describe_layout(path).tool != "openclaw" or transcript_name(name) is not None
+    if _history_stem(name) or is_compressed_archive(name):
         return True
     if name.endswith(".json"):
         parser_class = PARSERS.get(describe_layout(path).tool or "")
@@ -113,6 +126,8 @@ def is_log_name(path: str | Path) -> bool:
 
 def explain_detection(path: str | Path, first_lines: Iterable[str | dict]) -> Detection:
     """The tool that wrote the file and why; `tool` is None (with the reason) when it cannot be told."""
+    if is_compressed_archive(Path(path).name):
+        return Detection(None, "a zstd-compressed OpenClaw transcript archive: decompress it (`zstd -d`) to import it")
     layout = describe_layout(path)
     if layout.tool:
         return Detection(layout.tool, f"the path is in the {layout.tool} storage layout")

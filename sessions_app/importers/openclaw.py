@@ -11,12 +11,20 @@ info (untrusted metadata)" and "Sender (untrusted metadata)" JSON blocks, an old
 envelope, a `[message_id: om_...]` tag). For Feishu the chat id (`oc_...`) of a group, or the peer's
 open_id (`ou_...`) of a direct chat, becomes `feishu_conversation_id`: the same key OpenClaw routes the
 session by (`agent:<id>:feishu:group:<chat_id>` / `feishu:direct:<open_id>`).
+
+One session's history can be in several files (`transcript_name` reads their names): the live
+`<session>.jsonl`, the same file renamed on /reset or delete (`<session>.jsonl.reset.<timestamp>`,
+`.deleted.<timestamp>`), a copy taken before a compaction (`<session>.checkpoint.<uuid>.jsonl`), and a
+thread's own session (`<session>-topic-<thread>.jsonl`). Not every assistant line is an API call: OpenClaw
+writes slash-command replies and copies of delivered messages as assistant messages (`no_call_kind`).
+See docs/accounting.md, "OpenClaw".
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 from sessions_app.importers.base import (
     JsonLine,
@@ -36,10 +44,88 @@ _BLOCK = re.compile(
 _ANY_BLOCK = re.compile(r"^[^\n]*\((?:untrusted[^)]*)\):\s*```json\s*\n.*?\n\s*```\s*", re.DOTALL | re.MULTILINE)
 _ENVELOPE = re.compile(r"^\[(?P<channel>Feishu|Lark)(?: Group)? (?P<from>[^\]\s]+)[^\]]*\]\s*", re.MULTILINE)
 _MESSAGE_ID_TAG = re.compile(r"^\[message_id: (?P<id>[^\]\s]+)\]\s*", re.MULTILINE)
+# OpenClaw 2026.3 queued a system event per inbound Feishu message, prepended to the prompt as
+# `System: [<time>] Feishu[<account>] DM from <open_id>: <preview>` (or `message in group <chat_id>`).
+_SYSTEM_EVENTS = re.compile(r"\A(?:System: \[[^\]\n]*\] [^\n]*(?:\n|\Z))+\s*")
+_FEISHU_SYSTEM_EVENT = re.compile(
+    r"^System: \[[^\]\n]*\] (?P<channel>Feishu|Lark)\[(?P<account>[^\]\n]*)\] "
+    r"(?:DM from (?P<sender>[^\s:]+)|message in group (?P<chat>[^\s:]+)):",
+    re.MULTILINE,
+)
+_FEISHU_SPEAKER = re.compile(r"^(?P<id>o[un]_[0-9A-Za-z]+): ")
 _FEISHU_CHAT = re.compile(r"\boc_[0-9A-Za-z]+")
 _FEISHU_PREFIXES = ("om_", "oc_", "ou_", "on_")
+# OpenClaw's own names for a session's files (src/config/sessions/artifacts.ts): the live transcript renamed to
+# `<file>.reset.<ts>` / `<file>.deleted.<ts>` (archiveFileOnDisk), a pre-compaction copy
+# `<session>.checkpoint.<uuid>.jsonl` (captureCompactionCheckpointSnapshot).
+_ARCHIVE_TIMESTAMP = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d{3})?Z"
+_ARCHIVE_NAME = re.compile(rf"^(?P<stem>.+)\.jsonl\.(?P<variant>reset|deleted)\.{_ARCHIVE_TIMESTAMP}$")
+_CHECKPOINT_NAME = re.compile(
+    r"^(?P<stem>.+)\.checkpoint\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.jsonl$", re.IGNORECASE
+)
+# Assistant messages OpenClaw writes itself, without calling a model (isTranscriptOnlyOpenClawAssistantModel):
+# a copy of a reply delivered to a channel, and a reply the gateway injected (slash commands, chat.inject).
+_NO_CALL_MODELS = {"delivery-mirror": "delivery_mirror", "gateway-injected": "injected"}
+_MIRROR_MARKERS = ("openclawDeliveryMirror", "openclawMessageToolMirror")
 _SYSTEM_ENTRY_KINDS = {"compaction", "branch_summary", "custom_message", "reset"}
 _SYSTEM_ROLES = {"bashExecution": "shell", "custom": "custom_message", "branchSummary": "branch_summary"}
+
+
+@dataclass(frozen=True)
+class TranscriptName:
+    """What an OpenClaw transcript's file name says: the session file's stem (`<session id>`, or
+    `<session id>-topic-<thread>` for a thread's own session) and which of its files this is."""
+
+    stem: str
+    variant: str  # live | reset | deleted | checkpoint
+
+    @property
+    def live_name(self) -> str:
+        """The name the session's live file has (an archive had it before it was renamed)."""
+        return f"{self.stem}.jsonl"
+
+
+def transcript_name(name: str) -> TranscriptName | None:
+    """The session and variant an OpenClaw transcript file name gives, or None when it names no transcript.
+
+    Archives (`.jsonl.reset.<ts>`, `.jsonl.deleted.<ts>`) are the live file renamed, byte for byte; a
+    checkpoint is a copy of the live file taken before a compaction (a prefix of it). All three hold the
+    same session as `<stem>.jsonl` (the `session` header carries the same id). `.bak.<ts>` backups and
+    `<session>.trajectory.jsonl` run traces are not transcripts OpenClaw counts usage from
+    (isUsageCountedSessionTranscriptFileName, isTrajectoryRuntimeArtifactName), so neither do we."""
+    if name.endswith(".trajectory.jsonl"):
+        return None  # a run's timing trace (session.started … model.completed): the transcript has its usage
+    if match := _ARCHIVE_NAME.match(name):
+        return TranscriptName(match.group("stem"), match.group("variant"))
+    if match := _CHECKPOINT_NAME.match(name):
+        return TranscriptName(match.group("stem"), "checkpoint")
+    if name.endswith(".jsonl") and len(name) > len(".jsonl"):
+        return TranscriptName(name[: -len(".jsonl")], "live")
+    return None
+
+
+def is_compressed_archive(name: str) -> bool:
+    """Whether `name` is an archived transcript OpenClaw compressed with zstd (`<archive name>.zst`,
+    archive-compression.ts: newer versions compress archives when the runtime can). Reading one needs a
+    zstd decoder this importer does not have: it is refused with the reason, never skipped in silence."""
+    archive = transcript_name(name.removesuffix(".zst")) if name.endswith(".zst") else None
+    return archive is not None and archive.variant in ("reset", "deleted")
+
+
+def no_call_kind(message: dict) -> str | None:
+    """Why an assistant message made no API call (`injected`, `delivery_mirror`), or None when it did.
+
+    OpenClaw writes assistant messages of its own: a slash-command reply or a `chat.inject` text (older
+    versions: `stopReason: "injected"`, no model; newer: model `gateway-injected`) and a copy of a reply
+    delivered to a channel (model `delivery-mirror`, or a delivery-mirror marker). Their usage is zero."""
+    model = message.get("model")
+    if isinstance(model, str) and model in _NO_CALL_MODELS:
+        return _NO_CALL_MODELS[model]
+    if message.get("stopReason") == "injected":
+        return "injected"
+    if any(isinstance(message.get(marker), dict) for marker in _MIRROR_MARKERS):
+        return "delivery_mirror"
+    return None
 
 
 def parse_inbound_metadata(text: str) -> dict:
@@ -53,7 +139,13 @@ def parse_inbound_metadata(text: str) -> dict:
             continue
         if isinstance(data, dict):
             found["conversation" if match.group("label") == "Conversation info" else "sender"] = data
-    body = _ANY_BLOCK.sub("", text).strip()
+    for event in _FEISHU_SYSTEM_EVENT.finditer(text):  # the last one is the message's own
+        found["system_event"] = {
+            "channel": event.group("channel"),
+            "account": event.group("account"),
+            **({"sender": event.group("sender")} if event.group("sender") else {"chat": event.group("chat")}),
+        }
+    body = _SYSTEM_EVENTS.sub("", _ANY_BLOCK.sub("", text).strip())
     envelope = _ENVELOPE.search(body)
     if envelope:
         found["envelope"] = {"channel": envelope.group("channel"), "from": envelope.group("from")}
@@ -63,9 +155,17 @@ def parse_inbound_metadata(text: str) -> dict:
         found["message_id"] = tag.group("id")
         body = body[: tag.start()] + body[tag.end() :]
     body = body.strip()
-    sender_id = (found.get("conversation") or {}).get("sender_id") or (found.get("sender") or {}).get("id")
-    if isinstance(sender_id, str) and sender_id and body.startswith(f"{sender_id}: "):
-        body = body[len(sender_id) + 2 :]
+    conversation, sender = found.get("conversation") or {}, found.get("sender") or {}
+    sender_id = conversation.get("sender_id") or sender.get("id") or (found.get("system_event") or {}).get("sender")
+    speaker = _FEISHU_SPEAKER.match(body) if "message_id" in found else None
+    if speaker and not sender_id:
+        # Every Feishu plugin version writes the body as `[message_id: om_…]\n<speaker>: <text>`, the speaker
+        # being the sender's name when it could be looked up, else the open_id.
+        found["speaker"] = sender_id = speaker.group("id")
+    for prefix in (sender_id, sender.get("name"), conversation.get("sender")):
+        if isinstance(prefix, str) and prefix and body.startswith(f"{prefix}: "):
+            body = body[len(prefix) + 2 :]
+            break
     if found:
         found["body"] = body
     return found
@@ -76,21 +176,29 @@ def feishu_context(meta: dict) -> dict | None:
     conversation = meta.get("conversation") or {}
     sender = meta.get("sender") or {}
     envelope = meta.get("envelope") or {}
+    event = meta.get("system_event") or {}
 
     def text(value) -> str:
         return value if isinstance(value, str) else ""
 
     message_id = text(conversation.get("message_id")) or text(meta.get("message_id"))
-    sender_id = text(conversation.get("sender_id")) or text(sender.get("id"))
+    sender_id = (
+        text(conversation.get("sender_id"))
+        or text(sender.get("id"))
+        or text(event.get("sender"))
+        or text(meta.get("speaker"))
+    )
     envelope_from = text(envelope.get("from"))
     candidates = [message_id, sender_id, text(conversation.get("group_subject")), text(conversation.get("chat_id"))]
-    if not (envelope.get("channel") in ("Feishu", "Lark") or any(c.startswith(_FEISHU_PREFIXES) for c in candidates)):
+    from_feishu = envelope.get("channel") in ("Feishu", "Lark") or event.get("channel") in ("Feishu", "Lark")
+    if not (from_feishu or any(c.startswith(_FEISHU_PREFIXES) for c in candidates)):
         return None
     chat_id = ""
     for value in (
         text(conversation.get("chat_id")),
         text(conversation.get("group_subject")),
         text(conversation.get("conversation_label")),
+        text(event.get("chat")),
         envelope_from,
     ):
         match = _FEISHU_CHAT.search(value)
@@ -263,6 +371,8 @@ class OpenClawParser(LogParser):
         )
 
     def _assistant(self, line: JsonLine, data: dict, message: dict) -> None:
+        if self._no_call(line, data, message):
+            return
         texts, thinking, calls = [], [], []
         content = message.get("content")
         for block in content if isinstance(content, list) else [{"type": "text", "text": content}]:
@@ -283,14 +393,17 @@ class OpenClawParser(LogParser):
         metadata = self._metadata(data, kind="response", provider=provider, api=message.get("api"))
         if usage:
             metadata["usage"] = usage
+        error = ""
         if stop_reason == "error":
-            # The call failed: an error message, not a response (and not counted as a request).
+            # The call failed: an error message. When it reports usage (the output limit was hit, the stream
+            # broke after tokens were billed) it is also the request that billed them.
             error = message.get("errorMessage") if isinstance(message.get("errorMessage"), str) else ""
-            metadata["kind"] = "api_error"
-            self._emit(
-                line.number, data, "error", error or join_texts(texts) or "API error", model=model, metadata=metadata
-            )
-            return
+            error = error or join_texts(texts) or "API error"
+            metadata.update(kind="api_error", error=error, partial_text=join_texts(texts) or None)
+            metadata = {key: value for key, value in metadata.items() if value is not None}
+            if not any(as_int(usage.get(name)) for name in ("input", "output", "cacheRead", "cacheWrite")):
+                self._emit(line.number, data, "error", error, model=model, metadata=metadata)
+                return
         response_id = message.get("responseId")
         request_id = self.request_key(
             response_id
@@ -300,8 +413,8 @@ class OpenClawParser(LogParser):
         self._emit(
             line.number,
             data,
-            "assistant",
-            join_texts(texts),
+            "error" if error else "assistant",
+            error or join_texts(texts),
             thinking=join_texts(thinking) or None,
             tool_calls=calls or None,
             request_id=request_id,
@@ -314,3 +427,21 @@ class OpenClawParser(LogParser):
             total_tokens=total_of(input_tokens, output_tokens),
             metadata=metadata,
         )
+
+    def _no_call(self, line: JsonLine, data: dict, message: dict) -> bool:
+        """An assistant message OpenClaw wrote without calling a model, as a `system` line (no request, no
+        tokens: its zero usage stays in metadata); False for a real response."""
+        kind = no_call_kind(message)
+        if kind is None:
+            return False
+        metadata = self._metadata(data, kind=kind, model=message.get("model"), provider=message.get("provider"))
+        if isinstance(message.get("usage"), dict):
+            metadata["usage"] = message["usage"]
+        content = message.get("content")
+        calls = [
+            {"id": block.get("id"), "name": block.get("name"), "arguments": block.get("arguments")}
+            for block in (content if isinstance(content, list) else [])
+            if isinstance(block, dict) and block.get("type") == "toolCall"
+        ]  # a gateway-injected row can replay tool calls a code-mode tool made (no model call of its own)
+        self._emit(line.number, data, "system", block_text(content), tool_calls=calls or None, metadata=metadata)
+        return True

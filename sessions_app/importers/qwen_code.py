@@ -193,6 +193,12 @@ class QwenCodeParser(LogParser):
                 remember_tool_name(self.tool_names, call.get("id"), call.get("name"))
             elif isinstance(part.get("text"), str):
                 (thoughts if part.get("thought") else texts).append(part["text"])
+        if isinstance(data.get("forkedFrom"), dict):
+            # A /branch copy of the parent session's record (same uuid, `forkedFrom` names the parent): the call
+            # was made, and is counted, in the parent session.
+            metadata = self._metadata(data, kind="forked_copy", forked_from=data["forkedFrom"].get("sessionId"))
+            self._emit(line.number, data, "system", join_texts(texts), metadata=metadata)
+            return
         if isinstance(data.get("thoughts"), list):  # older Gemini-style records
             thoughts.extend(
                 str(t.get("description") or t.get("subject") or "") for t in data["thoughts"] if isinstance(t, dict)

@@ -20,7 +20,8 @@
 
 The CLI (`manage.py ace_import`), the upload endpoint (`POST /api/v1/imports/`) and the collector
 (`sessions_app.tasks.collect_imports`, over every enabled `ImportSource`) all call this package. Its modules:
-`plan` (which files, in which order, what is new in each), `batch` (one batch in one transaction),
+`plan` (which files, in which order, what is new in each), `renames` (a file renamed since it was imported
+keeps its row), `batch` (one batch in one transaction),
 `sessions` (the sessions the files go to), `workers` (the forked processes), `run` (one import, from the
 plan to the summary) and `summary` (what an import reports).
 """

@@ -19,6 +19,7 @@ from sessions_app.importers import ParseIssue, ParseResult, describe_layout, ope
 from sessions_app.importers.detect import explain_detection, is_log_name
 from sessions_app.importers.dispatch import stat_source
 from sessions_app.importers.jsonl import read_head
+from sessions_app.importers.openclaw import is_compressed_archive
 from sessions_app.models import ImportedFile, ImportSource, Session, Tenant
 from sessions_app.services.imports.summary import FileResult
 
@@ -141,6 +142,8 @@ def file_refusal(path: Path, *, tool: str | None = None) -> ParseIssue | None:
     An empty file, or one whose first line is still being written, is not refused: there is nothing to
     judge yet, and the next import reads it."""
     tool = None if tool in ("", "auto") else tool
+    if is_compressed_archive(path.name):  # binary: its first "line" says nothing
+        return ParseIssue(str(path), 0, f"not a recognised agent log: {explain_detection(path, []).reason}")
     head = read_head(path)
     if not any(line.strip() for line in head):
         return None
@@ -177,12 +180,21 @@ class BatchPlanner:
     """Takes the files of the groups a worker was given, in order, into batches of what is new in them.
 
     `records` are the files' rows as last committed (by path), `reports` what the import did with each file
-    so far (by path): a file met for the first time gets its report here."""
+    so far (by path): a file met for the first time gets its report here. `follow_rename` (`renames.py`)
+    gives a file without a row the row of the file it was renamed from, with that file's path."""
 
-    def __init__(self, *, options: ImportOptions, records: dict[str, ImportedFile], reports: dict[Path, FileReport]):
+    def __init__(
+        self,
+        *,
+        options: ImportOptions,
+        records: dict[str, ImportedFile],
+        reports: dict[Path, FileReport],
+        follow_rename=None,
+    ):
         self.options = options
         self.records = records
         self.reports = reports
+        self.follow_rename = follow_rename
 
     def next_batch(self, pending: list[Path], next_group) -> list[FileInBatch]:
         """The next batch: files with something new to read, up to CHUNK_BYTES of them (a bigger file is read
@@ -213,6 +225,8 @@ class BatchPlanner:
         except OSError as error:
             report.refuse(f"cannot read the file: {error.strerror or error}")
             return None
+        if record is None and self.follow_rename is not None:
+            record = self._renamed(path, stat, report)
         mtime = file_mtime(stat)
         idle = timezone.now() - mtime >= self.options.idle
         if (
@@ -231,3 +245,14 @@ class BatchPlanner:
                 report.refuse(refusal.message)
                 return None
         return FileInBatch(path=path, stat=stat, idle=idle, report=report, record=record)
+
+    def _renamed(self, path: Path, stat: os.stat_result, report: FileReport) -> ImportedFile | None:
+        """The row of the file `path` was imported as before a rename, now `path`'s (see `renames`)."""
+        renamed = self.follow_rename(tenant=self.options.tenant, path=path, stat=stat, uploaded=self.options.uploaded)
+        if renamed is None:
+            return None
+        record, old_path = renamed
+        self.records.pop(old_path, None)
+        self.records[str(path)] = record
+        report.result.renamed_from = old_path
+        return record

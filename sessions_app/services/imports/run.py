@@ -9,6 +9,7 @@ from pathlib import Path
 from sessions_app.models import ImportedFile
 from sessions_app.services.imports.batch import BatchImporter
 from sessions_app.services.imports.plan import BatchPlanner, FileReport, ImportOptions, bytes_to_read, work_plan
+from sessions_app.services.imports.renames import follow_rename
 from sessions_app.services.imports.sessions import SessionResolver, SpawnRounds
 from sessions_app.services.imports.summary import ImportSummary
 from sessions_app.services.imports.workers import fewer_gc_collections, groups_in_processes, parallel_possible
@@ -80,7 +81,9 @@ class ImportRun:
         """Take groups of files and import them, batch after batch, until none is left (or `stopped()`)."""
         totals = ImportSummary()
         self.totals.append(totals)
-        planner = BatchPlanner(options=self.options, records=self.records, reports=self.reports)
+        planner = BatchPlanner(
+            options=self.options, records=self.records, reports=self.reports, follow_rename=follow_rename
+        )
         batches = BatchImporter(options=self.options, records=self.records, sessions=self.sessions, spawns=self.spawns)
         pending: list[Path] = []  # files of the groups taken, in order; a file read in part stays first
         while not stopped():

@@ -22,6 +22,7 @@ class FileResult:
     lines_read: int = 0
     reason: str = ""
     streaming: int = 0  # responses stored whose last lines have not arrived yet (completed in place later)
+    renamed_from: str = ""  # the path the file was imported under before it was renamed (see renames.py)
 
     def note_session(self, *, tool: str, session_id) -> None:
         """The tool the file was read as and the session its messages go to (an id, or None)."""
@@ -37,6 +38,7 @@ class FileResult:
             "lines_read": self.lines_read,
             "reason": self.reason,
             "streaming": self.streaming,
+            "renamed_from": self.renamed_from,
         }
 
 
@@ -46,6 +48,7 @@ class ImportSummary:
     files_imported: int = 0
     files_unchanged: int = 0
     files_refused: int = 0
+    files_renamed: int = 0
     sessions_created: int = 0
     messages: int = 0
     requests: int = 0
@@ -69,6 +72,7 @@ class ImportSummary:
     def add_file(self, result: FileResult) -> None:
         self.files_seen += 1
         self.files.append(result)
+        self.files_renamed += bool(result.renamed_from)
         if result.status == "imported":
             self.files_imported += 1
         elif result.status == "unchanged":
@@ -83,11 +87,14 @@ class ImportSummary:
         return sum(result.streaming for result in self.files)
 
     def line(self) -> str:
-        """One parseable line: `imported 8 files (3 unchanged, 1 refused): 2 new sessions, 1,234 messages, …`,
-        and, when there are any, the responses still streaming."""
+        """One parseable line: `imported 8 files (3 unchanged, 1 refused): 2 new sessions, 1,234 messages, …`;
+        files recognised as renamed ones already imported are named in the parentheses (`, 1 renamed`), and,
+        when there are any, the responses still streaming follow."""
+        renamed = f", {self.files_renamed:,} renamed" if self.files_renamed else ""
         line = (
             f"imported {self.files_imported:,} files ({self.files_unchanged:,} unchanged, "
-            f"{self.files_refused:,} refused): {self.sessions_created:,} new sessions, {self.messages:,} messages, "
+            f"{self.files_refused:,} refused{renamed}): {self.sessions_created:,} new sessions, "
+            f"{self.messages:,} messages, "
             f"{self.requests:,} requests, {self.tokens['total_tokens']:,} tokens, {self.issues_total:,} issues"
         )
         streaming = self.streaming
@@ -104,6 +111,7 @@ class ImportSummary:
             "files_imported": self.files_imported,
             "files_unchanged": self.files_unchanged,
             "files_refused": self.files_refused,
+            "files_renamed": self.files_renamed,
             "sessions_created": self.sessions_created,
             "messages": self.messages,
             "requests": self.requests,
@@ -114,7 +122,14 @@ class ImportSummary:
             "issues": [
                 {"path": path_name(i.path), "line": i.line, "level": i.level, "message": i.message} for i in self.issues
             ],
-            "files": [{**f.as_dict(), "path": path_name(f.path)} for f in self.files],
+            "files": [
+                {
+                    **f.as_dict(),
+                    "path": path_name(f.path),
+                    "renamed_from": path_name(f.renamed_from) if f.renamed_from else "",
+                }
+                for f in self.files
+            ],
         }
 
 
