@@ -204,6 +204,14 @@ def _is_session_document(data: dict) -> bool:
     return isinstance(data.get("messages"), list) and "sessionId" in data
 
 
+def _record_types(document: dict) -> set[str]:
+    return {
+        record["type"]
+        for record in document["messages"]
+        if isinstance(record, dict) and isinstance(record.get("type"), str)
+    }
+
+
 def _only_written_by(data: dict) -> str | None:
     """Which of the two forks alone writes a record like this, by fields the other never writes: Gemini CLI's
     JSONL (`$set`, `$rewindTo`, the session line with `projectHash`), Qwen Code's ChatRecords (`uuid` +
@@ -212,7 +220,7 @@ def _only_written_by(data: dict) -> str | None:
     if "$set" in data or "$rewindTo" in data:
         return "gemini-cli"
     if _is_session_document(data):
-        types = {record.get("type") for record in data["messages"] if isinstance(record, dict)}
+        types = _record_types(data)
         return "qwen-code" if "qwen" in types else None
     if "projectHash" in data and "sessionId" in data and "type" not in data:
         return "gemini-cli"
@@ -232,7 +240,7 @@ def _shape_of(data: dict) -> str | None:
     # Gemini CLI: a session document whose model records say `gemini`, or JSONL MessageRecords (`id`, `type`,
     # `content`, none of the ChatRecord fields).
     if _is_session_document(data):
-        types = {record.get("type") for record in data["messages"] if isinstance(record, dict)}
+        types = _record_types(data)
         return "gemini-cli" if "gemini" in types else None
     if kind in _GEMINI_RECORD_TYPES and "id" in data and "content" in data and not ({"uuid", "message"} & set(data)):
         return "gemini-cli"

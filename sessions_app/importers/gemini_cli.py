@@ -90,9 +90,10 @@ def text_of(parts: list[dict]) -> str:
     for part in parts:
         if isinstance(part.get("text"), str) and not part.get("thought"):
             texts.append(part["text"])
-        elif isinstance(part.get("inlineData"), dict) or isinstance(part.get("fileData"), dict):
-            data = part.get("inlineData") or part.get("fileData")
-            texts.append(f"[{data.get('mimeType') or 'file'}]")
+        else:
+            data = next((part[key] for key in ("inlineData", "fileData") if isinstance(part.get(key), dict)), None)
+            if data is not None:
+                texts.append(f"[{data.get('mimeType') or 'file'}]")
     return "".join(texts)
 
 
@@ -167,7 +168,7 @@ class ConversationRecordParser(LogParser):
     def record(self, data: dict, line: int, *, from_history: bool = False) -> None:
         """One MessageRecord (its last version). `from_history`: met only inside a rewrite of the model's
         history (`$set.messages`), never recorded on its own: a turn Gemini CLI made up (a summary)."""
-        kind = data.get("type")
+        kind = data.get("type") if isinstance(data.get("type"), str) else None
         record_id = self.own_id_or_line_id(data.get("id"), line)
         self.session.seen_at(parse_timestamp(data.get("timestamp")))
         known = self.known.get(record_id)
@@ -237,9 +238,9 @@ class ConversationRecordParser(LogParser):
 
     def _model(self, record_id: str, line: int, data: dict) -> None:
         parts = parts_of(data.get("content"))
-        thoughts = [_thought_text(thought) for thought in data.get("thoughts") or [] if thought]
+        thoughts = [_thought_text(thought) for thought in _list(data.get("thoughts"))]
         thoughts.extend(part["text"] for part in parts if part.get("thought") and isinstance(part.get("text"), str))
-        records = [call for call in data.get("toolCalls") or [] if isinstance(call, dict)]
+        records = [call for call in _list(data.get("toolCalls")) if isinstance(call, dict)]
         calls = [{"id": call.get("id"), "name": call.get("name"), "arguments": call.get("args")} for call in records]
         if not calls:  # a response kept as raw parts (an empty answer with only function calls)
             calls = [
@@ -272,7 +273,8 @@ class ConversationRecordParser(LogParser):
         )
         for index, call in enumerate(records):
             call_id = call.get("id") if isinstance(call.get("id"), str) and call["id"] else None
-            if call.get("result") is None and call.get("status") not in _DONE_STATUSES:
+            status = call.get("status") if isinstance(call.get("status"), str) else None
+            if call.get("result") is None and status not in _DONE_STATUSES:
                 continue  # still running: its result comes with a later version of the record
             display = call.get("resultDisplay")
             if isinstance(display, str) and display:
@@ -287,7 +289,7 @@ class ConversationRecordParser(LogParser):
                 call_id,
                 call.get("name"),
                 content,
-                status=call.get("status"),
+                status=status,
                 created_at=parse_timestamp(call.get("timestamp")),
                 spawned_agent_id=call.get("agentId") if isinstance(call.get("agentId"), str) else None,
             )
@@ -306,6 +308,10 @@ class ConversationRecordParser(LogParser):
             tool_name=name if isinstance(name, str) else None,
             created_at=created_at,
         )
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
 
 
 def _trim(remembered: dict) -> None:
@@ -352,7 +358,7 @@ class GeminiCliJsonlParser(ConversationRecordParser):
         if isinstance(data.get("$set"), dict):
             update = data["$set"]
             self.note_session(update)
-            for record in update.get("messages") or []:
+            for record in _list(update.get("messages")):
                 if isinstance(record, dict) and isinstance(record.get("id"), str):
                     if record["id"] not in self.pending and record["id"] not in self.known:
                         self.pending[record["id"]] = (record, line.number, True)
