@@ -9,8 +9,7 @@ records `thoughts`, `toolCalls`, `tokens`, `model`).
   it changed (`document = True`).
 - The JSONL form (`.jsonl`, v0.39 and later) is append-only: the session first, then each record as it is
   made, and again, whole, each time it changes (its tokens arrive, its tool calls finish) under the same `id`:
-  the last version wins. `{"$set": {...}}` lines update the session (a `messages` list in one is a rewrite of
-  the model's history), `{"$rewindTo": id}` lines mark a rewind.
+  the last version wins. `{"$set": {...}}` lines update the session, `{"$rewindTo": id}` lines mark a rewind.
 
 Sub-agents have their own file, `chats/<parent session id>/<agent id>.json(l)`, with `kind: "subagent"`.
 Older Qwen Code (`~/.qwen/tmp/<hash>/chats/*.json`, `qwen_code_json`) wrote the same documents with `qwen`
@@ -31,7 +30,7 @@ from sessions_app.importers.base import (
     parse_timestamp,
 )
 
-MAX_REMEMBERED = 2000  # records of a JSONL file remembered in the carry, for their later versions
+MAX_REMEMBERED = 500  # records of a JSONL file remembered in the carry, for their later versions
 _DONE_STATUSES = {"success", "error", "cancelled"}
 _SYSTEM_TYPES = {"info": "info", "warning": "warning"}
 # User records Gemini CLI itself does not replay as conversation (sessionUtils.isIgnoredUserContent).
@@ -165,9 +164,8 @@ class ConversationRecordParser(LogParser):
             session.seen_at(parse_timestamp(data.get(key)))
 
     # -- records ----------------------------------------------------------------------------------
-    def record(self, data: dict, line: int, *, from_history: bool = False) -> None:
-        """One MessageRecord (its last version). `from_history`: met only inside a rewrite of the model's
-        history (`$set.messages`), never recorded on its own: a turn Gemini CLI made up (a summary)."""
+    def record(self, data: dict, line: int) -> None:
+        """One MessageRecord (its last version)."""
         kind = data.get("type") if isinstance(data.get("type"), str) else None
         record_id = self.own_id_or_line_id(data.get("id"), line)
         self.session.seen_at(parse_timestamp(data.get("timestamp")))
@@ -175,9 +173,7 @@ class ConversationRecordParser(LogParser):
         current = self.conversation
         if known is not None:
             self.conversation = known[0]  # a later version of a record stays in the round it was met in
-        if from_history:
-            self._emit(record_id, line, data, "system", text_of(parts_of(data.get("content"))), kind="history")
-        elif kind == "user":
+        if kind == "user":
             self._user(record_id, line, data)
         elif kind in self.model_types:
             self._model(record_id, line, data)
@@ -348,7 +344,7 @@ class GeminiCliJsonlParser(ConversationRecordParser):
 
     def load(self, carry: dict) -> None:
         super().load(carry)
-        self.pending: dict[str, tuple[dict, int, bool]] = {}  # id → (last version, first line, from history)
+        self.pending: dict[str, tuple[dict, int]] = {}  # id → (its last version, the line it first came on)
 
     def feed(self, line: JsonLine) -> None:
         data = line.data
@@ -356,12 +352,9 @@ class GeminiCliJsonlParser(ConversationRecordParser):
             self.session.metadata["rewinds"] = int(self.session.metadata.get("rewinds") or 0) + 1
             return  # the rewound records were real calls, billed: they stay
         if isinstance(data.get("$set"), dict):
-            update = data["$set"]
-            self.note_session(update)
-            for record in _list(update.get("messages")):
-                if isinstance(record, dict) and isinstance(record.get("id"), str):
-                    if record["id"] not in self.pending and record["id"] not in self.known:
-                        self.pending[record["id"]] = (record, line.number, True)
+            # A `messages` list in it is Gemini CLI's rewrite of the model's history (after /compress, or with
+            # tool outputs masked): the same records, and turns it made up; nothing that was said or billed.
+            self.note_session(data["$set"])
             return
         if "type" not in data and "sessionId" in data:
             self.note_session(data)
@@ -376,10 +369,10 @@ class GeminiCliJsonlParser(ConversationRecordParser):
     def _collect(self, data: dict, line: int) -> None:
         record_id = self.own_id_or_line_id(data.get("id"), line)
         first = self.pending.get(record_id)
-        self.pending[record_id] = (data, first[1] if first else line, False)
+        self.pending[record_id] = (data, first[1] if first else line)
 
     def finish(self, *, flush: bool) -> int:
-        for data, line, from_history in self.pending.values():
-            self.record(data, line, from_history=from_history)
+        for data, line in self.pending.values():
+            self.record(data, line)
         self.pending = {}
         return super().finish(flush=flush)

@@ -249,7 +249,7 @@ def test_reading_the_jsonl_in_two_steps_gives_the_last_versions_one_pass_gives(t
             ), (cut, external_id)
 
 
-def test_rewinds_keep_the_calls_made_and_a_history_rewrite_adds_only_the_turns_it_made_up(tmp_path):
+def test_rewinds_keep_the_calls_made_and_a_history_rewrite_adds_nothing(tmp_path):
     path = tmp_path / ".gemini/tmp/p/chats/session-x.jsonl"
     path.parent.mkdir(parents=True)
     lines = [
@@ -274,8 +274,7 @@ def test_rewinds_keep_the_calls_made_and_a_history_rewrite_adds_only_the_turns_i
         ("u1", "user"),
         ("g1", "assistant"),
         ("u2", "user"),
-        ("g2", "assistant"),
-        ("s1", "system"),  # the summary turn the history rewrite made up: not a prompt
+        ("g2", "assistant"),  # not again from the rewrite, and not its made-up summary turn s1
     ]
     assert counts(result.messages)["requests"] == 2  # the rewound call was made (and billed) all the same
     assert result.session.metadata["rewinds"] == 1
