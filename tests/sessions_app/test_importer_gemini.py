@@ -141,6 +141,33 @@ def test_gemini_token_counts_match_what_tokscale_asserts():
     assert gemini_tokens({"input": 5, "output": 2, "cached": 10})["input_tokens"] == 0
 
 
+def test_gemini_usage_matches_what_another_session_log_extractor_asserts(tmp_path):
+    """A Go session-log usage extractor's fixtures (found by code search): input + tool − cached, output +
+    thoughts; a record re-appended with its tokens (first `tokens: null`, or partial) counts once, the last."""
+    assert gemini_tokens({"input": 1200, "output": 80, "cached": 1000, "thoughts": 40, "tool": 30, "total": 1350}) == {
+        "input_tokens": 1200 + 30 - 1000,
+        "output_tokens": 80 + 40,
+        "cache_read_tokens": 1000,
+        "total_tokens": 350,
+    }
+    path = tmp_path / ".gemini/tmp/h/chats/session-2026-06-10T10-00-24e7203e.jsonl"
+    path.parent.mkdir(parents=True)
+    answer = {"id": "b2", "timestamp": "2026-06-10T10:00:05.000Z", "type": "gemini", "content": "answer"}
+    lines = [
+        {"sessionId": "24e7203e", "projectHash": "h", "startTime": "2026-06-10T10:00:00.000Z", "kind": "main"},
+        {"id": "a1", "timestamp": "2026-06-10T10:00:01.000Z", "type": "user", "content": "hello"},
+        {**answer, "tokens": None},
+        {**answer, "tokens": {"input": 900, "output": 60, "cached": 800, "thoughts": 20, "tool": 0, "total": 980}},
+        {"$set": {"lastUpdated": "2026-06-10T10:00:06.000Z"}},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"id":"c25da806-')  # a torn last write
+    result = parse_file(path)
+    (reply,) = [m for m in result.messages if m.role == "assistant"]
+    assert (reply.input_tokens, reply.output_tokens, reply.cache_read_tokens) == (100, 80, 800)
+    assert counts(result.messages)["requests"] == 1
+    assert [issue.level for issue in result.issues] == ["warning"]  # the torn line waits for its end
+
+
 def test_thoughts_inside_the_output_and_tool_use_prompts_are_counted_once():
     # An OpenAI-compatible provider's completion count already holds the reasoning: total = input + output.
     assert gemini_tokens({"input": 100, "output": 50, "cached": 0, "thoughts": 20, "total": 150})["output_tokens"] == 50
