@@ -162,7 +162,8 @@ def _parse_document(
 ) -> ParseResult:
     """A whole-document log, read from the start: every message it holds now (the import stores the new ones
     and completes the changed ones in place). A document that is not valid JSON is left for the next change:
-    the tool may be rewriting it this very moment. `conversation` seeds a sub-agent's round (the import's
+    the tool may be rewriting it this very moment (it is not taken as read: `tool` stays None, as for a JSONL
+    file whose first line is still being written). `conversation` seeds a sub-agent's round (the import's
     seed is all a document's carry ever holds)."""
     tool = parser_class.tool
     raw = path.read_bytes()
@@ -172,10 +173,10 @@ def _parse_document(
         why = "it is not valid JSON" if data is None else f"it is a JSON {type(data).__name__}"
         issues.append(
             ParseIssue(
-                str(path), 0, f"not read: {why} (a file being rewritten is read again when it changes)", "warning"
+                str(path), 0, f"not read: {why} (a file being rewritten; read again at the next import)", "warning"
             )
         )
-        return ParseResult(None, [], issues, 0, 0, {"v": CARRY_VERSION, "tool": tool}, tool=tool)
+        return ParseResult(None, [], issues, 0, 0, {})
     parser = parser_class(source, {"conversation": conversation} if conversation else {})
     parser.feed_document(data)
     parser.finish(flush=True)

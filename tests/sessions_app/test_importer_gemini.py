@@ -417,7 +417,7 @@ def test_a_document_being_rewritten_is_left_for_its_next_change(tmp_path):
     path = copy_to(GEMINI_JSON, tmp_path, upto=2000)  # cut mid-write
     result = parse_file(path)
     assert result.messages == [] and [issue.level for issue in result.issues] == ["warning"]
-    assert "read again when it changes" in result.issues[0].message
+    assert "read again at the next import" in result.issues[0].message and result.tool is None
 
 
 def dicts_in(value) -> list[dict]:

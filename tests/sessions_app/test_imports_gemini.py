@@ -149,3 +149,18 @@ def test_a_record_rewritten_with_more_tokens_after_an_import_keeps_the_last_vers
     assert stats(api, session) == expected(parse_file(path).messages)
     message = Message.objects.get(session=session, external_id="9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d")
     assert (message.input_tokens, message.output_tokens) == (440, 52)
+
+
+def test_a_document_caught_mid_rewrite_is_left_with_a_warning_and_imported_whole_once_rewritten(api, tmp_path):
+    document = copy_to(GEMINI_JSON, tmp_path)
+    whole = document.read_bytes()
+    document.write_bytes(whole[:3000])  # Gemini CLI was writing it
+    first = import_path(tenant=api.tenant, path=tmp_path)
+    assert (first.messages, first.files_refused) == (0, 0)
+    assert [issue.level for issue in first.issues] == ["warning"]
+
+    document.write_bytes(whole)
+    touch_later(document)
+    import_path(tenant=api.tenant, path=tmp_path)
+    session = only_session(api)
+    assert stats(api, session) == expected(parse_file(document).messages)
