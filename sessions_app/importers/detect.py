@@ -77,8 +77,10 @@ def describe_layout(path: str | Path) -> Layout:
     stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else path.stem
     agent_id = stem[len("agent-") :] if stem.startswith("agent-") else ""
 
-    def after(marker: str) -> str:
-        index = parts.index(marker)
+    def after(marker: str, home: str = "") -> str:
+        # The folder after `marker`, looked for below the tool's `home` when given (a path can hold another
+        # `tmp` or `projects` above it).
+        index = parts.index(marker, parts.index(home) if home else 0)
         return parts[index + 1] if index + 1 < len(parts) else ""
 
     if ".claude" in parts and "projects" in parts[parts.index(".claude") :]:
@@ -91,7 +93,7 @@ def describe_layout(path: str | Path) -> Layout:
         return Layout("claude-code", stem, project_dir=project)
     if ".qwen" in parts:
         base = parts[parts.index(".qwen") :]
-        project = after("projects") if "projects" in base else (after("tmp") if "tmp" in base else "")
+        project = after("projects", ".qwen") if "projects" in base else (after("tmp", ".qwen") if "tmp" in base else "")
         if "subagents" in base:
             parent = path.parent.name if path.parent.name != "subagents" else ""
             return Layout("qwen-code", f"subagents/{parent}/{stem}", True, parent, agent_id, project)
@@ -99,7 +101,7 @@ def describe_layout(path: str | Path) -> Layout:
             return Layout("qwen-code", stem, project_dir=project)
     if ".gemini" in parts and "chats" in parts[parts.index(".gemini") :]:
         base = parts[parts.index(".gemini") :]
-        project = after("tmp") if "tmp" in base else ""
+        project = after("tmp", ".gemini") if "tmp" in base else ""
         below = parts[parts.index("chats", parts.index(".gemini")) + 1 :]
         if len(below) == 2:  # chats/<parent session id>/<agent id>.jsonl
             parent = below[0]

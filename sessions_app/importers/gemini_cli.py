@@ -19,6 +19,7 @@ for the model. How records become messages, requests and tokens: docs/accounting
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from sessions_app.importers.base import (
@@ -30,6 +31,7 @@ from sessions_app.importers.base import (
     parse_timestamp,
 )
 
+_PROJECT_HASH = re.compile(r"[0-9a-f]{64}")  # older versions name a project's folder by its path's SHA-256
 MAX_REMEMBERED = 500  # records of a JSONL file remembered in the carry, for their later versions
 _DONE_STATUSES = {"success", "error", "cancelled"}
 _SYSTEM_TYPES = {"info": "info", "warning": "warning"}
@@ -127,8 +129,12 @@ class ConversationRecordParser(LogParser):
         # A record's id → [its conversation, its request id or None], for its later versions (JSONL).
         self.known: dict[str, list] = dict(carry.get("known") or {})
         self.results: dict[str, bool] = dict(carry.get("results") or {})  # tool results emitted, by call id
-        if self.source.project_dir:
-            self.session.metadata.setdefault("project_dir", self.source.project_dir)
+        project_dir = self.source.project_dir
+        if project_dir:
+            self.session.metadata.setdefault("project_dir", project_dir)
+            if not _PROJECT_HASH.fullmatch(project_dir):
+                # Newer versions name the folder after the project (the slug of its directory's name).
+                self.session.project = self.session.project or project_dir
         if self.source.is_subagent and not self.session.agent_session_id:
             # `chats/<parent session id>/<agent id>.jsonl`; the file's `sessionId` is the agent id too.
             self.session.agent_session_id = self.source.agent_id or self.source.file_key

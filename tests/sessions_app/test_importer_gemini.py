@@ -120,7 +120,15 @@ def test_the_gemini_session_and_its_span(gemini_json):
     assert session.started_at.isoformat() == "2026-02-10T17:27:58.644000+00:00"
     assert session.ended_at.isoformat() == "2026-02-10T17:41:12.310000+00:00"
     assert session.metadata["project_hash"] == session.metadata["project_dir"]
+    assert session.project == ""  # a hashed folder names no project
     assert not session.is_subagent
+
+
+def test_a_project_folder_named_after_the_project_names_the_sessions_project(tmp_path):
+    path = tmp_path / ".gemini/tmp/weather-app/chats" / GEMINI_JSONL.name
+    path.parent.mkdir(parents=True)
+    shutil.copy(DATA / GEMINI_JSONL, path)
+    assert parse_file(path).session.project == "weather-app"
 
 
 # -- tokens -------------------------------------------------------------------------------------------------
@@ -403,6 +411,9 @@ def test_a_session_document_without_a_model_response_is_refused_with_the_reason_
 def test_json_files_are_walked_only_in_the_folders_of_a_tool_that_writes_documents():
     assert describe_layout(DATA / GEMINI_AGENT).parent_session_id == GEMINI_SESSION
     assert describe_layout(DATA / GEMINI_JSON).project_dir == GEMINI_JSON.parts[3]
+    # The project is the folder under the tool's own `tmp`, not under another `tmp` higher up.
+    assert describe_layout("/tmp/backup/.qwen/tmp/abc/chats/session-1.json").project_dir == "abc"
+    assert describe_layout("/tmp/backup/.gemini/tmp/my-app/chats/session-1.json").project_dir == "my-app"
     assert is_log_name(DATA / GEMINI_JSON) and is_log_name(DATA / QWEN_JSON)
     assert not is_log_name("/home/u/.gemini/tmp/p/logs.json")  # the prompt log, not a chat
     assert not is_log_name("/home/u/.gemini/settings.json")
