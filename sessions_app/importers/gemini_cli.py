@@ -230,7 +230,7 @@ class ConversationRecordParser(LogParser):
         stripped = text.strip()
         if stripped.startswith(_COMMAND_PREFIXES):
             self._emit(record_id, line, data, "system", text, kind="command")
-        elif stripped.startswith(_CONTEXT_PREFIXES):
+        elif not stripped or stripped.startswith(_CONTEXT_PREFIXES):
             self._emit(record_id, line, data, "system", text, kind="meta")
         elif self.source.is_subagent or self.session.is_subagent:
             self._emit(record_id, line, data, "system", text, kind="subagent_prompt")

@@ -284,6 +284,26 @@ def test_reading_the_jsonl_in_two_steps_gives_the_last_versions_one_pass_gives(t
             ), (cut, external_id)
 
 
+def test_user_records_gemini_cli_does_not_replay_as_conversation_open_no_round(tmp_path):
+    path = tmp_path / ".gemini/tmp/p/chats/session-x.json"
+    path.parent.mkdir(parents=True)
+    texts = ["/stats", "?", "<session_context>cwd: /home/dev/app</session_context>", "", "real question"]
+    messages = [
+        {"id": f"u{index}", "timestamp": "2026-05-01T00:00:00Z", "type": "user", "content": [{"text": text}]}
+        for index, text in enumerate(texts)
+    ]
+    path.write_text(json.dumps({"sessionId": "s", "projectHash": "p", "messages": messages}))
+    result = parse_file(path)
+    assert [(m.role, m.metadata["kind"]) for m in result.messages] == [
+        ("system", "command"),
+        ("system", "command"),
+        ("system", "meta"),
+        ("system", "meta"),
+        ("user", "prompt"),
+    ]
+    assert counts(result.messages)["conversations"] == 1
+
+
 def test_rewinds_keep_the_calls_made_and_a_history_rewrite_adds_nothing(tmp_path):
     path = tmp_path / ".gemini/tmp/p/chats/session-x.jsonl"
     path.parent.mkdir(parents=True)
