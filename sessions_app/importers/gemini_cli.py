@@ -34,13 +34,13 @@ from sessions_app.importers.base import (
 _PROJECT_HASH = re.compile(r"[0-9a-f]{64}")  # older versions name a project's folder by its path's SHA-256
 MAX_REMEMBERED = 500  # records of a JSONL file remembered in the carry, for their later versions
 _DONE_STATUSES = {"success", "error", "cancelled"}
-_SYSTEM_TYPES = {"info": "info", "warning": "warning"}
+_SYSTEM_TYPES = {"info", "warning"}  # UI notices: system messages of that kind
 # User records Gemini CLI itself does not replay as conversation (sessionUtils.isIgnoredUserContent).
 _COMMAND_PREFIXES = ("/", "?")
 _CONTEXT_PREFIXES = ("<session_context>", "<hook_context>")
 
 
-def gemini_tokens(tokens: dict) -> dict[str, int | None]:
+def gemini_tokens(tokens: dict) -> dict[str, int]:
     """A record's `tokens` {input, output, cached, thoughts, tool, total} (the response's usageMetadata:
     prompt, candidates, cachedContent, thoughts, toolUsePrompt and total token counts) as Open ACE counts them.
 
@@ -187,13 +187,13 @@ class ConversationRecordParser(LogParser):
             self._emit(record_id, line, data, "error", text_of(parts_of(data.get("content"))), kind="error")
         elif kind in _SYSTEM_TYPES:
             text = text_of(parts_of(data.get("content")))
-            self._emit(record_id, line, data, "system", text, kind=_SYSTEM_TYPES[kind])
+            self._emit(record_id, line, data, "system", text, kind=kind)
         if known is not None:
             self.conversation = current
         else:
             self.known.setdefault(record_id, [self.conversation, None])
 
-    def _emit(self, external_id: str, line: int, data: dict, role: str, content: str, *, kind: str, **fields):
+    def _emit(self, external_id: str, line: int, data: dict, role: str, content: str, *, kind: str, **fields) -> None:
         record_id = data.get("id") if isinstance(data.get("id"), str) else None
         metadata = {"tool": self.tool, "kind": kind, "record_id": record_id}
         if self.source.is_subagent or self.session.is_subagent:
@@ -211,7 +211,6 @@ class ConversationRecordParser(LogParser):
             **fields,
         )
         self.messages.append(message)
-        return message
 
     def _user(self, record_id: str, line: int, data: dict) -> None:
         parts = parts_of(data.get("content"))
