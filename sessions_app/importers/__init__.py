@@ -1,4 +1,4 @@
-"""Agent-log importers: one module per tool (claude_code, qwen_code, openclaw) on a shared base.
+"""Agent-log importers: one module per tool (claude_code, qwen_code, openclaw, gemini_cli) on a shared base.
 
 `base` holds the normalised output and the parser base class, `jsonl` reads log lines from an offset,
 `detect` tells which tool wrote a file, and `dispatch.parse_file` runs that tool's parser.

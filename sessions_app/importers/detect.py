@@ -9,9 +9,15 @@ Path layouts (the tools' own storage):
   with the same session's archives `<session>.jsonl.reset.<ts>` / `.deleted.<ts>` and pre-compaction
   copies `<session>.checkpoint.<uuid>.jsonl` (`openclaw.transcript_name`): their file key is the session's.
 - Codex CLI: `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`, and `~/.codex/archived_sessions/`.
+- Gemini CLI: `~/.gemini/tmp/<project>/chats/session-<time>-<id>.jsonl` (`.json` before v0.39), sub-agents in
+  `chats/<parent session id>/<agent id>.jsonl`. Older Qwen Code: `~/.qwen/tmp/<hash>/chats/session-*.json`.
 - OpenCode: no file per session; `~/.local/share/opencode/opencode.db` (or the legacy `storage/` folder) is
   read as one source per session, `<store>#<session>` (`<store>#<top session>/<session>` for a sub-agent's):
   see `opencode`.
+
+A tool may write two forms (Gemini CLI: JSON documents, then JSONL; Qwen Code: JSON documents, then JSONL
+ChatRecords): `PARSERS` holds each tool's line form, `DOCUMENT_PARSERS` the document form of the tools that
+have one, and `parser_for` picks by the file's suffix (`.json` is a document).
 """
 
 from __future__ import annotations
@@ -25,17 +31,33 @@ from pathlib import Path
 from sessions_app.importers.base import LogParser
 from sessions_app.importers.claude_code import ClaudeCodeParser
 from sessions_app.importers.codex import CodexParser, codex_shape
+from sessions_app.importers.gemini_cli import GeminiCliJsonlParser, GeminiCliParser
 from sessions_app.importers.openclaw import OpenClawParser, is_compressed_archive, transcript_name
 from sessions_app.importers.opencode import OpenCodeParser, split_source
 from sessions_app.importers.qwen_code import QwenCodeParser
+from sessions_app.importers.qwen_code_json import QwenCodeJsonParser
 
 PARSERS: dict[str, type[LogParser]] = {
     "claude-code": ClaudeCodeParser,
     "qwen-code": QwenCodeParser,
     "openclaw": OpenClawParser,
     "codex": CodexParser,
+    "gemini-cli": GeminiCliJsonlParser,
     "opencode": OpenCodeParser,
 }
+DOCUMENT_PARSERS: dict[str, type[LogParser]] = {
+    "gemini-cli": GeminiCliParser,
+    "qwen-code": QwenCodeJsonParser,
+}
+
+
+def parser_for(tool: str, path: str | Path) -> type[LogParser]:
+    """The parser of `tool` for this file: the tool's document form for a `.json` file, when it has one, else
+    its line form."""
+    if Path(path).name.endswith(".json") and tool in DOCUMENT_PARSERS:
+        return DOCUMENT_PARSERS[tool]
+    return PARSERS[tool]
+
 
 OPENCLAW_HOMES = (".openclaw", ".clawdbot", ".moltbot")
 
@@ -70,8 +92,10 @@ def describe_layout(path: str | Path) -> Layout:
     stem = _history_stem(name) or (name[: -len(".jsonl")] if name.endswith(".jsonl") else path.stem)
     agent_id = stem[len("agent-") :] if stem.startswith("agent-") else ""
 
-    def after(marker: str) -> str:
-        index = parts.index(marker)
+    def after(marker: str, home: str = "") -> str:
+        # The folder after `marker`, looked for below the tool's `home` when given (a path can hold another
+        # `tmp` or `projects` above it).
+        index = parts.index(marker, parts.index(home) if home else 0)
         return parts[index + 1] if index + 1 < len(parts) else ""
 
     if ".claude" in parts and "projects" in parts[parts.index(".claude") :]:
@@ -84,7 +108,7 @@ def describe_layout(path: str | Path) -> Layout:
         return Layout("claude-code", stem, project_dir=project)
     if ".qwen" in parts:
         base = parts[parts.index(".qwen") :]
-        project = after("projects") if "projects" in base else (after("tmp") if "tmp" in base else "")
+        project = after("projects", ".qwen") if "projects" in base else (after("tmp", ".qwen") if "tmp" in base else "")
         if "subagents" in base:
             parent = path.parent.name if path.parent.name != "subagents" else ""
             return Layout("qwen-code", f"subagents/{parent}/{stem}", True, parent, agent_id, project)
@@ -92,6 +116,15 @@ def describe_layout(path: str | Path) -> Layout:
             return Layout("qwen-code", stem, project_dir=project)
     if ".codex" in parts and {"sessions", "archived_sessions"} & set(parts[parts.index(".codex") :]):
         return Layout("codex", stem)
+    if ".gemini" in parts and "chats" in parts[parts.index(".gemini") :]:
+        base = parts[parts.index(".gemini") :]
+        project = after("tmp", ".gemini") if "tmp" in base else ""
+        below = parts[parts.index("chats", parts.index(".gemini")) + 1 :]
+        if len(below) == 2:  # chats/<parent session id>/<agent id>.jsonl
+            parent = below[0]
+            return Layout("gemini-cli", f"{parent}/{stem}", True, parent, stem, project)
+        if len(below) == 1:
+            return Layout("gemini-cli", stem, project_dir=project)
     for home in OPENCLAW_HOMES:
         if home in parts and "sessions" in parts[parts.index(home) :]:
             agent = after("agents") if "agents" in parts else ""
@@ -119,40 +152,43 @@ def is_log_name(path: str | Path) -> bool:
     if _history_stem(name) or is_compressed_archive(name):
         return True
     if name.endswith(".json"):
-        parser_class = PARSERS.get(describe_layout(path).tool or "")
-        return bool(parser_class and parser_class.document)
+        return describe_layout(path).tool in DOCUMENT_PARSERS
     return False
 
 
 def explain_detection(path: str | Path, first_lines: Iterable[str | dict]) -> Detection:
-    """The tool that wrote the file and why; `tool` is None (with the reason) when it cannot be told."""
+    """The tool that wrote the file and why; `tool` is None (with the reason) when it cannot be told.
+
+    Gemini CLI and Qwen Code (its fork) write look-alike records; a file in one's storage layout whose lines
+    have fields only the other writes is refused rather than read by the wrong parser."""
     if is_compressed_archive(Path(path).name):
         return Detection(None, "a zstd-compressed OpenClaw transcript archive: decompress it (`zstd -d`) to import it")
     layout = describe_layout(path)
-    if layout.tool:
+    if layout.tool and layout.tool not in FORKS:
         return Detection(layout.tool, f"the path is in the {layout.tool} storage layout")
-    objects, other = [], 0
-    for line in first_lines:
-        if isinstance(line, dict):
-            objects.append(line)
-            continue
-        text = line.strip().lstrip("\ufeff")
-        if not text:
-            continue
-        try:
-            data = json.loads(text)
-        except ValueError:
-            other += 1
-            continue
-        if isinstance(data, dict):
-            objects.append(data)
-        else:
-            other += 1
+    objects, other = _json_objects(first_lines)
+    if layout.tool:
+        marks = Counter(tool for tool in map(_only_written_by, objects) if tool)
+        if marks and layout.tool not in marks:
+            (tool, count), *_ = marks.most_common()
+            return Detection(
+                None,
+                f"the path is in the {layout.tool} storage layout, but {count} of the first {len(objects)} JSON "
+                f"lines have fields only {tool} writes",
+            )
+        return Detection(layout.tool, f"the path is in the {layout.tool} storage layout")
     if not objects:
         if other:
             return Detection(None, f"none of the first {other} non-blank lines is a JSON object")
         return Detection(None, "the file is empty")
     votes = Counter(tool for tool in map(_shape_of, objects) if tool)
+    if not votes and any(_is_session_document(data) for data in objects):
+        return Detection(
+            None,
+            "a session document (sessionId, projectHash, messages) without a model response: Gemini CLI and "
+            "older Qwen Code write the same shape; keep it under ~/.gemini/tmp/<project>/chats or "
+            "~/.qwen/tmp/<hash>/chats, or name the tool",
+        )
     if not votes:
         types = sorted({str(data["type"]) for data in objects if "type" in data})[:6] or ["no `type` field"]
         return Detection(
@@ -170,11 +206,78 @@ def detect_tool(path: str | Path, first_lines: Iterable[str | dict]) -> str | No
     return explain_detection(path, first_lines).tool
 
 
+FORKS = ("gemini-cli", "qwen-code")  # Qwen Code is a fork of Gemini CLI: their records look alike
+_GEMINI_RECORD_TYPES = {"user", "gemini", "info", "error", "warning"}
+
+
+def _json_objects(first_lines: Iterable[str | dict]) -> tuple[list[dict], int]:
+    """The lines that are JSON objects, and how many non-blank lines are not."""
+    objects, other = [], 0
+    for line in first_lines:
+        if isinstance(line, dict):
+            objects.append(line)
+            continue
+        text = line.strip().lstrip("\ufeff")
+        if not text:
+            continue
+        try:
+            data = json.loads(text)
+        except ValueError:
+            other += 1
+            continue
+        if isinstance(data, dict):
+            objects.append(data)
+        else:
+            other += 1
+    return objects, other
+
+
+def _is_session_document(data: dict) -> bool:
+    return isinstance(data.get("messages"), list) and "sessionId" in data
+
+
+def _record_types(document: dict) -> set[str]:
+    return {
+        record["type"]
+        for record in document["messages"]
+        if isinstance(record, dict) and isinstance(record.get("type"), str)
+    }
+
+
+def _only_written_by(data: dict) -> str | None:
+    """Which of the two forks alone writes a record like this, by fields the other never writes: Gemini CLI's
+    JSONL (`$set`, `$rewindTo`, the session line with `projectHash`), Qwen Code's ChatRecords (`uuid` +
+    `parentUuid` with `message.parts`, `usageMetadata` or `systemPayload`) and its older documents (`qwen`
+    model records)."""
+    if "$set" in data or "$rewindTo" in data:
+        return "gemini-cli"
+    if _is_session_document(data):
+        types = _record_types(data)
+        return "qwen-code" if "qwen" in types else None
+    if "projectHash" in data and "sessionId" in data and "type" not in data:
+        return "gemini-cli"
+    if "uuid" in data and "parentUuid" in data:
+        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        if isinstance(message.get("parts"), list) or "usageMetadata" in data or "systemPayload" in data:
+            return "qwen-code"
+    return None
+
+
 def _shape_of(data: dict) -> str | None:
     if codex_shape(data):
         return "codex"
     kind = data.get("type")
     message = data.get("message") if isinstance(data.get("message"), dict) else None
+    only = _only_written_by(data)
+    if only:
+        return only
+    # Gemini CLI: a session document whose model records say `gemini`, or JSONL MessageRecords (`id`, `type`,
+    # `content`, none of the ChatRecord fields).
+    if _is_session_document(data):
+        types = _record_types(data)
+        return "gemini-cli" if "gemini" in types else None
+    if kind in _GEMINI_RECORD_TYPES and "id" in data and "content" in data and not ({"uuid", "message"} & set(data)):
+        return "gemini-cli"
     # OpenClaw (pi-coding-agent transcripts): a `session` header, then entries with id/parentId.
     if kind == "session" and "id" in data and ("cwd" in data or "version" in data):
         return "openclaw"
@@ -185,7 +288,7 @@ def _shape_of(data: dict) -> str | None:
     # Qwen Code ChatRecords: Gemini-style `parts`, `usageMetadata`, `tool_result` and system payloads.
     if message and isinstance(message.get("parts"), list):
         return "qwen-code"
-    if kind in ("tool_result", "gemini") or "usageMetadata" in data or "systemPayload" in data:
+    if kind == "tool_result" or "usageMetadata" in data or "systemPayload" in data:
         return "qwen-code"
     # Claude Code transcript entries: Anthropic `content`, userType / isSidechain / requestId.
     if kind in ("user", "assistant") and message and "content" in message:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sessions_app.importers.base import LogParser, ParseIssue, ParseResult, SourceFile
-from sessions_app.importers.detect import PARSERS, describe_layout, explain_detection
+from sessions_app.importers.detect import PARSERS, describe_layout, explain_detection, parser_for
 from sessions_app.importers.jsonl import JsonlReader, count_lines_before, load_document, read_head
 from sessions_app.importers.opencode import parse_source, source_stat, split_source
 
@@ -91,9 +91,9 @@ def parse_file(
             return failed(f"not a recognised agent log: {detection.reason}")
         resolved = detection.tool
 
-    parser_class = PARSERS[resolved]
+    parser_class = parser_for(resolved, path)
     if parser_class.document:
-        return _parse_document(path, parser_class, _source_file(path, layout), issues)
+        return _parse_document(path, parser_class, _source_file(path, layout), issues, carry.get("conversation"))
 
     if "line" in carry:
         first_line = int(carry["line"]) + 1
@@ -153,10 +153,9 @@ def stat_source(path: Path):
     return stat if stat is not None else path.stat()
 
 
-def is_document_tool(tool: str | None) -> bool:
-    """Whether the tool writes a session as one JSON document rewritten whole (read from the start each time)."""
-    parser_class = PARSERS.get(tool or "")
-    return bool(parser_class and parser_class.document)
+def is_document_log(path: str | Path, tool: str | None) -> bool:
+    """Whether this file of the tool is one JSON document rewritten whole (read from the start each time)."""
+    return tool in PARSERS and parser_for(tool, path).document
 
 
 def _source_file(path: Path, layout) -> SourceFile:
@@ -170,10 +169,14 @@ def _source_file(path: Path, layout) -> SourceFile:
     )
 
 
-def _parse_document(path: Path, parser_class: type[LogParser], source: SourceFile, issues: list) -> ParseResult:
+def _parse_document(
+    path: Path, parser_class: type[LogParser], source: SourceFile, issues: list, conversation: str | None
+) -> ParseResult:
     """A whole-document log, read from the start: every message it holds now (the import stores the new ones
     and completes the changed ones in place). A document that is not valid JSON is left for the next change:
-    the tool may be rewriting it this very moment."""
+    the tool may be rewriting it this very moment (it is not taken as read: `tool` stays None, as for a JSONL
+    file whose first line is still being written). `conversation` seeds a sub-agent's round (the import's
+    seed is all a document's carry ever holds)."""
     tool = parser_class.tool
     raw = path.read_bytes()
     size = len(raw)
@@ -182,11 +185,11 @@ def _parse_document(path: Path, parser_class: type[LogParser], source: SourceFil
         why = "it is not valid JSON" if data is None else f"it is a JSON {type(data).__name__}"
         issues.append(
             ParseIssue(
-                str(path), 0, f"not read: {why} (a file being rewritten is read again when it changes)", "warning"
+                str(path), 0, f"not read: {why} (a file being rewritten; read again at the next import)", "warning"
             )
         )
-        return ParseResult(None, [], issues, 0, 0, {"v": CARRY_VERSION, "tool": tool}, tool=tool)
-    parser = parser_class(source, {})
+        return ParseResult(None, [], issues, 0, 0, {})
+    parser = parser_class(source, {"conversation": conversation} if conversation else {})
     parser.feed_document(data)
     parser.finish(flush=True)
     issues.extend(parser.issues)

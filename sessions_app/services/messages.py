@@ -22,6 +22,9 @@ from django.utils import timezone
 from platform_kit.db import add_to_rows, copy_insert, unsaved_instance, update_rows
 from sessions_app.accounting import (
     CONVERSATIONS,
+    MESSAGES,
+    REQUESTS,
+    ROLE_POSITION,
     SESSIONS,
     Round,
     conversation_target,
@@ -150,7 +153,9 @@ class _Append:
                 self.conversation_feishu[conversation.id] = feishu
         return conversation
 
-    def request_for(self, item: dict, tokens: tuple, conversation, created_at) -> tuple[LlmRequest | None, int, tuple]:
+    def request_for(
+        self, item: dict, tokens: tuple, conversation_id, created_at
+    ) -> tuple[LlmRequest | None, int, tuple]:
         """The request the message belongs to, whether it is new (0/1), and the tokens it adds to the counters."""
         request_id = item.get("request_id") or ""
         request = self.requests_by_id.get(request_id) if request_id else None
@@ -160,7 +165,7 @@ class _Append:
                 LlmRequest,
                 tenant_id=self.session.tenant_id,
                 session_id=self.session.id,
-                conversation_id=conversation.id if conversation else None,
+                conversation_id=conversation_id,
                 request_id=request_id,
                 auth_type=item.get("auth_type") or "",
                 model=item.get("model") or "",
@@ -186,7 +191,9 @@ class _Append:
         created_at = item.get("created_at") or self.now
         conversation = self.conversation_for(item, created_at)
         tokens = message_tokens(item)
-        request, new_request, growth = self.request_for(item, tokens, conversation, created_at)
+        request, new_request, growth = self.request_for(
+            item, tokens, conversation.id if conversation else None, created_at
+        )
         role = item["role"]
 
         tally_message(self.session_tally, role, new_request, growth)
@@ -236,10 +243,12 @@ class _Append:
             old if new is None or (old is not None and old >= new) else new
             for old, new in zip(stored, message_tokens(item), strict=True)
         )
-        if not changed and tokens == stored:
-            return False
         request = self._request_of(message)
-        if request is None:
+        if request is None and is_request(item):
+            self._promote(message, item, tokens)
+        elif not changed and tokens == stored:
+            return False
+        elif request is None:
             growth = tuple((new or 0) - (old or 0) for old, new in zip(stored, tokens, strict=True))
         else:
             growth = request_growth(request.__dict__, tokens)
@@ -247,18 +256,12 @@ class _Append:
                 request.model = item["model"]
             if request.id not in self.new_request_ids:
                 self.changed_requests[request.id] = request
-        tally_growth(self.session_tally, growth)
-        tally_growth(self.rollup_tally(message.created_at, message.model or (request.model if request else "")), growth)
-        conversation_id = message.conversation_id
-        if conversation_id is not None:
-            tally = self.conversation_tally.get(conversation_id)
-            if tally is None:
-                tally = self.conversation_tally[conversation_id] = empty_tally()
-            tally_growth(tally, growth)
-            previous = self.conversation_last.get(conversation_id)
-            self.conversation_last[conversation_id] = (
-                max(previous, message.created_at) if previous else message.created_at
+        if request is not None or not is_request(item):
+            tally_growth(self.session_tally, growth)
+            tally_growth(
+                self.rollup_tally(message.created_at, message.model or (request.model if request else "")), growth
             )
+            tally_growth(self._conversation_tally_of(message), growth)
         message.__dict__.update(changed)
         message.__dict__.update(zip(TOKEN_FIELDS, tokens, strict=True))
         if message._state.adding:
@@ -268,6 +271,41 @@ class _Append:
         if "content" in changed and message.id not in self.restated:
             self.restated.append(message.id)
         return True
+
+    def _conversation_tally_of(self, message: Message) -> list[int]:
+        """The tally of the conversation a stored message is in (a throwaway one when it is in none)."""
+        conversation_id = message.conversation_id
+        if conversation_id is None:
+            return empty_tally()
+        tally = self.conversation_tally.get(conversation_id)
+        if tally is None:
+            tally = self.conversation_tally[conversation_id] = empty_tally()
+        previous = self.conversation_last.get(conversation_id)
+        self.conversation_last[conversation_id] = max(previous, message.created_at) if previous else message.created_at
+        return tally
+
+    def _promote(self, message: Message, item: dict, tokens: tuple) -> None:
+        """A message stored before it was known to be a call (a record written before its usage, a streamed
+        step stored before it finished) is one now: it joins (or opens) its request, and what it counted as a
+        message of its own is taken back and counted as the request's. Under its new roll-up model too: a
+        message without a model of its own counts under its request's (as the recount does)."""
+        role = message.role
+        before = own_tokens(tuple(getattr(message, name) for name in TOKEN_FIELDS))
+        old_model = message.model or ""
+        request, new_request, growth = self.request_for(item, tokens, message.conversation_id, message.created_at)
+        delta = tuple(after - was for after, was in zip(growth, before, strict=True))
+        for tally in (self.session_tally, self._conversation_tally_of(message)):
+            tally[REQUESTS] += new_request
+            tally_growth(tally, delta)
+        old = self.rollup_tally(message.created_at, old_model)
+        old[MESSAGES] -= 1
+        old[ROLE_POSITION[role]] -= 1
+        tally_growth(old, tuple(-value for value in before))
+        tally_message(self.rollup_tally(message.created_at, message.model or request.model), role, new_request, growth)
+        message.request_id = request.request_id
+        message.auth_type = message.auth_type or item.get("auth_type") or ""
+        message.llm_request_id = request.id
+        message._state.fields_cache["llm_request"] = request
 
     def _request_of(self, message: Message) -> LlmRequest | None:
         """The request a message was counted in: made in this append, loaded with the items' request ids, or
@@ -378,7 +416,7 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
     update_rows(
         Message,
         [message for append in appends for message in append.amended.values()],
-        [*AMENDED_FIELDS, *TOKEN_FIELDS, "received_at"],
+        [*AMENDED_FIELDS, *TOKEN_FIELDS, "received_at", "request_id", "auth_type", "llm_request"],
     )
     add_to_rows(
         Conversation,

@@ -360,11 +360,14 @@ def test_text_no_database_can_hold_is_stored_replaced_and_reported(api, tmp_path
 def test_a_directory_of_mixed_tools_imports_each_file_with_its_parser(api, tmp_path):
     shutil.copytree(DATA, tmp_path / "logs")
     summary = import_path(tenant=api.tenant, path=tmp_path / "logs")
-    # 8 files, the Codex samples (3) and the OpenClaw backup (openclaw/backup/): 5 transcripts of 4 sessions,
-    # sessions.json not read.
-    assert (summary.files_seen, summary.files_imported, summary.files_refused) == (16, 14, 2)
+    # 8 files, the Codex samples (3), the OpenClaw backup (openclaw/backup/: 5 transcripts of 4 sessions,
+    # sessions.json not read) and the Gemini CLI / older Qwen Code samples (4 files, 3 sessions).
+    assert (summary.files_seen, summary.files_imported, summary.files_refused) == (20, 18, 2)
     tools = sorted(Session.objects.filter(tenant=api.tenant).values_list("tool", flat=True))
-    assert tools == ["claude-code", "claude-code", "codex", "codex", "codex", *["openclaw"] * 6, "qwen-code"]
+    assert tools == [
+        "claude-code", "claude-code", *["codex"] * 3, "gemini-cli", "gemini-cli", *["openclaw"] * 6,
+        "qwen-code", "qwen-code",
+    ]  # fmt: skip
     by_file = {Path(f.path).name: f.tool for f in summary.files if f.status == "imported"}
     assert by_file[QWEN.name] == "qwen-code" and by_file[OPENCLAW.name] == by_file[SEED.name] == "openclaw"
 
@@ -471,14 +474,14 @@ def test_the_command_prints_the_issues_and_a_summary_line_and_imports_nothing_tw
     lines = run_command(tmp_path / "logs", "--tenant", "cli")
     summary = SUMMARY_LINE.match(lines[-1])
     assert summary, lines[-1]
-    assert summary.group("imported", "unchanged", "refused", "sessions") == ("14", "0", "2", "12")
+    assert summary.group("imported", "unchanged", "refused", "sessions") == ("18", "0", "2", "15")
     assert int(summary.group("messages").replace(",", "")) == Message.objects.filter(tenant__name="cli").count()
     claude = tmp_path / "logs" / CLAUDE
     assert f"{claude}:14: error: not valid JSON (Expecting property name enclosed in double quotes" in "\n".join(lines)
     assert any(line.startswith(str(tmp_path / "logs" / GARBAGE) + ":0: error: not a recognised") for line in lines)
 
     again = SUMMARY_LINE.match(run_command(tmp_path / "logs", "--tenant", "cli")[-1])
-    assert again.group("imported", "unchanged", "refused", "sessions", "messages") == ("0", "14", "2", "0", "0")
+    assert again.group("imported", "unchanged", "refused", "sessions", "messages") == ("0", "18", "2", "0", "0")
 
 
 def test_the_command_takes_tool_and_user_and_refuses_a_missing_path(db, tmp_path):

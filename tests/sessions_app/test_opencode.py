@@ -386,7 +386,6 @@ def test_an_assistant_message_updated_later_counts_once_with_its_final_tokens(ap
     assert stats(api, session) == expected(top.messages, child.messages)
 
 
-@pytest.mark.xfail(strict=True, reason="needs amend-in-place from branch pending")
 def test_a_call_stored_unfinished_after_an_idle_spell_is_completed_in_place_when_it_finishes(api, tmp_path):
     db = home(tmp_path) / "opencode.db"
     user_id, reply = "msg_e2b0f3d5e1a015Yy5Zz6Aa7Bb8", "msg_e2b0f3d5e1a016Cc9Dd0Ee1Ff2"

@@ -15,7 +15,7 @@ from psycopg.errors import DeadlockDetected, SerializationFailure
 
 from platform_kit.db import update_rows
 from sessions_app.importers import ParseIssue, parse_file
-from sessions_app.importers.dispatch import is_document_tool
+from sessions_app.importers.dispatch import is_document_log
 from sessions_app.importers.opencode import split_source
 from sessions_app.models import ImportedFile, Session
 from sessions_app.schema import TOKEN_FIELDS
@@ -161,7 +161,7 @@ class BatchImporter:
     def _parse(self, file: FileInBatch, *, max_bytes: int) -> None:
         record, path = file.record, file.path
         try:
-            if is_document_tool(record.tool or self.options.tool):
+            if is_document_log(path, record.tool or self.options.tool):
                 record.offset, record.carry, record.pending = 0, {}, 0  # a document is read whole each time
             elif record.offset:
                 restarted = _restart_if_replaced(path, record)
