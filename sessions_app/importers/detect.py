@@ -96,33 +96,6 @@ def is_log_name(path: str | Path) -> bool:
     return False
 
 
-def explain_detection(path: str | Path, first_lines: Iterable[str | dict]) -> Detection:
-    """The tool that wrote the file and why; `tool` is None (with the reason) when it cannot be told, or when
-    the path is in a tool's storage layout but the lines are not that tool's records (see `_judge_layout`)."""
-    layout = describe_layout(path)
-    if layout.tool and PARSERS[layout.tool].document:
-        return Detection(layout.tool, f"the path is in the {layout.tool} storage layout")
-    objects, other = head_objects(first_lines)
-    if layout.tool:
-        return _judge_layout(layout.tool, objects, other)
-    if not objects:
-        if other:
-            return Detection(None, f"none of the first {other} non-blank lines is a JSON object")
-        return Detection(None, "the file is empty")
-    votes = Counter(tool for tool in map(_shape_of, objects) if tool)
-    if not votes:
-        types = sorted({str(data["type"]) for data in objects if "type" in data})[:6] or ["no `type` field"]
-        return Detection(
-            None,
-            f"{len(objects)} JSON lines, but none has the shape of a Claude Code, Qwen Code or OpenClaw record "
-            f"(types seen: {', '.join(types)})",
-        )
-    (tool, count), *rest = votes.most_common()
-    if rest and rest[0][1] == count:
-        return Detection(None, f"the lines look equally like {tool} and {rest[0][0]} records")
-    return Detection(tool, f"{count} of the first {len(objects)} JSON lines have the shape of {tool} records")
-
-
 def head_objects(first_lines: Iterable[str | dict]) -> tuple[list[dict], int]:
     """The JSON objects among a file's first lines, and how many other non-blank lines there are."""
     objects, other = [], 0
@@ -169,6 +142,33 @@ def _judge_layout(tool: str, objects: list[dict], other: int) -> Detection:
             f"and none has the shape of a {tool} record",
         )
     return Detection(tool, in_layout)
+
+
+def explain_detection(path: str | Path, first_lines: Iterable[str | dict]) -> Detection:
+    """The tool that wrote the file and why; `tool` is None (with the reason) when it cannot be told, or when
+    the path is in a tool's storage layout but the lines are not that tool's records (see `_judge_layout`)."""
+    layout = describe_layout(path)
+    if layout.tool and PARSERS[layout.tool].document:
+        return Detection(layout.tool, f"the path is in the {layout.tool} storage layout")
+    objects, other = head_objects(first_lines)
+    if layout.tool:
+        return _judge_layout(layout.tool, objects, other)
+    if not objects:
+        if other:
+            return Detection(None, f"none of the first {other} non-blank lines is a JSON object")
+        return Detection(None, "the file is empty")
+    votes = Counter(tool for tool in map(_shape_of, objects) if tool)
+    if not votes:
+        types = sorted({str(data["type"]) for data in objects if "type" in data})[:6] or ["no `type` field"]
+        return Detection(
+            None,
+            f"{len(objects)} JSON lines, but none has the shape of a Claude Code, Qwen Code or OpenClaw record "
+            f"(types seen: {', '.join(types)})",
+        )
+    (tool, count), *rest = votes.most_common()
+    if rest and rest[0][1] == count:
+        return Detection(None, f"the lines look equally like {tool} and {rest[0][0]} records")
+    return Detection(tool, f"{count} of the first {len(objects)} JSON lines have the shape of {tool} records")
 
 
 def detect_tool(path: str | Path, first_lines: Iterable[str | dict]) -> str | None:
