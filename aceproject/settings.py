@@ -37,7 +37,7 @@ ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 CSRF_TRUSTED_ORIGINS = env("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "aceproject.admin_app.AdminConfig",  # django.contrib.admin, its modules loaded with the URLs
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

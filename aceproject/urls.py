@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from aceproject.health import healthz
 
+admin.autodiscover()  # the apps' admin modules (aceproject.admin_app.AdminConfig leaves them to the URLs)
 admin.site.site_header = "Open ACE"
 admin.site.site_title = "Open ACE"
 admin.site.index_title = "Sessions, usage and memory"

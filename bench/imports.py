@@ -56,6 +56,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
+import versus_ccusage  # noqa: E402
 
 TARGET_RATIO = 1 / 3
 TREE_ROOT = benchlib.PROJECT_DIR / ".ace" / "bench-imports"
@@ -100,12 +101,16 @@ def parse_args():
     parser.add_argument(
         "--repeats", type=int, default=3, help="runs of (a), (b) and the default import, the best kept (default 3)"
     )
+    parser.add_argument(
+        "--ccusage-only", action="store_true", help="only the comparison with ccusage (bench/versus_ccusage.py)"
+    )
+    parser.add_argument("--no-ccusage", action="store_true", help="skip the comparison with ccusage")
     parser.add_argument("--name", default=None, help="results file name (default imports or imports-quick)")
     parser.add_argument("--tree-dir", type=Path, default=TREE_ROOT, help=f"where trees are generated ({TREE_ROOT})")
     args = parser.parse_args()
     if args.quick:
         args.mb = 20
-    args.name = args.name or ("imports-quick" if args.quick else "imports")
+    args.name = args.name or ("imports-quick" if args.quick else "imports") + ("-ccusage" if args.ccusage_only else "")
     return args
 
 
@@ -633,6 +638,13 @@ def main():
     )
 
     bare_parse(files)  # warm the page cache: every measurement reads from memory
+    if args.ccusage_only:
+        versus = versus_ccusage.compare(
+            tree=tree, files=files, size=size, repeats=args.repeats, keep=args.keep, delete_tenant=delete_tenant
+        )
+        path = benchlib.write_results(args.name, {"machine": benchlib.machine(), "versus_ccusage": versus})
+        print(f"\nResults written to {path}")
+        return
     # This machine's speed drifts by ±20% within a minute: (a), (b) and the default import each run
     # `repeats` times, interleaved, and each keeps its best run (as timeit does).
     repeats = max(1, args.repeats)
@@ -715,6 +727,11 @@ def main():
         print(f"WARNING: parsers {parsed['messages']:,} messages; {serial['summary']} / {imported['summary']}")
     if profile:
         print("\n" + profile)
+    versus = None
+    if not args.no_ccusage:
+        versus = versus_ccusage.compare(
+            tree=tree, files=files, size=size, repeats=args.repeats, keep=args.keep, delete_tenant=delete_tenant
+        )
 
     path = benchlib.write_results(
         args.name,
@@ -742,6 +759,7 @@ def main():
             "import_to_bare_ratio": round(ratio, 3),
             "target_ratio": round(TARGET_RATIO, 3),
             "target_met": ratio >= TARGET_RATIO,
+            "versus_ccusage": versus,
         },
     )
     print(f"\nResults written to {path}")

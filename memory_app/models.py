@@ -7,7 +7,6 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
-from pgvector.django import VectorField
 
 from sessions_app.models import CjkSearchVector, Message, Session, Tenant
 
@@ -26,6 +25,59 @@ class BitStringField(models.Field):
 
     def db_type(self, connection):
         return "bit varying"
+
+
+class VectorField(models.Field):
+    """pgvector's `vector` column (migrations name pgvector's field, which this is), with pgvector and numpy
+    imported when a vector is first read or written rather than when the models load: a process that never
+    touches one (a log import, most `manage.py` commands) starts without them. Values are pgvector's: numpy
+    arrays read, lists or arrays written."""
+
+    description = "Vector"
+    empty_strings_allowed = False
+
+    def __init__(self, *args, dimensions: int | None = None, **kwargs):
+        self.dimensions = dimensions
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self):
+        name, _, args, kwargs = super().deconstruct()
+        if self.dimensions is not None:
+            kwargs["dimensions"] = self.dimensions
+        return name, "pgvector.django.vector.VectorField", args, kwargs
+
+    def db_type(self, connection):
+        return "vector" if self.dimensions is None else f"vector({self.dimensions})"
+
+    def from_db_value(self, value, expression, connection):
+        return _pgvector().Vector._from_db(value)
+
+    def to_python(self, value):
+        if isinstance(value, list):
+            return _pgvector().np.array(value, dtype=_pgvector().np.float32)
+        return _pgvector().Vector._from_db(value)
+
+    def get_prep_value(self, value):
+        return _pgvector().Vector._to_db(value)
+
+    def value_to_string(self, obj):
+        return self.get_prep_value(self.value_from_object(obj))
+
+    def validate(self, value, model_instance):
+        super().validate(value.tolist() if hasattr(value, "tolist") else value, model_instance)
+
+    def run_validators(self, value):
+        super().run_validators(value.tolist() if hasattr(value, "tolist") else value)
+
+    def formfield(self, **kwargs):
+        return super().formfield(form_class=_pgvector().VectorFormField, **kwargs)
+
+
+def _pgvector():
+    """pgvector's Django module (its `Vector`, its form field, and the numpy it imports)."""
+    from pgvector.django import vector
+
+    return vector
 
 
 def sign_bits(vector_field: str) -> models.GeneratedField:

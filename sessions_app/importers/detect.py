@@ -156,62 +156,8 @@ def is_log_name(path: str | Path) -> bool:
     return False
 
 
-def explain_detection(path: str | Path, first_lines: Iterable[str | dict]) -> Detection:
-    """The tool that wrote the file and why; `tool` is None (with the reason) when it cannot be told.
-
-    Gemini CLI and Qwen Code (its fork) write look-alike records; a file in one's storage layout whose lines
-    have fields only the other writes is refused rather than read by the wrong parser."""
-    if is_compressed_archive(Path(path).name):
-        return Detection(None, "a zstd-compressed OpenClaw transcript archive: decompress it (`zstd -d`) to import it")
-    layout = describe_layout(path)
-    if layout.tool and layout.tool not in FORKS:
-        return Detection(layout.tool, f"the path is in the {layout.tool} storage layout")
-    objects, other = _json_objects(first_lines)
-    if layout.tool:
-        marks = Counter(tool for tool in map(_only_written_by, objects) if tool)
-        if marks and layout.tool not in marks:
-            (tool, count), *_ = marks.most_common()
-            return Detection(
-                None,
-                f"the path is in the {layout.tool} storage layout, but {count} of the first {len(objects)} JSON "
-                f"lines have fields only {tool} writes",
-            )
-        return Detection(layout.tool, f"the path is in the {layout.tool} storage layout")
-    if not objects:
-        if other:
-            return Detection(None, f"none of the first {other} non-blank lines is a JSON object")
-        return Detection(None, "the file is empty")
-    votes = Counter(tool for tool in map(_shape_of, objects) if tool)
-    if not votes and any(_is_session_document(data) for data in objects):
-        return Detection(
-            None,
-            "a session document (sessionId, projectHash, messages) without a model response: Gemini CLI and "
-            "older Qwen Code write the same shape; keep it under ~/.gemini/tmp/<project>/chats or "
-            "~/.qwen/tmp/<hash>/chats, or name the tool",
-        )
-    if not votes:
-        types = sorted({str(data["type"]) for data in objects if "type" in data})[:6] or ["no `type` field"]
-        return Detection(
-            None,
-            f"{len(objects)} JSON lines, but none has the shape of a Claude Code, Qwen Code or OpenClaw record "
-            f"(types seen: {', '.join(types)})",
-        )
-    (tool, count), *rest = votes.most_common()
-    if rest and rest[0][1] == count:
-        return Detection(None, f"the lines look equally like {tool} and {rest[0][0]} records")
-    return Detection(tool, f"{count} of the first {len(objects)} JSON lines have the shape of {tool} records")
-
-
-def detect_tool(path: str | Path, first_lines: Iterable[str | dict]) -> str | None:
-    return explain_detection(path, first_lines).tool
-
-
-FORKS = ("gemini-cli", "qwen-code")  # Qwen Code is a fork of Gemini CLI: their records look alike
-_GEMINI_RECORD_TYPES = {"user", "gemini", "info", "error", "warning"}
-
-
-def _json_objects(first_lines: Iterable[str | dict]) -> tuple[list[dict], int]:
-    """The lines that are JSON objects, and how many non-blank lines are not."""
+def head_objects(first_lines: Iterable[str | dict]) -> tuple[list[dict], int]:
+    """The JSON objects among a file's first lines, and how many other non-blank lines there are."""
     objects, other = [], 0
     for line in first_lines:
         if isinstance(line, dict):
@@ -230,6 +176,91 @@ def _json_objects(first_lines: Iterable[str | dict]) -> tuple[list[dict], int]:
         else:
             other += 1
     return objects, other
+
+
+def _judge_layout(tool: str, objects: list[dict], other: int) -> Detection:
+    """A file where `tool` keeps its logs, judged by its first lines too: a file there whose lines are not
+    the tool's records (not JSON, or mostly not; or another tool's records) is refused as a file with the
+    reason, rather than read into an error per line. Lines that are JSON of no shape known here are given
+    to the tool's parser, which knows every record type (a file may open with records detection ignores)."""
+    in_layout = f"the path is in the {tool} storage layout"
+    shapes = Counter(_shape_of(data) for data in objects)
+    if shapes[tool] or not (objects or other):
+        return Detection(tool, in_layout)
+    if not objects:
+        return Detection(None, f"{in_layout}, but none of its first {other} non-blank lines is a JSON object")
+    # The two forks' look-alike records are told apart by the fields only one writes (explain_detection), not here.
+    siblings = FORKS if tool in FORKS else (tool,)
+    foreign = [(name, count) for name, count in shapes.most_common() if name and name not in siblings]
+    if foreign:
+        name, count = foreign[0]
+        return Detection(
+            None, f"{in_layout}, but {count} of its first {len(objects)} JSON lines have the shape of {name} records"
+        )
+    if other > len(objects):
+        return Detection(
+            None,
+            f"{in_layout}, but {other} of its first {other + len(objects)} non-blank lines are not JSON objects "
+            f"and none has the shape of a {tool} record",
+        )
+    return Detection(tool, in_layout)
+
+
+def explain_detection(path: str | Path, first_lines: Iterable[str | dict]) -> Detection:
+    """The tool that wrote the file and why; `tool` is None (with the reason) when it cannot be told, or when
+    the path is in a tool's storage layout but the lines are not that tool's records (see `_judge_layout`).
+
+    Gemini CLI and Qwen Code (its fork) write look-alike records; a file in one's storage layout whose lines
+    have fields only the other writes is refused rather than read by the wrong parser."""
+    if is_compressed_archive(Path(path).name):
+        return Detection(None, "a zstd-compressed OpenClaw transcript archive: decompress it (`zstd -d`) to import it")
+    layout = describe_layout(path)
+    objects, other = head_objects(first_lines)
+    if layout.tool in FORKS:
+        marks = Counter(tool for tool in map(_only_written_by, objects) if tool)
+        if marks and layout.tool not in marks:
+            (tool, count), *_ = marks.most_common()
+            return Detection(
+                None,
+                f"the path is in the {layout.tool} storage layout, but {count} of the first {len(objects)} JSON "
+                f"lines have fields only {tool} writes",
+            )
+    if layout.tool and parser_for(layout.tool, path).document:
+        return Detection(layout.tool, f"the path is in the {layout.tool} storage layout")
+    if layout.tool:
+        return _judge_layout(layout.tool, objects, other)
+    if not objects:
+        if other:
+            return Detection(None, f"none of the first {other} non-blank lines is a JSON object")
+        return Detection(None, "the file is empty")
+    votes = Counter(tool for tool in map(_shape_of, objects) if tool)
+    if not votes and any(_is_session_document(data) for data in objects):
+        return Detection(
+            None,
+            "a session document (sessionId, projectHash, messages) without a model response: Gemini CLI and "
+            "older Qwen Code write the same shape; keep it under ~/.gemini/tmp/<project>/chats or "
+            "~/.qwen/tmp/<hash>/chats, or name the tool",
+        )
+    if not votes:
+        types = sorted({str(data["type"]) for data in objects if "type" in data})[:6] or ["no `type` field"]
+        return Detection(
+            None,
+            f"{len(objects)} JSON lines, but none has the shape of a record of {_KNOWN} "
+            f"(types seen: {', '.join(types)})",
+        )
+    (tool, count), *rest = votes.most_common()
+    if rest and rest[0][1] == count:
+        return Detection(None, f"the lines look equally like {tool} and {rest[0][0]} records")
+    return Detection(tool, f"{count} of the first {len(objects)} JSON lines have the shape of {tool} records")
+
+
+def detect_tool(path: str | Path, first_lines: Iterable[str | dict]) -> str | None:
+    return explain_detection(path, first_lines).tool
+
+
+_KNOWN = "Claude Code, Qwen Code, Gemini CLI, OpenClaw or Codex CLI"  # the tools detected by their lines
+FORKS = ("gemini-cli", "qwen-code")  # Qwen Code is a fork of Gemini CLI: their records look alike
+_GEMINI_RECORD_TYPES = {"user", "gemini", "info", "error", "warning"}
 
 
 def _is_session_document(data: dict) -> bool:

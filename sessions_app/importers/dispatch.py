@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sessions_app.importers.base import LogParser, ParseIssue, ParseResult, SourceFile
 from sessions_app.importers.detect import PARSERS, describe_layout, explain_detection, parser_for
-from sessions_app.importers.jsonl import JsonlReader, count_lines_before, load_document, read_head
+from sessions_app.importers.jsonl import JsonlReader, count_lines_before, load_document, read_head, tail_key
 from sessions_app.importers.opencode import parse_source, source_stat, split_source
 
 CARRY_VERSION = 1
@@ -84,8 +84,7 @@ def parse_file(
     if resolved is None:
         head = read_head(path)
         if not any(line.strip() for line in head):
-            # Nothing to judge by yet: an empty file, or one whose first line is still being written.
-            return failed("not a recognised agent log yet: the file has no complete line", "warning")
+            return _nothing_to_judge_yet(path, carry, issues)
         detection = explain_detection(path, head)
         if detection.tool is None:
             return failed(f"not a recognised agent log: {detection.reason}")
@@ -99,7 +98,8 @@ def parse_file(
         first_line = int(carry["line"]) + 1
     else:
         first_line = count_lines_before(path, start_offset) + 1 if start_offset else 1
-    if start_offset:
+    if start_offset and not carry.get("line_open"):
+        # (After a last line consumed before its newline, the offset is rightly just after its closing brace.)
         with path.open("rb") as handle:
             handle.seek(start_offset - 1)
             if handle.read(1) != b"\n":
@@ -114,6 +114,7 @@ def parse_file(
         first_line=first_line,
         line_open=bool(carry.get("line_open")),
         max_bytes=max_bytes,
+        reported_tail=carry.get("tail", ""),
     )
     for line in reader:
         parser.feed(line)
@@ -133,6 +134,8 @@ def parse_file(
             "line_open": reader.line_open,
         }
     )
+    if reader.tail:
+        new_carry["tail"] = reader.tail  # reported: the next read of the same unfinished line stays quiet
     return ParseResult(
         session=parser.session,
         messages=parser.messages,
@@ -156,6 +159,18 @@ def stat_source(path: Path):
 def is_document_log(path: str | Path, tool: str | None) -> bool:
     """Whether this file of the tool is one JSON document rewritten whole (read from the start each time)."""
     return tool in PARSERS and parser_for(tool, path).document
+
+
+def _nothing_to_judge_yet(path: Path, carry: dict, issues: list[ParseIssue]) -> ParseResult:
+    """An empty file, or one whose first line is still being written: nothing to judge by yet. Said once for
+    the same bytes (the carry names them, as `JsonlReader.tail` does a cut last line), not at every scan of a
+    file left that way; said again when they change."""
+    tail = tail_key(0, path.read_bytes())
+    if tail != carry.get("tail"):
+        issues.append(
+            ParseIssue(str(path), 0, "not a recognised agent log yet: the file has no complete line", "warning")
+        )
+    return ParseResult(None, [], issues, 0, 0, {"tail": tail})
 
 
 def _source_file(path: Path, layout) -> SourceFile:

@@ -5,6 +5,7 @@ Nothing here knows a tool: `dispatch.parse_file` feeds what `JsonlReader` yields
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -21,7 +22,9 @@ class JsonlReader:
 
     A line counts as complete when it ends with a newline, or when it is the last bytes of the file and
     already a valid JSON object. A last line that is neither is a line still being written: it is not
-    consumed, so `end_offset` stays before it and a later import reads it whole. Blank lines are
+    consumed, so `end_offset` stays before it and a later import reads it whole; it is reported once
+    (`tail` names those exact bytes: given back as `reported_tail`, the same tail is not reported again, so
+    a file left with a cut last line warns once, not at every re-read). Blank lines are
     consumed silently; a line that is not JSON (or not an object) is reported and skipped; bytes that are
     not UTF-8 are decoded with replacement characters and reported as a warning.
 
@@ -36,6 +39,7 @@ class JsonlReader:
         first_line: int = 1,
         line_open: bool = False,
         max_bytes: int | None = None,
+        reported_tail: str = "",
     ):
         self.path = path
         self.start_offset = start_offset
@@ -45,6 +49,8 @@ class JsonlReader:
         self.max_bytes = max_bytes
         self.stopped_early = False
         self.issues: list[ParseIssue] = []
+        self.reported_tail = reported_tail
+        self.tail = ""  # the incomplete last line left unread, as `tail_key` gives it ("" when there is none)
         # The previous read consumed a last line that had no newline yet: the newline that ends it is
         # not a line of its own (so line numbers stay the same however the file is read).
         self.line_open = line_open
@@ -78,12 +84,14 @@ class JsonlReader:
                         data = _loads_object(stripped) if stripped else None
                         if data is None:
                             if stripped:
-                                self._issue(
-                                    number,
-                                    f"line {number} is incomplete (no newline and not yet valid JSON); "
-                                    "left unread for the next import",
-                                    "warning",
-                                )
+                                self.tail = tail_key(offset, raw)
+                                if self.tail != self.reported_tail:
+                                    self._issue(
+                                        number,
+                                        f"line {number} is incomplete (no newline and not yet valid JSON); "
+                                        "left unread for the next import",
+                                        "warning",
+                                    )
                             return
                 offset += len(raw)
                 self.end_offset = offset
@@ -114,6 +122,12 @@ class JsonlReader:
                             "warning",
                         )  # fmt: skip
                 yield JsonLine(number=number, end_offset=offset, data=data)
+
+
+def tail_key(offset: int, raw: bytes) -> str:
+    """Names an incomplete last line by where it starts, its length and a hash of its bytes: any change to
+    it (it grows, or is rewritten) gives another key."""
+    return f"{offset}:{len(raw)}:{hashlib.blake2b(raw, digest_size=8).hexdigest()}"
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")

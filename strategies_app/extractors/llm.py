@@ -12,14 +12,13 @@ with the error and asked again. Nothing is written until an answer passes, so a 
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import UTC, datetime
-
-import jsonschema
 
 from strategies_app.prompts import prompt_render
 
@@ -100,7 +99,14 @@ SYSTEM = (
     'name/value pairs. Answer {"memories": []} when nothing is worth remembering.'
 )
 
-_VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+@functools.cache
+def _answer_validator():
+    """The answer schema's validator, made on the first answer: jsonschema is slow to import, and every process
+    (a log import, any `manage.py` command) loads this module at start-up through the strategy triggers."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(SCHEMA)
 
 
 class LLMExtractor(Extractor):
@@ -192,7 +198,7 @@ class LLMExtractor(Extractor):
             answer = json.loads(content) if isinstance(content, str) else content
         except ValueError as error:
             raise ExtractorInvalidOutput(f"not JSON ({error})") from error
-        errors = sorted(_VALIDATOR.iter_errors(answer), key=lambda e: list(e.absolute_path))
+        errors = sorted(_answer_validator().iter_errors(answer), key=lambda e: list(e.absolute_path))
         if errors:
             where = "/".join(str(p) for p in errors[0].absolute_path) or "(root)"
             raise ExtractorInvalidOutput(f"at {where}: {errors[0].message}")

@@ -779,7 +779,7 @@ def test_garbage_gives_no_messages_and_says_why():
 def test_json_of_another_shape_gives_no_messages_and_says_why():
     result = parse_file(DATA / "unknown" / "other-tool.jsonl")
     assert result.messages == []
-    assert "none has the shape of a Claude Code, Qwen Code or OpenClaw record" in result.issues[0].message
+    assert "none has the shape of a record of Claude Code, Qwen Code, Gemini CLI" in result.issues[0].message
     assert detect_tool(DATA / "unknown" / "other-tool.jsonl", ['{"event": "x"}']) is None
 
 

@@ -378,7 +378,7 @@ def test_unknown_formats_and_garbage_are_refused_with_the_reason_and_write_nothi
     reasons = {Path(f.path).name: f.reason for f in summary.files}
     assert (summary.files_refused, summary.files_imported) == (2, 0)
     assert reasons["garbage.jsonl"].startswith("not a recognised agent log: none of the first")
-    assert "none has the shape of a Claude Code, Qwen Code or OpenClaw record" in reasons["other-tool.jsonl"]
+    assert "none has the shape of a record of Claude Code, Qwen Code, Gemini CLI" in reasons["other-tool.jsonl"]
     assert all(i.line == 0 and i.level == "error" for i in summary.issues)
     assert not Session.objects.filter(tenant=api.tenant).exists()
     assert not ImportedFile.objects.filter(tenant=api.tenant).exists()

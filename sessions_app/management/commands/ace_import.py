@@ -10,6 +10,9 @@ class Command(BaseCommand):
         "Import Claude Code, Qwen Code or OpenClaw session logs from a file or a directory tree. Running it "
         "again imports only what is new. The last line of the output is the summary."
     )
+    # The system checks load every URL, view and serializer of the project (the API schema's too): most of a
+    # small import's time, and nothing an import uses. `manage.py check` and the server run them.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("path", help="A .jsonl log or a directory (e.g. ~/.claude/projects)")

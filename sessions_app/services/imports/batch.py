@@ -96,8 +96,8 @@ class BatchImporter:
             report.result.lines_read += parsed.lines_read
             report.result.messages += file.created
             report.result.streaming = parsed.pending  # as of the file's last read
-            if parsed.lines_read or file.created:
-                report.result.status = "imported"
+            if parsed.lines_read or file.created or parsed.end_offset > file.start_offset:
+                report.result.status = "imported"  # a file that grew was read, if only by a line's newline
             if parsed.complete:
                 done.append(file)
         return done
@@ -169,8 +169,8 @@ class BatchImporter:
                     file.issues.append(restarted)
             file.start_offset = record.offset
             carry = record.carry or None
-            if record.offset == 0 and not carry:
-                carry = self.spawns.subagent_seed(path)
+            if record.offset == 0 and set(carry or {}) <= {"tail"}:  # nothing read yet but an unfinished line
+                carry = {**(self.spawns.subagent_seed(path) or {}), **(carry or {})} or None
             file.parsed = parse_file(
                 path, start_offset=record.offset, tool=record.tool or self.options.tool, carry=carry,
                 flush=file.idle, max_bytes=max_bytes,
@@ -188,7 +188,12 @@ class BatchImporter:
         for file in files:
             record, parsed = file.record, file.parsed
             if file.refused or parsed is None or parsed.tool is None:
-                if file.created_record:
+                if parsed is not None and not file.refused and parsed.carry.get("tail"):
+                    # No complete line yet: the row remembers the unfinished line reported, to say it once.
+                    record.carry = parsed.carry
+                    record.last_imported_at = now
+                    saved.append(record)
+                elif file.created_record:
                     dropped.append(record.pk)  # as if never met: nothing was read from it
                 continue
             record.tool = parsed.tool

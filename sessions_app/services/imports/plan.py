@@ -16,7 +16,7 @@ from pathlib import Path
 from django.utils import timezone
 
 from sessions_app.importers import ParseIssue, ParseResult, describe_layout, opencode
-from sessions_app.importers.detect import explain_detection, is_log_name
+from sessions_app.importers.detect import explain_detection, head_objects, is_log_name
 from sessions_app.importers.dispatch import stat_source
 from sessions_app.importers.jsonl import read_head
 from sessions_app.importers.openclaw import is_compressed_archive
@@ -140,7 +140,9 @@ def file_refusal(path: Path, *, tool: str | None = None) -> ParseIssue | None:
     """Why a file would not be imported (not a recognised agent log, or not the `tool` asked for), or None.
 
     An empty file, or one whose first line is still being written, is not refused: there is nothing to
-    judge yet, and the next import reads it."""
+    judge yet, and the next import reads it. A forced `tool` is taken where detection cannot tell (JSON
+    lines of no shape known here, or a path in another tool's layout): its parser reads what it can, line
+    by line. It does not make a file whose first lines hold no JSON object a log: that is refused too."""
     tool = None if tool in ("", "auto") else tool
     if is_compressed_archive(path.name):  # binary: its first "line" says nothing
         return ParseIssue(str(path), 0, f"not a recognised agent log: {explain_detection(path, []).reason}")
@@ -151,7 +153,10 @@ def file_refusal(path: Path, *, tool: str | None = None) -> ParseIssue | None:
     if detection.tool is None:
         if tool is None:
             return ParseIssue(str(path), 0, f"not a recognised agent log: {detection.reason}")
-        return None  # forced: the parser reports what it cannot read, line by line
+        objects, other = head_objects(head)
+        if not objects:
+            return ParseIssue(str(path), 0, f"not a {tool} log: none of its first {other} lines is a JSON object")
+        return None
     if tool is not None and detection.tool != tool:
         return ParseIssue(str(path), 0, f"not a {tool} log: it looks like {detection.tool} ({detection.reason})")
     return None

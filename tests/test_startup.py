@@ -1,0 +1,58 @@
+"""Start-up: a process that imports logs (or runs any command) does not load the libraries only some requests
+need — numpy, jsonschema, the models' embedder, the apps' admin modules, the API schema — and the admin and
+its system checks still see every ModelAdmin when they are asked for."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LOADED_LATE = ["numpy", "jsonschema", "torch", "sentence_transformers", "drf_spectacular.views", "sessions_app.admin"]
+
+PROBE = """
+import json, os, sys
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aceproject.settings")
+import django
+django.setup()
+from django.core.management import load_command_class
+load_command_class("sessions_app", "ace_import")  # what `manage.py ace_import` loads before it runs
+from sessions_app.importers import parse_file  # and what an import runs
+print(json.dumps(sorted(name for name in %r if name in sys.modules)))
+"""
+
+
+def test_an_import_process_starts_without_the_libraries_only_some_requests_need():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE % LOADED_LATE], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.django_db
+def test_the_admin_and_its_checks_still_see_every_model_admin(admin_client):
+    from django.contrib import admin
+    from django.core import checks
+
+    from sessions_app.models import Message
+
+    assert checks.run_checks(tags=[checks.Tags.admin]) == []
+    assert admin.site.is_registered(Message)  # discovered for the checks
+    assert admin_client.get("/admin/sessions_app/message/").status_code == 200
+
+
+def test_a_vector_column_reads_and_writes_as_pgvectors(db):
+    """memory_app's VectorField defers pgvector (and numpy) to the first vector: what it stores and reads
+    back is what pgvector's field gives, and migrations see pgvector's field."""
+    from memory_app.models import Record
+
+    field = Record._meta.get_field("embedding")
+    assert field.deconstruct()[1] == "pgvector.django.vector.VectorField"
+    assert field.get_prep_value([0.5, -1.0, 2.0]) == "[0.5,-1.0,2.0]"
+    vector = field.from_db_value("[0.5,-1,2]", None, None)
+    assert vector.tolist() == [0.5, -1.0, 2.0] and type(vector).__module__ == "numpy"
+    assert field.to_python([1, 2]).tolist() == [1.0, 2.0]
