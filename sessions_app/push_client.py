@@ -440,12 +440,20 @@ def _send(server: Server, options: Options, state: State, changed: list[LocalFil
             if refused.status in (401, 403, 413) or refused.status >= 500:
                 raise
             errors = refused.body.get("errors") or {}
-            if str(refused.body.get("detail", "")).startswith("No file could be imported"):
-                for part in parts:  # none is an agent log: not sent again until it changes
-                    reason = " ".join(errors.get(f"files.{parts.index(part)}", [])) or str(refused)
-                    log.warning("%s: refused by the server: %s", part.name, reason)
-                    state.acknowledge(part.file.path, part.name, part.file.stat, refused=reason)
-                    todo.pop(part.name, None)
+            if refused.status == 400 and errors and all(key.startswith("files.") for key in errors):
+                # Files the server will not take (not an agent log, a name it does not read): remembered as
+                # refused, not sent again until they change; the request's other files go in the next one.
+                for key, messages in errors.items():
+                    index = int(key.split(".")[1]) if key.split(".")[1].isdigit() else -1
+                    if 0 <= index < len(parts):
+                        part = parts[index]
+                        log.warning("%s: refused by the server: %s", part.name, " ".join(messages))
+                        state.acknowledge(part.file.path, part.name, part.file.stat, refused=" ".join(messages))
+                        todo.pop(part.name, None)
+                if all(part.name in todo for part in parts):  # none named: do not loop
+                    result.refused.append(str(refused))
+                    for part in parts:
+                        todo.pop(part.name, None)
                 continue
             # The server's copy is not what we thought (a race, a server restored from a backup, a replaced file):
             # ask again, once per file; a 409 means its bytes differ, so the file goes whole.
@@ -486,8 +494,9 @@ def _resume_offset(file: LocalFile, held: dict | None) -> int | None:
 
 def _next_request(todo: dict[str, tuple[LocalFile, int | None]], max_bytes: int) -> list[Part]:
     """The parts of the next request: files in order, up to `max_bytes` of log and MAX_FILES files; a file
-    larger than what is left is cut (its next part goes in a later request, from where the server's copy ends).
-    A request either replaces files (no offsets) or appends to them, never both."""
+    larger than what is left is cut (its next part goes in a later request, from where the server's copy ends),
+    except a whole-document log, which is only ever read whole (it goes alone if it is that large). A request
+    either replaces files (no offsets) or appends to them, never both."""
     parts: list[Part] = []
     budget = max_bytes
     replacing = None
@@ -499,7 +508,12 @@ def _next_request(todo: dict[str, tuple[LocalFile, int | None]], max_bytes: int)
         elif replacing != (start is None):
             continue
         offset = start or 0
-        length = min(file.stat.st_size - offset, budget)
+        length = file.stat.st_size - offset
+        if is_document(file.name):
+            if parts and length > budget:
+                continue
+        else:
+            length = min(length, budget)
         with file.path.open("rb") as handle:
             handle.seek(offset)
             data = handle.read(length)

@@ -378,3 +378,77 @@ def test_another_tenants_key_sees_nothing_of_the_pushed_files(ace, tmp_path):
     assert Session.objects.filter(tenant=other.tenant, machine="laptop").count() == (
         Session.objects.filter(tenant=ace["api"].tenant, machine="laptop").count()
     )
+
+
+def test_files_the_server_will_not_take_are_remembered_and_the_others_sent(ace, tmp_path):
+    home = copy_logs(tmp_path / "home")
+    (home / "notes.txt").write_text("not a log\n")
+    opts = options(ace["url"], ace["key"], "laptop", [home], tmp_path / "state")
+    everything = push_client.push_once(opts, log_name=lambda path: True, sleep=lambda seconds: None)
+    assert everything.exit_code == 0 and everything.files_sent == 6
+    state = push_client.State(push_client.state_path(opts.state_dir, opts.server, opts.machine))
+    refused = {Path(path).name for path, entry in state.files.items() if entry["refused"]}
+    assert refused == {"notes.txt", "agent-a1b2c3d.meta.json", "garbage.jsonl", "other-tool.jsonl"}
+    again = push_client.push_once(opts, log_name=lambda path: True, sleep=lambda seconds: None)
+    assert (again.exit_code, again.bytes_sent) == (0, 0)
+
+
+def test_a_whole_document_log_goes_whole_and_uncut(tmp_path):
+    document = tmp_path / ".gemini" / "tmp" / "5a1b" / "chats" / "session-1.json"
+    document.parent.mkdir(parents=True)
+    document.write_bytes(b'{"messages": [' + b'{"type": "user", "content": "hi"},' * 500 + b"{}]}")
+    log = tmp_path / "a.jsonl"
+    log.write_bytes(b"{}\n" * 5000)
+    found = {f.name: f for f in push_client.find_logs([str(tmp_path)], push_client.is_log_name)}
+    doc = found[".gemini/tmp/5a1b/chats/session-1.json"]
+    held = {"stored_bytes": 100, "head_sha256": push_client.file_head_sha256(document, 100)}
+    assert push_client._resume_offset(doc, held) is None  # changed: sent whole, replacing the server's copy
+    assert push_client._resume_offset(found[f"{tmp_path.name}/a.jsonl"], None) == 0
+    jsonl = found[f"{tmp_path.name}/a.jsonl"]
+    todo = {jsonl.name: (jsonl, None), doc.name: (doc, None)}
+    parts = push_client._next_request(todo, max_bytes=1000)
+    assert [(p.name, len(p.data)) for p in parts] == [(jsonl.name, 1000)]  # a log is cut; the document waits
+    todo.pop(jsonl.name)
+    parts = push_client._next_request(todo, max_bytes=1000)
+    assert [(p.name, len(p.data)) for p in parts] == [(doc.name, document.stat().st_size)]  # alone, whole
+
+
+def test_random_uploads_never_fail_the_server(ace, tmp_path):
+    """Fuzz: random offsets, machines, paths and bytes; every answer is 201, 400 or 409, and what the server
+    holds of a file is always a prefix of it or a whole part that was sent."""
+    import random
+
+    rng = random.Random(15)
+    data = (DATA / QWEN).read_bytes()
+    api = ace["api"]
+    for _ in range(40):
+        offset = rng.choice([0, 1, len(data) // 3, len(data), len(data) + 5, -3, rng.randrange(len(data))])
+        end = rng.randrange(max(offset, 0), len(data) + 1) if offset <= len(data) else offset + 3
+        content = data[max(offset, 0) : end]
+        if rng.random() < 0.2:
+            content = bytes(rng.randrange(256) for _ in range(rng.randrange(40)))
+        fields = {
+            "paths": rng.choice([[QWEN_NAME], ["../x.jsonl"], [QWEN_NAME + "\x00"], ["a" * 300 + ".jsonl"]]),
+            "machine": rng.choice(["laptop", "", "bad name", "x" * 120]),
+        }
+        if rng.random() < 0.8:
+            fields["offsets"] = [rng.choice([offset, str(offset), "nan"])]
+        handle = io.BytesIO(content)
+        handle.name = "part.jsonl"
+        response = api.post("/api/v1/imports/", {"files": [handle], **fields}, format="multipart")
+        assert response.status_code in (201, 400, 409), response.content[:300]
+    stored = tmp_path / "server" / "uploads" / str(api.tenant.pk) / "~machines" / "laptop" / QWEN_NAME
+    if stored.exists():
+        held = stored.read_bytes()
+        assert data.startswith(held) or len(held) < 40, len(held)
+
+
+def test_small_requests_cut_files_and_still_count_each_byte_once(ace, tmp_path):
+    home = copy_logs(tmp_path / "home")
+    expected = local_totals(tmp_path, "x")
+    result = push(options(ace["url"], ace["key"], "laptop", [home], tmp_path / "state", max_bytes=2000))
+    assert result.exit_code == 0
+    assert result.bytes_sent == sum(p.stat().st_size for p in home.rglob("*.jsonl"))
+    assert counters(ace["api"].get("/api/v1/stats/", {"machine": "laptop"}).json()["totals"]) == expected
+    stored = tmp_path / "server" / "uploads" / str(ace["api"].tenant.pk) / "~machines" / "laptop" / QWEN_NAME
+    assert stored.read_bytes() == (home / QWEN).read_bytes()
