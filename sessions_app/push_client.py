@@ -148,7 +148,9 @@ class State:
 
     def unchanged(self, path: Path, stat: os.stat_result) -> bool:
         entry = self.files.get(str(path))
-        return bool(entry) and (entry["size"], entry["mtime_ns"], entry["inode"]) == (
+        if not isinstance(entry, dict):
+            return False
+        return (entry.get("size"), entry.get("mtime_ns"), entry.get("inode")) == (
             stat.st_size,
             stat.st_mtime_ns,
             stat.st_ino,

@@ -26,7 +26,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='session',
             name='machine',
-            field=models.CharField(blank=True, db_default='', default='', help_text="The machine the agent ran on: an upload's label (ace_push), else the importing host's name", max_length=100),
+            field=models.CharField(blank=True, default='', help_text="The machine the agent ran on: an upload's label (ace_push), else the importing host's name", max_length=100),
         ),
         migrations.AddField(
             model_name='usagedaily',

@@ -68,7 +68,6 @@ class Session(UsageCounters):
         max_length=MACHINE_MAX_LENGTH,
         blank=True,
         default="",
-        db_default="",  # raw inserts (bench, bulk paths) that name no machine get none
         help_text="The machine the agent ran on: an upload's label (ace_push), else the importing host's name",
     )
     metadata = models.JSONField(default=dict, blank=True)

@@ -16,6 +16,7 @@ class UsageRollup(UsageCounters):
     tool = models.CharField(max_length=64, blank=True)
     user_id = models.CharField(max_length=255, blank=True)
     project = models.CharField(max_length=255, blank=True)
+    # A database default too: raw inserts of roll-up rows (bench/dashboard.py) that name no machine get none.
     machine = models.CharField(max_length=MACHINE_MAX_LENGTH, blank=True, default="", db_default="")
     model = models.CharField(max_length=255, blank=True)
     conversations = models.BigIntegerField(default=0)

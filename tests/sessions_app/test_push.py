@@ -452,3 +452,18 @@ def test_small_requests_cut_files_and_still_count_each_byte_once(ace, tmp_path):
     assert counters(ace["api"].get("/api/v1/stats/", {"machine": "laptop"}).json()["totals"]) == expected
     stored = tmp_path / "server" / "uploads" / str(ace["api"].tenant.pk) / "~machines" / "laptop" / QWEN_NAME
     assert stored.read_bytes() == (home / QWEN).read_bytes()
+
+
+def test_a_damaged_state_file_is_read_as_empty_and_rewritten_whole(tmp_path):
+    path = push_client.state_path(tmp_path, "https://ace.example.com", "laptop")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for damaged in ('{"version": 1, "files": {"/a.jsonl": 7}}', '{"version": 1, "fil', "\x00\x01"):
+        path.write_text(damaged)
+        state = push_client.State(path)
+        log = tmp_path / "a.jsonl"
+        log.write_text("{}\n")
+        assert not state.unchanged(log, log.stat())
+        state.acknowledge(log, "a.jsonl", log.stat())
+        state.save()
+        assert push_client.State(path).unchanged(log, log.stat())
+    assert [p.name for p in path.parent.iterdir() if p.name.startswith(".state-")] == []  # no temporary left
