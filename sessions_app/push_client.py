@@ -25,6 +25,7 @@ failing) after the retries; the next run resumes where the server's copy ends.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import logging
@@ -177,20 +178,9 @@ class State:
                 os.fsync(out.fileno())
             os.replace(temporary, self.path)
         except BaseException:
-            with _ignored(OSError):
+            with contextlib.suppress(OSError):
                 os.unlink(temporary)
             raise
-
-
-class _ignored:
-    def __init__(self, *kinds):
-        self.kinds = kinds
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, traceback):
-        return kind is not None and issubclass(kind, self.kinds)
 
 
 def state_path(state_dir: Path, server: str, machine: str) -> Path:

@@ -467,3 +467,22 @@ def test_a_damaged_state_file_is_read_as_empty_and_rewritten_whole(tmp_path):
         state.save()
         assert push_client.State(path).unchanged(log, log.stat())
     assert [p.name for p in path.parent.iterdir() if p.name.startswith(".state-")] == []  # no temporary left
+
+
+def test_two_pushes_of_one_machine_at_once_store_each_byte_once(ace, tmp_path):
+    home = copy_logs(tmp_path / "home")
+    expected = local_totals(tmp_path, "x")
+    results = []
+
+    def run(state):
+        results.append(push(options(ace["url"], ace["key"], "laptop", [home], tmp_path / state)))
+
+    threads = [threading.Thread(target=run, args=(f"state-{n}",)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert [r.exit_code for r in results] == [0, 0]
+    assert counters(ace["api"].get("/api/v1/stats/", {"machine": "laptop"}).json()["totals"]) == expected
+    stored = tmp_path / "server" / "uploads" / str(ace["api"].tenant.pk) / "~machines" / "laptop" / QWEN_NAME
+    assert stored.read_bytes() == (home / QWEN).read_bytes()
