@@ -62,3 +62,9 @@ MESSAGE_INPUT_FIELDS = (
 )
 # What a chat turn's completion adds to its two messages (../shared/seeds/003).
 MESSAGE_TURN_FIELDS = ("skill_names", "tool_names", "max_tokens", "temperature", "api_calls")
+
+# The machine a session ran on (an upload's label from `ace_push`, else the importing host's name): a host
+# name's characters, so that it is also a safe folder name for the uploads kept per machine. The push script
+# (scripts/ace-push.py, standard library only) keeps a copy of these two rules; a test compares them.
+MACHINE_MAX_LENGTH = 100
+MACHINE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"

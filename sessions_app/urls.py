@@ -2,7 +2,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from sessions_app.api import views
-from sessions_app.api.imports import ImportUploadView
+from sessions_app.api.imports import ImportUploadView, StoredFilesView
 
 router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
@@ -14,5 +14,6 @@ router.register("turns", views.TurnViewSet, basename="turn")
 urlpatterns = [
     path("stats/", views.StatsView.as_view(), name="stats"),
     path("imports/", ImportUploadView.as_view(), name="imports"),
+    path("imports/files/", StoredFilesView.as_view(), name="import-files"),
     *router.urls,
 ]

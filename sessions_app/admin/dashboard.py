@@ -1,5 +1,5 @@
-"""The usage dashboard of the admin: one tenant's totals, trend by day, breakdowns by tool, model, user and
-project, and its top sessions, with a CSV export of every table.
+"""The usage dashboard of the admin: one tenant's totals, trend by day, breakdowns by tool, model, user,
+project and machine, and its top sessions, with a CSV export of every table.
 
 It reads only the roll-ups (the daily ones for whole days: every breakdown in one GROUPING SETS scan, each
 model's token sums priced with the model price table) and the session rows (top sessions by tokens:
@@ -43,6 +43,7 @@ BREAKDOWNS = {
     "model": "By model",
     "user_id": "By user",
     "project": "By project",
+    "machine": "By machine",
     "day": "By day",
 }
 TOPS = {"top_tokens": "Top sessions by tokens", "top_cost": "Top sessions by cost"}
@@ -60,7 +61,7 @@ MESSAGE_KINDS = (
     ("message_system", "system"),
 )
 COST_FIELDS = ("cost_usd", "unpriced_tokens")
-SESSION_COLUMNS = ("session_id", "name", "tool", "user_id", "project", "started_at")
+SESSION_COLUMNS = ("session_id", "name", "tool", "user_id", "project", "machine", "started_at")
 
 
 class DashboardFilters(forms.Form):
@@ -72,6 +73,7 @@ class DashboardFilters(forms.Form):
         label="user", required=False, widget=forms.TextInput(attrs={"list": "ace-users", "size": 14})
     )
     project = forms.CharField(required=False, widget=forms.TextInput(attrs={"list": "ace-projects", "size": 18}))
+    machine = forms.CharField(required=False, widget=forms.TextInput(attrs={"list": "ace-machines", "size": 14}))
 
     def clean(self):
         data = super().clean()
@@ -103,6 +105,7 @@ class DashboardFilters(forms.Form):
             tool=data.get("tool") or None,
             user_id=data.get("user_id") or None,
             project=data.get("project") or None,
+            machine=data.get("machine") or None,
         )
 
     def query(self, **extra) -> str:
@@ -164,6 +167,7 @@ def dashboard_view(request, model_admin):
                 "tools": [r["key"] for r in grouped["tool"]["results"] if r["key"]],
                 "users": [r["key"] for r in grouped["user_id"]["results"] if r["key"]],
                 "projects": [r["key"] for r in grouped["project"]["results"] if r["key"]],
+                "machines": [r["key"] for r in grouped["machine"]["results"] if r["key"]],
             },
         }
     )
@@ -200,6 +204,7 @@ def _grouped(usage: UsageFilter, group_by: str, book: PriceBook) -> dict:
         tool=usage.tool,
         user_id=usage.user_id,
         project=usage.project,
+        machine=usage.machine,
         book=book,
     )
 
@@ -208,8 +213,8 @@ def _breakdown(filters: DashboardFilters, name: str, grouped: dict) -> dict:
     results = grouped["results"]
     rows = []
     for row in results[:TABLE_ROWS] if name != "day" else results:
-        # Clicking a tool, user or project narrows the dashboard to it.
-        filterable = name in ("tool", "user_id", "project") and row["key"]
+        # Clicking a tool, user, project or machine narrows the dashboard to it.
+        filterable = name in ("tool", "user_id", "project", "machine") and row["key"]
         filter_url = filters.query(**{name: row["key"]}) if filterable else ""
         rows.append({**row, "filter_url": filter_url})
     return {
@@ -276,6 +281,7 @@ def csv_response(filters: DashboardFilters, usage: UsageFilter, table: str, book
                 e["session"].tool,
                 e["session"].user_id,
                 e["session"].project,
+                e["session"].machine,
                 e["session"].started_at.isoformat(),
                 *(e[f] for f in USAGE_FIELDS),
                 *(e[f] for f in COST_FIELDS),

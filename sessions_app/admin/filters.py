@@ -1,4 +1,5 @@
-"""The sessions admin's list filters: tool, model, session, conversation, turn status; ended, deleted, revoked."""
+"""The sessions admin's list filters: tool, machine, model, session, conversation, turn status; ended, deleted,
+revoked."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 
 from platform_kit.admin.filters import IsNullFilter, ObjectIdFilter, SmallTableValueFilter
-from sessions_app.models import Conversation, Session, TurnStatus, UsageHourly
+from sessions_app.models import Conversation, Session, TurnStatus, UsageDaily, UsageHourly
 
 
 class ToolFilter(SmallTableValueFilter):
@@ -14,6 +15,13 @@ class ToolFilter(SmallTableValueFilter):
 
     title = parameter_name = field = source_field = "tool"
     source_model = Session
+
+
+class MachineFilter(SmallTableValueFilter):
+    """Machines read from the daily usage roll-up (a row per machine and day at most), never from the sessions."""
+
+    title = parameter_name = field = source_field = "machine"
+    source_model = UsageDaily
 
 
 class SessionToolFilter(ToolFilter):

@@ -20,7 +20,7 @@ from platform_kit.admin.display import EMPTY, badge, changelist_url, counter_dis
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, LimitedInlineFormSet, ReadOnlyAdminMixin, UuidSearchMixin
 from sessions_app.admin.display import STATUS_COLOURS, CounterColumns
-from sessions_app.admin.filters import ActiveFilter, DeletedFilter, ToolFilter
+from sessions_app.admin.filters import ActiveFilter, DeletedFilter, MachineFilter, ToolFilter
 from sessions_app.admin.transcript import chat_messages, group_by_conversation, seq_page
 from sessions_app.links import timeline_url
 from sessions_app.models import Conversation, Message, Session, SessionModelUsage, StateVersion, Tenant
@@ -50,7 +50,7 @@ class ConversationInline(ReadOnlyAdminMixin, admin.TabularInline):
     total_tokens_display = counter_display("total_tokens", "tokens")
 
 
-SESSION_EDITABLE = ("name", "app", "project", "metadata")
+SESSION_EDITABLE = ("name", "app", "project", "machine", "metadata")
 
 
 @admin.register(Session)
@@ -59,6 +59,7 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
         "display_name",
         "tool",
         "user_id",
+        "machine",
         "app",
         "tenant",
         "started_at",
@@ -73,7 +74,7 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
         "total_tokens_display",
     )
     list_display_links = ("display_name",)
-    list_filter = ("tenant", ToolFilter, ActiveFilter, ("started_at", DateRangeFilter), DeletedFilter)
+    list_filter = ("tenant", ToolFilter, MachineFilter, ActiveFilter, ("started_at", DateRangeFilter), DeletedFilter)
     search_fields = ("name", "=user_id", "=agent_session_id")
     search_help_text = "Part of the name, or an exact user_id, agent_session_id or session id."
     list_select_related = ("tenant",)
@@ -88,7 +89,7 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
                 "fields": (
                     "tenant",
                     "name",
-                    ("tool", "app", "project"),
+                    ("tool", "app", "project", "machine"),
                     ("user_id", "agent_session_id"),
                     "metadata",
                     "timeline_link",
@@ -127,8 +128,8 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
     def get_readonly_fields(self, request, obj=None):
         editable = () if obj is not None and obj.deleted_at else SESSION_EDITABLE
         if obj is not None and obj.messages:
-            # Its usage is counted under its project (services.sessions.FIXED_ONCE_USED).
-            editable = tuple(field for field in editable if field != "project")
+            # Its usage is counted under its project and machine (services.sessions.FIXED_ONCE_USED).
+            editable = tuple(field for field in editable if field not in ("project", "machine"))
         fields = flatten_fieldsets(self.fieldsets)
         return [field for field in fields if field not in editable]
 

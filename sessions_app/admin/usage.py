@@ -14,12 +14,12 @@ from sessions_app.admin.display import SESSION_COUNTERS, CounterColumns
 from sessions_app.models import ModelPrice, UsageDaily, UsageHourly
 
 # What a roll-up row counts under, besides its tenant and its time bucket.
-ROLLUP_KEYS = ("tool", "user_id", "project", "model")
+ROLLUP_KEYS = ("tool", "user_id", "project", "machine", "model")
 MESSAGES_BY_ROLE = ("message_user", "message_assistant", "message_toolresult", "message_error")
 
 
 class UsageAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
-    """A roll-up table, read-only: counters per tenant, time bucket, tool, user, project and model.
+    """A roll-up table, read-only: counters per tenant, time bucket, tool, user, project, machine and model.
 
     A subclass names its time column (`bucket`); the list's columns, date hierarchy and ordering and the page's
     fields follow from it.
@@ -29,8 +29,8 @@ class UsageAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
     messages_by_role = False  # the list shows the messages per role too
 
     list_filter = ("tool", "model", "tenant")
-    search_fields = ("=user_id", "=project")
-    search_help_text = "An exact user_id or project."
+    search_fields = ("=user_id", "=project", "=machine")
+    search_help_text = "An exact user_id, project or machine."
     list_select_related = ("tenant",)
     list_per_page = 100
     sessions_display = counter_display("sessions", "sessions")

@@ -11,6 +11,7 @@ class SessionFilter(filters.FilterSet):
     user_id = filters.CharFilter()
     app = filters.CharFilter()
     project = filters.CharFilter()
+    machine = filters.CharFilter()
     agent_session_id = filters.CharFilter()
     active = filters.BooleanFilter(field_name="ended_at", lookup_expr="isnull", help_text="true: not ended")
     started_after = filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="gte")

@@ -1,48 +1,62 @@
-"""`POST /api/v1/imports/`: upload agent-log files (Claude Code, Qwen Code, OpenClaw) and import them.
+"""`POST /api/v1/imports/`: upload agent-log files and import them; `GET /api/v1/imports/files/`: what the server
+holds of each uploaded file (what `ace_push` resumes from).
 
-Uploads are kept under `$ACE_DATA_DIR/uploads/<tenant id>/<path>`, so uploading the same file again
-after it grew imports only its new lines (the importer keeps each file's offset). A request is checked
-whole before anything is stored: a bad field, a name that is not `.jsonl`, or a file no parser
-recognises (when no file is left to import) is a 400 that writes nothing.
+Uploads are kept under `$ACE_DATA_DIR/uploads/<tenant id>/` (per machine when the upload names one), so
+uploading a file again after it grew imports only its new lines (the importer keeps each file's offset). A part
+can also be only the new bytes of the client's file, from an `offset` (see `services.imports.uploads`). A
+request is checked whole before anything is stored: a bad field, a name that is not a log's, an offset the
+server cannot continue from, or a file no parser recognises (when no file is left to import) is a 4xx that
+writes nothing.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
-from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework import exceptions, serializers, status
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import exceptions, generics, serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from platform_kit.api.errors import error_response
-from sessions_app.models import ImportTool
-from sessions_app.services.imports import file_refusal, import_files
+from platform_kit.api.pagination import CursorPage
+from sessions_app.api.serializers import MACHINE_NAME
+from sessions_app.importers.detect import is_log_name
+from sessions_app.models import ImportedFile, ImportTool
+from sessions_app.schema import MACHINE_MAX_LENGTH
+from sessions_app.services.imports import import_files
+from sessions_app.services.imports.uploads import (
+    HEAD_BYTES,
+    MACHINES_DIR,
+    UploadPart,
+    UploadRejected,
+    head_sha256,
+    stored_size,
+    upload_root,
+    uploads_store,
+)
 
 _UNSAFE = re.compile(r"[^\w.@+\-]")
 MAX_FILES = 100
-
-
-def upload_root(tenant) -> Path:
-    return settings.ACE_DATA_DIR / "uploads" / str(tenant.pk)
+MAX_PATH_PARTS = 12
 
 
 def clean_relative_path(name: str) -> str | None:
-    """A safe relative path from a client's file name or path (`proj/sess/subagents/agent-1.jsonl`)."""
+    """A safe relative path from a client's file name or path (`proj/sess/subagents/agent-1.jsonl`) that names a
+    log file (`detect.is_log_name`: `.jsonl`, archived transcripts, a whole-document log where its tool keeps
+    them), or None."""
     parts = [part for part in PurePosixPath(name.replace("\\", "/")).parts if part not in ("", ".", "/")]
-    if not parts or any(part == ".." for part in parts) or len(parts) > 8:
+    if not parts or any(part == ".." for part in parts) or len(parts) > MAX_PATH_PARTS:
         return None
-    cleaned = [_UNSAFE.sub("_", part)[:200] for part in parts]
-    if not cleaned[-1].endswith(".jsonl") or cleaned[-1] == ".jsonl":
+    cleaned = "/".join(_UNSAFE.sub("_", part)[:200] for part in parts)
+    if not is_log_name(cleaned) or PurePosixPath(cleaned).name.startswith(".json"):
         return None
-    return "/".join(cleaned)
+    return cleaned
 
 
 class ImportUploadSerializer(serializers.Serializer):
@@ -50,7 +64,8 @@ class ImportUploadSerializer(serializers.Serializer):
         child=serializers.FileField(allow_empty_file=True, use_url=False),
         allow_empty=False,
         max_length=MAX_FILES,
-        help_text="One or more agent-log files (.jsonl). Send the whole file each time: only new lines are read.",
+        help_text="One or more agent-log files. Send the whole file each time (only new lines are read), or only "
+        "its new bytes with `offsets`.",
     )
     paths = serializers.ListField(
         child=serializers.CharField(max_length=1000),
@@ -58,6 +73,23 @@ class ImportUploadSerializer(serializers.Serializer):
         help_text="Optional, one per file in the same order: where the file lives relative to the tool's home "
         "(e.g. `.claude/projects/-home-dev-app/<session>/subagents/agent-1.jsonl`), so sub-agent files and "
         "re-uploads are recognised. Default: the file's name.",
+    )
+    offsets = serializers.ListField(
+        child=serializers.IntegerField(min_value=0, max_value=2**62),
+        required=False,
+        help_text="Optional, one per file in the same order: the byte offset in the client's file at which the "
+        "uploaded part starts. The server appends the part to what it holds of that path; bytes it already holds "
+        "(a retry) are compared and skipped. An offset beyond what it holds is a 400 that names where to resume; "
+        "bytes that differ from what it holds are a 409 (send the file whole, without offsets). Without "
+        "`offsets`, each file is the whole file and replaces the server's copy.",
+    )
+    machine = serializers.CharField(
+        max_length=MACHINE_MAX_LENGTH,
+        required=False,
+        allow_blank=True,
+        validators=[MACHINE_NAME],
+        help_text="The machine the files come from (e.g. its host name): its files are kept apart from other "
+        "machines' and new sessions get it as their `machine`. Default: none.",
     )
     tool = serializers.ChoiceField(choices=ImportTool.choices, default=ImportTool.AUTO)
     user_id = serializers.CharField(
@@ -71,6 +103,9 @@ class ImportUploadSerializer(serializers.Serializer):
         files, paths = data["files"], data.get("paths")
         if paths is not None and len(paths) != len(files):
             raise serializers.ValidationError({"paths": [f"Give one path per file ({len(files)}), or none."]})
+        offsets = data.get("offsets")
+        if offsets is not None and len(offsets) != len(files):
+            raise serializers.ValidationError({"offsets": [f"Give one offset per file ({len(files)}), or none."]})
         names, errors = [], {}
         for index, upload in enumerate(files):
             wanted = paths[index] if paths is not None else upload.name or ""
@@ -82,7 +117,10 @@ class ImportUploadSerializer(serializers.Serializer):
                     "`manage.py ace_import ~/.local/share/opencode`."
                 ]
             elif name is None:
-                errors[f"files.{index}"] = [f"{wanted!r}: a relative path of a .jsonl file is expected."]
+                errors[f"files.{index}"] = [
+                    f"{wanted!r}: a relative path (up to {MAX_PATH_PARTS} parts) of an agent-log file is expected "
+                    "(.jsonl, an archived transcript, or a whole-document .json log in its tool's folder)."
+                ]
             elif name in names:
                 errors[f"files.{index}"] = [f"{name!r} is uploaded twice in this request."]
             names.append(name)
@@ -110,6 +148,12 @@ class ImportedFileResultSerializer(serializers.Serializer):
     streaming = serializers.IntegerField(
         help_text="Responses stored whose last lines have not arrived yet (completed in place when they do)"
     )
+    renamed_from = serializers.CharField(
+        help_text="The path this file was imported under before it was renamed (an OpenClaw archive), or empty"
+    )
+    stored_bytes = serializers.IntegerField(
+        help_text="How many bytes of the file the server now holds: where the next part starts (`offsets`)"
+    )
 
 
 class ImportSummarySerializer(serializers.Serializer):
@@ -118,6 +162,9 @@ class ImportSummarySerializer(serializers.Serializer):
     files_imported = serializers.IntegerField()
     files_unchanged = serializers.IntegerField()
     files_refused = serializers.IntegerField()
+    files_renamed = serializers.IntegerField(
+        help_text="Files recognised as renamed ones already imported (read on from their offset)"
+    )
     sessions_created = serializers.IntegerField()
     messages = serializers.IntegerField(help_text="New messages")
     requests = serializers.IntegerField(help_text="New LLM requests")
@@ -139,12 +186,19 @@ class ImportUploadView(APIView):
     parser_classes = [MultiPartParser]
 
     @extend_schema(
-        summary="Upload agent logs (Claude Code, Qwen Code, OpenClaw) and import them",
-        description="multipart/form-data with one or more `files` (.jsonl). Re-uploading a file that grew "
-        "imports only its new lines; re-uploading the same bytes imports nothing. A file no parser "
-        "recognises is refused with the reason (400 when no file is left to import).",
+        summary="Upload agent logs (Claude Code, Qwen Code, OpenClaw, …) and import them",
+        description="multipart/form-data with one or more `files`. Re-uploading a file that grew imports only "
+        "its new lines; re-uploading the same bytes imports nothing. With `offsets`, each part is only the "
+        "client file's bytes from that offset on (what `ace_push` sends: `GET /api/v1/imports/files/` says "
+        "where the server's copy ends); with `machine`, the files are kept and their sessions labelled per "
+        "machine. A file no parser recognises is refused with the reason (400 when no file is left to import).",
         request={"multipart/form-data": ImportUploadSerializer},
-        responses={201: ImportSummarySerializer},
+        responses={
+            201: ImportSummarySerializer,
+            400: OpenApiResponse(description="A field to fix, an offset beyond what the server holds"),
+            409: OpenApiResponse(description="The bytes before the end of a part differ from the server's copy"),
+            413: OpenApiResponse(description="The files are larger than ACE_MAX_UPLOAD_BYTES"),
+        },
         examples=[
             OpenApiExample(
                 "Summary",
@@ -185,6 +239,7 @@ class ImportUploadView(APIView):
                             "messages": 19,
                             "lines_read": 26,
                             "reason": "",
+                            "stored_bytes": 48213,
                         }
                     ],
                 },
@@ -209,39 +264,107 @@ class ImportUploadView(APIView):
                 status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
             )
         tool = body.validated_data["tool"]
-        root = upload_root(tenant)
-        root.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".upload-", dir=root))
+        machine = body.validated_data.get("machine") or ""
+        offsets = body.validated_data.get("offsets") or [None] * len(files)
+        parts = [
+            UploadPart(name=name, chunks=upload.chunks(), offset=offset)
+            for upload, name, offset in zip(files, names, offsets, strict=True)
+        ]
         try:
-            staged, refused = [], []
-            for upload, name in zip(files, names, strict=True):
-                # Staged under the same relative path, so detection sees the layout the file will have.
-                temporary = staging / name
-                temporary.parent.mkdir(parents=True, exist_ok=True)
-                with temporary.open("wb") as handle:
-                    for chunk in upload.chunks():
-                        handle.write(chunk)
-                refusal = file_refusal(temporary, tool=tool)
-                if refusal is not None:
-                    refused.append((name, refusal.message))
-                else:
-                    staged.append((temporary, root / name))
-            if not staged:
-                errors = {f"files.{names.index(name)}": [f"{name}: {reason}"] for name, reason in refused}
-                return error_response("No file could be imported: " + "; ".join(e[0] for e in errors.values()), errors)
-            for temporary, final in staged:
-                final.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(temporary, final)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            stored = uploads_store(tenant=tenant, machine=machine, parts=parts, tool=tool)
+        except UploadRejected as rejected:
+            return error_response(rejected.detail, rejected.errors, status_code=rejected.status)
+        refused = [(part.name, part.refused) for part in stored if part.refused]
+        if not any(not part.refused for part in stored):
+            errors = {f"files.{names.index(name)}": [f"{name}: {reason}"] for name, reason in refused}
+            return error_response("No file could be imported: " + "; ".join(e[0] for e in errors.values()), errors)
         summary = import_files(
             tenant=tenant,
-            paths=[final for _, final in staged],
+            paths=[part.path for part in stored if not part.refused],
             tool=tool,
             user_id=body.validated_data.get("user_id") or None,
+            machine=machine,
         )
+        root = upload_root(tenant, machine)
         for name, reason in refused:
             summary.add_refused(str(root / name), reason)
         prefix = str(root) + os.sep
         result = summary.as_dict(path_name=lambda path: path.removeprefix(prefix))
+        for file in result["files"]:
+            file["stored_bytes"] = stored_size(root / file["path"])
         return Response(ImportSummarySerializer(result).data, status=status.HTTP_201_CREATED)
+
+
+class StoredFileSerializer(serializers.Serializer):
+    path = serializers.CharField(help_text="The path the file was uploaded under (`paths`)")
+    machine = serializers.CharField(help_text="The upload's `machine` ('' for none)")
+    stored_bytes = serializers.IntegerField(help_text="Bytes of the file the server holds: send from here")
+    head_sha256 = serializers.CharField(
+        help_text=f"SHA-256 of the first {HEAD_BYTES} bytes held (fewer if it holds fewer): if the client's file "
+        "starts otherwise, it was replaced, and is sent whole"
+    )
+    tool = serializers.CharField()
+    session = serializers.UUIDField(allow_null=True, source="session_id")
+    imported_bytes = serializers.IntegerField(source="offset", help_text="Bytes read by the importer so far")
+    last_imported_at = serializers.DateTimeField(allow_null=True)
+
+
+class StoredFilesQuerySerializer(serializers.Serializer):
+    machine = serializers.CharField(
+        max_length=MACHINE_MAX_LENGTH, required=False, allow_blank=True, validators=[MACHINE_NAME]
+    )
+    path = serializers.ListField(
+        child=serializers.CharField(max_length=1000),
+        required=False,
+        max_length=MAX_FILES,
+        help_text=f"Only these paths (repeat the parameter, up to {MAX_FILES})",
+    )
+
+
+class StoredFilesPage(CursorPage):
+    ordering = "path"
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="What the server holds of each uploaded log file", parameters=[StoredFilesQuerySerializer]
+    )
+)
+class StoredFilesView(generics.ListAPIView):
+    """The uploaded files the server holds for the caller's tenant (one machine's, with `machine`; without it,
+    the uploads that named no machine), and how far each was received and imported: where a push client
+    resumes. Another tenant's files are never listed."""
+
+    serializer_class = StoredFileSerializer
+    pagination_class = StoredFilesPage
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # drf-spectacular building the schema
+            return ImportedFile.objects.none()
+        params = self.request.query_params
+        query = StoredFilesQuerySerializer(data={"machine": params.get("machine", ""), "path": params.getlist("path")})
+        query.is_valid(raise_exception=True)
+        self.machine = query.validated_data.get("machine") or ""
+        root = upload_root(self.request.user.tenant, self.machine)
+        self.prefix = str(root) + os.sep
+        rows = ImportedFile.objects.filter(tenant=self.request.user.tenant, path__startswith=self.prefix)
+        if query.validated_data.get("path"):
+            names = [clean_relative_path(path) for path in query.validated_data["path"]]
+            rows = rows.filter(path__in=[self.prefix + name for name in names if name])
+        elif not self.machine:
+            rows = rows.exclude(path__startswith=str(root / MACHINES_DIR) + os.sep)
+        return rows.only(*_STORED_FIELDS)
+
+    def paginate_queryset(self, queryset):
+        """The page's rows, with what the server holds of each (its stored copy's size and head)."""
+        page = super().paginate_queryset(queryset)
+        for record in page:
+            stored = Path(record.path)
+            record.stored_bytes = stored_size(stored)
+            record.head_sha256 = head_sha256(stored, record.stored_bytes)
+            record.machine = self.machine
+            record.path = record.path.removeprefix(self.prefix)
+        return page
+
+
+_STORED_FIELDS = ("id", "path", "tool", "session_id", "offset", "last_imported_at")

@@ -1,6 +1,7 @@
 """Serializers: strict on input (wrong types are refused, not coerced), plain on output."""
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -14,12 +15,19 @@ from platform_kit.api.fields import (
 )
 from sessions_app.models import Conversation, Message, Role, Session, StateVersion, Turn
 from sessions_app.schema import (
+    MACHINE_MAX_LENGTH,
+    MACHINE_PATTERN,
     MESSAGE_INPUT_FIELDS,
     MESSAGE_TEXT_LIMITS,
     MESSAGE_TURN_FIELDS,
     ROLE_COUNTERS,
     STATS_FIELDS,
     TOKEN_FIELDS,
+)
+
+# A machine label: a host name's characters (a folder name on the server for uploaded files).
+MACHINE_NAME = RegexValidator(
+    rf"\A{MACHINE_PATTERN}\Z", "Letters, digits, '.', '_' and '-' only, starting with a letter or digit."
 )
 
 
@@ -31,6 +39,14 @@ class SessionSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
     user_id = StrictCharField(max_length=255)
     app = StrictCharField(max_length=255, required=False, allow_blank=True)
     project = StrictCharField(max_length=255, required=False, allow_blank=True)
+    machine = StrictCharField(
+        max_length=MACHINE_MAX_LENGTH,
+        required=False,
+        allow_blank=True,
+        validators=[MACHINE_NAME],
+        help_text="The machine the agent ran on (letters, digits, `.`, `_`, `-`; up to 100). Sessions imported "
+        "from uploads get the upload's `machine`; local imports the server's host name.",
+    )
     metadata = JSONObjectField(required=False)
     active = serializers.BooleanField(source="is_active", read_only=True)
     stats = serializers.SerializerMethodField()
@@ -45,6 +61,7 @@ class SessionSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
             "user_id",
             "app",
             "project",
+            "machine",
             "metadata",
             "started_at",
             "ended_at",
@@ -206,12 +223,15 @@ class UsageSerializer(StatsSerializer, CostSerializer):
 
 
 class GroupedRowSerializer(UsageSerializer):
-    key = serializers.CharField(allow_null=True, help_text="The day, tool, user_id, project, model or session id")
+    key = serializers.CharField(
+        allow_null=True, help_text="The day, tool, user_id, project, machine, model or session id"
+    )
     # Grouped by session only:
     name = serializers.CharField(required=False)
     tool = serializers.CharField(required=False)
     user_id = serializers.CharField(required=False)
     project = serializers.CharField(required=False)
+    machine = serializers.CharField(required=False)
     started_at = serializers.DateTimeField(required=False)
 
 
@@ -228,12 +248,17 @@ class GroupedStatsSerializer(serializers.Serializer):
 
 
 class GroupedStatsQuerySerializer(serializers.Serializer):
-    group_by = serializers.ChoiceField(choices=["day", "tool", "user_id", "project", "model", "session"], default="day")
+    group_by = serializers.ChoiceField(
+        choices=["day", "tool", "user_id", "project", "machine", "model", "session"], default="day"
+    )
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
     tool = serializers.CharField(required=False)
     user_id = serializers.CharField(required=False)
     project = serializers.CharField(required=False, allow_blank=True, help_text="'' selects sessions without one")
+    machine = serializers.CharField(
+        required=False, allow_blank=True, help_text="'' selects sessions without one (imported before machines)"
+    )
     model = serializers.CharField(required=False, allow_blank=True)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=100)
 

@@ -315,7 +315,7 @@ class StatsView(TenantScopedMixin, APIView):
     @extend_schema(
         parameters=[GroupedStatsQuerySerializer],
         responses=GroupedStatsSerializer,
-        summary="Usage counters and cost grouped by day, tool, user_id, project, model or session",
+        summary="Usage counters and cost grouped by day, tool, user_id, project, machine, model or session",
     )
     def get(self, request):
         query = GroupedStatsQuerySerializer(data=request.query_params)

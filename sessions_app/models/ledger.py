@@ -17,7 +17,7 @@ from django.db.models import Func, Q
 from django.utils import timezone
 
 from sessions_app.models.tenancy import Tenant
-from sessions_app.schema import MESSAGE_TEXT_LIMITS
+from sessions_app.schema import MACHINE_MAX_LENGTH, MESSAGE_TEXT_LIMITS
 
 
 class Role(models.TextChoices):
@@ -63,6 +63,12 @@ class Session(UsageCounters):
     app = models.CharField(max_length=255, blank=True)
     project = models.CharField(
         max_length=255, blank=True, help_text="The project or working directory an agent ran in, if any"
+    )
+    machine = models.CharField(
+        max_length=MACHINE_MAX_LENGTH,
+        blank=True,
+        default="",
+        help_text="The machine the agent ran on: an upload's label (ace_push), else the importing host's name",
     )
     metadata = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(default=timezone.now)

@@ -5,6 +5,7 @@ from django.db.models import Q
 
 from sessions_app.models.ledger import Session, UsageCounters
 from sessions_app.models.tenancy import Tenant
+from sessions_app.schema import MACHINE_MAX_LENGTH
 
 
 class UsageRollup(UsageCounters):
@@ -15,6 +16,8 @@ class UsageRollup(UsageCounters):
     tool = models.CharField(max_length=64, blank=True)
     user_id = models.CharField(max_length=255, blank=True)
     project = models.CharField(max_length=255, blank=True)
+    # A database default too: raw inserts of roll-up rows (bench/dashboard.py) that name no machine get none.
+    machine = models.CharField(max_length=MACHINE_MAX_LENGTH, blank=True, default="", db_default="")
     model = models.CharField(max_length=255, blank=True)
     conversations = models.BigIntegerField(default=0)
     sessions = models.BigIntegerField(default=0)
@@ -27,7 +30,7 @@ class UsageRollup(UsageCounters):
 
 
 class UsageHourly(UsageRollup):
-    """Counters per tenant, UTC hour, tool, user, project and model: what grouped statistics and the
+    """Counters per tenant, UTC hour, tool, user, project, machine and model: what grouped statistics and the
     dashboard read. A message counts in the hour it was created; a conversation in the hour of the
     message that started it; a session once, in the hour (and under the model) of its first message."""
 
@@ -38,7 +41,7 @@ class UsageHourly(UsageRollup):
         verbose_name_plural = "hourly usage"
         constraints = [
             models.UniqueConstraint(
-                fields=["tenant", "hour", "tool", "user_id", "project", "model"], name="usage_hourly_key"
+                fields=["tenant", "hour", "tool", "user_id", "project", "machine", "model"], name="usage_hourly_key"
             )
         ]
 
@@ -57,7 +60,7 @@ class UsageDaily(UsageRollup):
         verbose_name_plural = "daily usage"
         constraints = [
             models.UniqueConstraint(
-                fields=["tenant", "day", "tool", "user_id", "project", "model"], name="usage_daily_key"
+                fields=["tenant", "day", "tool", "user_id", "project", "machine", "model"], name="usage_daily_key"
             )
         ]
 

@@ -118,7 +118,8 @@ ROLLUP_RECOUNT_SQL = (
     _CONTRIBUTIONS_SQL
     + f"""
 , parts AS (
-    SELECT s.tenant_id, date_trunc('hour', c.created_at, 'UTC') AS hour, s.tool, s.user_id, s.project, c.model,
+    SELECT s.tenant_id, date_trunc('hour', c.created_at, 'UTC') AS hour, s.tool, s.user_id, s.project, s.machine,
+           c.model,
            c.requests, 1 AS messages, (c.role = 'user')::int AS message_user,
            (c.role = 'assistant')::int AS message_assistant, (c.role = 'toolResult')::int AS message_toolresult,
            (c.role = 'error')::int AS message_error, (c.role = 'system')::int AS message_system,
@@ -126,7 +127,8 @@ ROLLUP_RECOUNT_SQL = (
            0 AS conversations, (c.seq = 1)::int AS sessions
     FROM contribution c JOIN sessions_app_session s ON s.id = c.session_id
     UNION ALL
-    SELECT s.tenant_id, date_trunc('hour', first.created_at, 'UTC'), s.tool, s.user_id, s.project, first.model,
+    SELECT s.tenant_id, date_trunc('hour', first.created_at, 'UTC'), s.tool, s.user_id, s.project, s.machine,
+           first.model,
            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0
     FROM sessions_app_conversation v
     JOIN sessions_app_session s ON s.id = v.session_id
@@ -135,9 +137,9 @@ ROLLUP_RECOUNT_SQL = (
     ) AS first
     WHERE s.tenant_id = %(tenant)s
 )
-SELECT tenant_id, hour, tool, user_id, project, model, {_COUNTER_SUMS}
+SELECT tenant_id, hour, tool, user_id, project, machine, model, {_COUNTER_SUMS}
 FROM parts
-GROUP BY tenant_id, hour, tool, user_id, project, model
+GROUP BY tenant_id, hour, tool, user_id, project, machine, model
 HAVING {_ANY_COUNTER}
 """
 )
@@ -151,8 +153,8 @@ GROUP BY tenant_id, session_id, model
 HAVING {" OR ".join(f"SUM({f}) <> 0" for f in _MODEL_FIELDS)}
 """
 )
-_HOURLY_KEY = ("hour", "tool", "user_id", "project", "model")
-_DAILY_KEY = ("day", "tool", "user_id", "project", "model")
+_HOURLY_KEY = ("hour", "tool", "user_id", "project", "machine", "model")
+_DAILY_KEY = ("day", "tool", "user_id", "project", "machine", "model")
 _HOURLY_FIELDS = ROLLUP_FIELDS
 
 

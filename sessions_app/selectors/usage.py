@@ -15,7 +15,7 @@ from sessions_app.models import Session, SessionModelUsage, Tenant, UsageDaily, 
 from sessions_app.pricing import PRICED_TOKEN_FIELDS, PRICED_TOKENS, Cost, PriceBook
 from sessions_app.schema import COUNTER_FIELDS, STATS_FIELDS
 
-GROUP_BY = ("day", "tool", "user_id", "project", "model", "session")
+GROUP_BY = ("day", "tool", "user_id", "project", "machine", "model", "session")
 # What grouped usage adds to the counters: sessions started, and cost.
 USAGE_FIELDS = ("sessions", *STATS_FIELDS)
 SESSION_TOKEN_FIELDS = ("requests", *PRICED_TOKEN_FIELDS)  # what a session's cost is computed from
@@ -67,6 +67,7 @@ class UsageFilter:
     tool: str | None = None
     user_id: str | None = None
     project: str | None = None
+    machine: str | None = None
     model: str | None = None
 
     def rollups(self) -> tuple:
@@ -88,7 +89,7 @@ class UsageFilter:
                 rows = rows.filter(hour__gte=window["since"])
             if window["until"] is not None:
                 rows = rows.filter(hour__lt=window["until"])
-        for field in ("tool", "user_id", "project", "model"):
+        for field in ("tool", "user_id", "project", "machine", "model"):
             if getattr(self, field) is not None:
                 rows = rows.filter(**{field: getattr(self, field)})
         return rows, window, day
@@ -99,7 +100,7 @@ class UsageFilter:
             sessions = sessions.filter(started_at__gte=self.since)
         if self.until is not None:
             sessions = sessions.filter(started_at__lt=self.until)
-        for field in ("tool", "user_id", "project"):
+        for field in ("tool", "user_id", "project", "machine"):
             if getattr(self, field) is not None:
                 sessions = sessions.filter(**{field: getattr(self, field)})
         return sessions
@@ -118,11 +119,12 @@ def usage_grouped(
     tool: str | None = None,
     user_id: str | None = None,
     project: str | None = None,
+    machine: str | None = None,
     model: str | None = None,
     limit: int = 100,
     book: PriceBook | None = None,
 ) -> dict:
-    """Usage counters and cost grouped by day, tool, user, project, model (roll-ups) or session (session
+    """Usage counters and cost grouped by day, tool, user, project, machine, model (roll-ups) or session (session
     counters). One query: the roll-ups summed per (group, model), each model's sums priced.
 
     Roll-ups are hourly, so `since` is rounded down and `until` up to whole UTC hours (a window of whole
@@ -131,7 +133,14 @@ def usage_grouped(
     many models).
     """
     usage = UsageFilter(
-        tenant=tenant, since=since, until=until, tool=tool, user_id=user_id, project=project, model=model
+        tenant=tenant,
+        since=since,
+        until=until,
+        tool=tool,
+        user_id=user_id,
+        project=project,
+        machine=machine,
+        model=model,
     )
     book = book or PriceBook.load()
     if group_by == "session":
@@ -141,7 +150,7 @@ def usage_grouped(
 
 
 # Each grouping's key in a roll-up row ("day": UTC days, from UsageFilter.rollups).
-_GROUP_KEYS = ("day", "tool", "user_id", "project", "model")
+_GROUP_KEYS = ("day", "tool", "user_id", "project", "machine", "model")
 
 
 def usage_breakdowns(*, usage: UsageFilter, group_bys, book: PriceBook | None = None) -> dict[str, dict]:
@@ -151,7 +160,7 @@ def usage_breakdowns(*, usage: UsageFilter, group_bys, book: PriceBook | None = 
     book = book or PriceBook.load()
     rows, window, day = usage.rollups()
     where, params = rows.query.where.as_sql(rows.query.get_compiler(connection=connection), connection)
-    expressions = {"day": day, "tool": "tool", "user_id": "user_id", "project": "project", "model": "model"}
+    expressions = {name: name for name in _GROUP_KEYS} | {"day": day}
     scanned = [name for name in group_bys if name != "model"] or ["model"]
     names = [name for name in _GROUP_KEYS if name in scanned or name == "model"]
     sets = ", ".join(f"({expressions[g]}, model)" if g != "model" else "(model)" for g in scanned)
@@ -229,7 +238,7 @@ def _usage_by_session(*, usage: UsageFilter, limit: int, book: PriceBook) -> dic
     top = list(
         sessions.filter(deleted_at__isnull=True)
         .order_by("-total_tokens", "-messages", "-started_at")
-        .only("id", "name", "tool", "user_id", "project", "started_at", *STATS_FIELDS)[:limit]
+        .only("id", "name", "tool", "user_id", "project", "machine", "started_at", *STATS_FIELDS)[:limit]
     )
     costs = session_costs(session_ids=[s.pk for s in top], book=book)
     results = [
@@ -239,6 +248,7 @@ def _usage_by_session(*, usage: UsageFilter, limit: int, book: PriceBook) -> dic
             "tool": s.tool,
             "user_id": s.user_id,
             "project": s.project,
+            "machine": s.machine,
             "started_at": s.started_at,
             **_usage_row({**counters_of(s), "sessions": 1}, costs[s.pk]),
         }
@@ -295,9 +305,9 @@ def top_sessions_by_cost(*, usage: UsageFilter, limit: int = 20, book: PriceBook
     with connection.cursor() as cursor:
         cursor.execute(sql, [*value_params, usage.tenant.pk, *session_params, limit])
         ranked = cursor.fetchall()
-    by_id = Session.objects.only("id", "name", "tool", "user_id", "project", "started_at", *STATS_FIELDS).in_bulk(
-        [session_id for session_id, _ in ranked]
-    )
+    by_id = Session.objects.only(
+        "id", "name", "tool", "user_id", "project", "machine", "started_at", *STATS_FIELDS
+    ).in_bulk([session_id for session_id, _ in ranked])
     costs = session_costs(session_ids=list(by_id), book=book)
     return [_session_entry(by_id[session_id], costs[session_id]) for session_id, _ in ranked if session_id in by_id]
 
@@ -308,7 +318,7 @@ def top_sessions_by_tokens(*, usage: UsageFilter, limit: int = 20, book: PriceBo
         usage.sessions()
         .filter(deleted_at__isnull=True)
         .order_by("-total_tokens")
-        .only("id", "name", "tool", "user_id", "project", "started_at", *STATS_FIELDS)[:limit]
+        .only("id", "name", "tool", "user_id", "project", "machine", "started_at", *STATS_FIELDS)[:limit]
     )
     costs = session_costs(session_ids=[s.pk for s in top], book=book)
     return [_session_entry(s, costs[s.pk]) for s in top]

@@ -18,8 +18,8 @@ from sessions_app.models import (
 )
 from sessions_app.schema import ROLLUP_FIELDS, TOKEN_FIELDS
 
-ROLLUP_KEY = ("tenant_id", "hour", "tool", "user_id", "project", "model")
-DAILY_KEY = ("tenant_id", "day", "tool", "user_id", "project", "model")
+ROLLUP_KEY = ("tenant_id", "hour", "tool", "user_id", "project", "machine", "model")
+DAILY_KEY = ("tenant_id", "day", "tool", "user_id", "project", "machine", "model")
 SESSION_MODEL_FIELDS = ("requests", *TOKEN_FIELDS)
 
 
@@ -36,7 +36,7 @@ def _upsert_sql(table: str, key: tuple[str, ...], fields: tuple[str, ...], rows:
 
 
 def rollup_add(*, session: Session, deltas: dict[tuple[datetime, str], Counter]) -> None:
-    """Add `deltas` ({(hour, model): counters}) to the session's tenant/tool/user/project roll-up rows (hourly
+    """Add `deltas` ({(hour, model): counters}) to the session's tenant/tool/user/project/machine roll-up rows (hourly
     and daily), and their requests and tokens to the session's usage by model. Called inside the writer's
     transaction."""
     rollups_add(entries=[(session, deltas)])
@@ -44,7 +44,7 @@ def rollup_add(*, session: Session, deltas: dict[tuple[datetime, str], Counter])
 
 def rollups_add(*, entries: list[tuple[Session, dict[tuple[datetime, str], dict]]]) -> None:
     """`rollup_add` for several sessions in one statement (the three upserts as WITH clauses), so one round
-    trip. Sessions that share a tenant, tool, user and project share roll-up rows: their deltas are summed."""
+    trip. Sessions that share a tenant, tool, user, project and machine share roll-up rows: their deltas are summed."""
     hourly: dict[tuple, Counter] = defaultdict(Counter)
     daily: dict[tuple, Counter] = defaultdict(Counter)
     by_model: dict[tuple, Counter] = defaultdict(Counter)
@@ -52,10 +52,9 @@ def rollups_add(*, entries: list[tuple[Session, dict[tuple[datetime, str], dict]
         for (hour, model), delta in deltas.items():
             if not any(delta.values()):
                 continue
-            hourly[(session.tenant_id, hour, session.tool, session.user_id, session.project, model)].update(delta)
-            daily[
-                (session.tenant_id, hour.astimezone(UTC).date(), session.tool, session.user_id, session.project, model)
-            ].update(delta)
+            dimensions = (session.tool, session.user_id, session.project, session.machine, model)
+            hourly[(session.tenant_id, hour, *dimensions)].update(delta)
+            daily[(session.tenant_id, hour.astimezone(UTC).date(), *dimensions)].update(delta)
             model_delta = by_model[(session.tenant_id, session.pk, model)]
             for name in SESSION_MODEL_FIELDS:
                 model_delta[name] += delta.get(name, 0)
@@ -120,8 +119,8 @@ def rollups_rebuild(*, tenant: Tenant) -> dict[str, int]:
         hourly_rows = cursor.rowcount
         cursor.execute(
             f"INSERT INTO {daily} ({daily_columns}) "
-            f"SELECT tenant_id, (hour AT TIME ZONE 'UTC')::date, tool, user_id, project, model, {day_sums} "
-            f"FROM {hourly} WHERE tenant_id = %s GROUP BY 1, 2, 3, 4, 5, 6",
+            f"SELECT tenant_id, (hour AT TIME ZONE 'UTC')::date, tool, user_id, project, machine, model, {day_sums} "
+            f"FROM {hourly} WHERE tenant_id = %s GROUP BY 1, 2, 3, 4, 5, 6, 7",
             [tenant.pk],
         )
         daily_rows = cursor.rowcount

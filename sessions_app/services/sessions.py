@@ -18,12 +18,13 @@ EDITABLE_FIELDS = (
     "user_id",
     "app",
     "project",
+    "machine",
     "metadata",
     "started_at",
     "ended_at",
 )
-# Usage roll-ups are keyed by tool, user and project: once a session has messages these are facts.
-FIXED_ONCE_USED = ("tool", "user_id", "project")
+# Usage roll-ups are keyed by tool, user, project and machine: once a session has messages these are facts.
+FIXED_ONCE_USED = ("tool", "user_id", "project", "machine")
 
 
 def session_create(*, tenant: Tenant, **fields) -> Session:

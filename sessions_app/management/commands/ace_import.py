@@ -1,6 +1,9 @@
+import re
+
 from django.core.management.base import BaseCommand, CommandError
 
 from sessions_app.models import ImportTool, Tenant
+from sessions_app.schema import MACHINE_PATTERN
 from sessions_app.services.apikeys import tenant_get_or_create
 from sessions_app.services.imports import ImportPathError, format_issue, import_path
 
@@ -23,13 +26,20 @@ class Command(BaseCommand):
         parser.add_argument(
             "--user-id", default="", help="Attribute new sessions to this user (default: the log's or the OS user)"
         )
+        parser.add_argument(
+            "--machine",
+            default=None,
+            help="The machine the logs were written on, for new sessions (default: this host's name)",
+        )
 
-    def handle(self, *args, path, tool, tenant, user_id, **options):
+    def handle(self, *args, path, tool, tenant, user_id, machine, **options):
+        if machine is not None and not re.fullmatch(MACHINE_PATTERN, machine):
+            raise CommandError(f"--machine {machine!r}: letters, digits, '.', '_' and '-' only, up to 100.")
         if not Tenant.objects.filter(name=tenant).exists():
             self.stdout.write(f"Tenant '{tenant}' created.")
         target = tenant_get_or_create(name=tenant)
         try:
-            summary = import_path(tenant=target, path=path, tool=tool, user_id=user_id or None)
+            summary = import_path(tenant=target, path=path, tool=tool, user_id=user_id or None, machine=machine)
         except ImportPathError as error:
             raise CommandError(str(error)) from error
         for issue in summary.issues:

@@ -39,6 +39,7 @@ from django.utils import timezone
 
 from sessions_app.importers import ParseIssue, describe_layout
 from sessions_app.models import ImportedFile, ImportSource, Tenant
+from sessions_app.push_client import default_machine_name
 from sessions_app.services.imports.plan import ImportOptions, file_refusal, log_files
 from sessions_app.services.imports.run import PARALLEL_MIN_BYTES, ImportRun
 from sessions_app.services.imports.summary import MAX_ISSUES, FileResult, ImportSummary, format_issue
@@ -54,6 +55,7 @@ __all__ = [
     "import_files",
     "import_path",
     "import_source_scan",
+    "local_machine",
 ]
 
 
@@ -69,6 +71,7 @@ def import_path(
     user_id: str | None = None,
     source: ImportSource | None = None,
     uploaded: bool = False,
+    machine: str | None = None,
 ) -> ImportSummary:
     """Import a log file or every log file under a directory. Safe to run again: only what is new is read.
 
@@ -76,7 +79,8 @@ def import_path(
     without it, a session belongs to the user the log names (an OpenClaw Feishu sender), else the user
     whose home directory the agent ran in (`/home/<user>/…`, `/Users/<user>/…` in the log's cwd), else
     the owner of the file (not for uploads), else "unknown". `uploaded` marks files received through the
-    API, which have no meaningful owner. Raises ImportPathError when `path` does not exist."""
+    API, which have no meaningful owner. New sessions ran on `machine` (default: this host, `local_machine()`).
+    Raises ImportPathError when `path` does not exist."""
     root = Path(path).expanduser().absolute()
     if not root.exists():
         raise ImportPathError(f"{root}: no such file or directory")
@@ -89,19 +93,36 @@ def import_path(
     else:
         known = ImportedFile.objects.filter(tenant=tenant, path__startswith=str(root).rstrip(os.sep) + os.sep)
     return _import_files(
-        tenant=tenant, files=files, known=known, tool=tool, user_id=user_id, source=source, uploaded=uploaded
+        tenant=tenant,
+        files=files,
+        known=known,
+        tool=tool,
+        user_id=user_id,
+        source=source,
+        uploaded=uploaded,
+        machine=local_machine() if machine is None else machine,
     )
 
 
-def import_files(*, tenant: Tenant, paths: list[Path], tool: str = "auto", user_id: str | None = None) -> ImportSummary:
+def import_files(
+    *, tenant: Tenant, paths: list[Path], tool: str = "auto", user_id: str | None = None, machine: str = ""
+) -> ImportSummary:
     """Import files received through the API (their owner on this server says nothing about the user),
-    sessions before sub-agent files."""
+    sessions before sub-agent files. New sessions ran on `machine`: the upload's label ('' when it has none)."""
     files = sorted((Path(p).absolute() for p in paths), key=lambda p: (describe_layout(p).is_subagent, str(p)))
     known = ImportedFile.objects.filter(tenant=tenant, path__in=[str(p) for p in files])
-    return _import_files(tenant=tenant, files=files, known=known, tool=tool, user_id=user_id, uploaded=True)
+    return _import_files(
+        tenant=tenant, files=files, known=known, tool=tool, user_id=user_id, uploaded=True, machine=machine
+    )
 
 
-def _import_files(*, tenant, files, known, tool, user_id, source=None, uploaded=False) -> ImportSummary:
+def local_machine() -> str:
+    """This host's name as a machine label (`schema.MACHINE_PATTERN`): what local imports (`ace_import`, the
+    collector) label their new sessions with; `ace_push` labels its uploads the same way by default."""
+    return default_machine_name()
+
+
+def _import_files(*, tenant, files, known, tool, user_id, source=None, uploaded=False, machine="") -> ImportSummary:
     options = ImportOptions(
         tenant=tenant,
         tool=None if tool in ("", "auto", None) else tool,
@@ -109,6 +130,7 @@ def _import_files(*, tenant, files, known, tool, user_id, source=None, uploaded=
         source=source,
         uploaded=uploaded,
         idle=timedelta(seconds=settings.ACE_IMPORT_IDLE_SECONDS),
+        machine=machine,
     )
     run = ImportRun(options=options, records={record.path: record for record in known})
     run.sessions.load(files)

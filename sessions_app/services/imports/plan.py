@@ -38,6 +38,7 @@ class ImportOptions:
     source: ImportSource | None
     uploaded: bool  # received through the API: the file's owner on this server says nothing about the user
     idle: timedelta  # a file unchanged for this long is flushed (its last response emitted)
+    machine: str = ""  # the machine new sessions ran on (services.imports.sessions.SessionResolver)
 
 
 @dataclass

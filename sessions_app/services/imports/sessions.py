@@ -45,8 +45,7 @@ class SessionResolver:
         ids.discard("")
         if not ids:
             return
-        found = Session.objects.filter(tenant=self.options.tenant, agent_session_id__in=ids).order_by("created_at")
-        for session in found:
+        for session in self._machine_sessions(ids):
             self.by_key.setdefault((session.tool, session.agent_session_id), session)
         self.absent = ids - {key[1] for key in self.by_key}
 
@@ -73,13 +72,23 @@ class SessionResolver:
         """The tenant's oldest session for each (tool, agent session id), in one query; remembered."""
         keys = set(keys)
         found: dict[tuple[str, str], Session] = {}
-        rows = Session.objects.filter(tenant=self.options.tenant, agent_session_id__in={key[1] for key in keys})
-        for session in rows.order_by("created_at"):
+        for session in self._machine_sessions({key[1] for key in keys}):
             key = (session.tool, session.agent_session_id)
             if key in keys:
                 found.setdefault(key, session)
         self.by_key.update(found)
         return found
+
+    def _machine_sessions(self, agent_session_ids) -> list[Session]:
+        """The tenant's sessions with these agent session ids on this import's machine, oldest first; then
+        those without a machine (imported before sessions had one), which the machine's files continue. Two
+        machines' sessions never merge, even if their tools gave them the same id."""
+        rows = Session.objects.filter(
+            tenant=self.options.tenant,
+            agent_session_id__in=agent_session_ids,
+            machine__in={self.options.machine, ""},
+        )
+        return sorted(rows, key=lambda session: (session.machine != self.options.machine, session.created_at))
 
     def resolve(self, files: list[FileInBatch]) -> int:
         """Give each file the session its messages go to, locked for the batch; create those that do not
@@ -181,6 +190,7 @@ class SessionResolver:
             agent_session_id=info.attributed_session_id[:255],
             user_id=user[:255],
             project=info.project[:255],
+            machine=self.options.machine,
             started_at=info.started_at or timezone.now(),
             metadata={"imported": True},
         )

@@ -1,0 +1,1 @@
+../sessions_app/push_client.py
