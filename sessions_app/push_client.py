@@ -128,6 +128,14 @@ def file_head_sha256(path: Path, size: int) -> str:
         return hashlib.sha256(handle.read(limit)).hexdigest()
 
 
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 # -- state ------------------------------------------------------------------------------------------------
 
 
@@ -475,8 +483,8 @@ def _resume_offset(file: LocalFile, held: dict | None) -> int | None:
     whole-document log, or is shorter than the server's copy, or starts otherwise."""
     stored = int(held.get("stored_bytes") or 0) if held else 0
     if is_document(file.name):
-        same = held and stored == file.stat.st_size and stored <= HEAD_BYTES
-        return stored if same and held.get("head_sha256") == file_head_sha256(file.path, stored) else None
+        same = held and stored == file.stat.st_size and held.get("content_sha256") == file_sha256(file.path)
+        return stored if same else None
     if stored == 0:
         return 0
     if stored > file.stat.st_size or held.get("head_sha256") != file_head_sha256(file.path, stored):

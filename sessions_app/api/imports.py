@@ -35,6 +35,7 @@ from sessions_app.services.imports.uploads import (
     MACHINES_DIR,
     UploadPart,
     UploadRejected,
+    content_sha256,
     head_sha256,
     stored_size,
     upload_root,
@@ -303,6 +304,10 @@ class StoredFileSerializer(serializers.Serializer):
         help_text=f"SHA-256 of the first {HEAD_BYTES} bytes held (fewer if it holds fewer): if the client's file "
         "starts otherwise, it was replaced, and is sent whole"
     )
+    content_sha256 = serializers.CharField(
+        help_text="For a whole-document `.json` log, SHA-256 of the whole copy held (else empty): the same hash "
+        "locally means there is nothing to send"
+    )
     tool = serializers.CharField()
     session = serializers.UUIDField(allow_null=True, source="session_id")
     imported_bytes = serializers.IntegerField(source="offset", help_text="Bytes read by the importer so far")
@@ -362,6 +367,7 @@ class StoredFilesView(generics.ListAPIView):
             stored = Path(record.path)
             record.stored_bytes = stored_size(stored)
             record.head_sha256 = head_sha256(stored, record.stored_bytes)
+            record.content_sha256 = content_sha256(stored) if stored.name.endswith(".json") else ""
             record.machine = self.machine
             record.path = record.path.removeprefix(self.prefix)
         return page

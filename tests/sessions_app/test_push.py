@@ -123,22 +123,21 @@ NAMES = [
     "/home/dev/.claude/settings.json",
     "backup/x.jsonl",
     "x.jsonl.bak",
+    "/h/.openclaw/agents/main/sessions/0f3a.jsonl.reset.2026-02-01T10-00-00.000Z",
+    "/h/.openclaw/agents/main/sessions/0f3a.jsonl.deleted.2026-02-01T10-00-00.000Z",
+    "/h/.openclaw/agents/main/sessions/0f3a.checkpoint.c0ffee12-3456-4789-8abc-def012345678.jsonl",
+    "/h/.openclaw/agents/main/sessions/0f3a.trajectory.jsonl",
+    "/h/.gemini/tmp/5a1b/chats/session-2025-09-10T10-00-abc.json",
+    "/h/.gemini/tmp/5a1b/chats/session-2025-09-10T10-00-abc.jsonl",
+    "/h/.qwen/tmp/5a1b/chats/session-1.json",
+    "/h/.gemini/settings.json",
+    "/h/.gemini/tmp/5a1b/logs.json",
 ]
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_clients_log_name_rules_agree_with_the_servers(name):
     assert push_client.is_log_name(name) == is_log_name(name)
-
-
-def test_the_client_also_takes_openclaw_archives_and_whole_document_logs():
-    # detect.is_log_name learns these with the OpenClaw-archive and Gemini CLI work of issue 15: the two
-    # lists above and here should then be one.
-    assert push_client.is_log_name("/h/.openclaw/agents/main/sessions/0f3a.jsonl.reset.2026-02-01T10-00-00.000Z")
-    assert push_client.is_log_name("/h/.openclaw/agents/main/sessions/0f3a.jsonl.deleted.2026-02-01T10-00-00.000Z")
-    assert push_client.is_log_name("/h/.gemini/tmp/5a1b/chats/session-2025-09-10T10-00-abc.json")
-    assert push_client.is_log_name("/h/.qwen/tmp/5a1b/chats/session-1.json")
-    assert not push_client.is_log_name("/h/.gemini/settings.json")
 
 
 def test_the_clients_machine_and_path_rules_are_the_servers():
@@ -177,8 +176,10 @@ def test_two_machines_push_the_same_tree_and_the_stats_by_machine_are_exact(ace,
     for machine, home in (("laptop", laptop), ("desktop", desktop)):
         result = push(options(ace["url"], ace["key"], machine, [home], tmp_path / f"state-{machine}"))
         assert result.exit_code == 0, result
-        assert result.files_sent == 6  # every log; the two files of no known tool are refused, and not sent again
-        assert result.bytes_sent == sum(p.stat().st_size for p in home.rglob("*.jsonl"))  # each byte once
+        logs = [path for path in home.rglob("*") if path.is_file() and is_log_name(path)]
+        assert len(logs) == 20
+        assert result.files_sent == len(logs) - 2  # the two files of no known tool are refused, not sent again
+        assert result.bytes_sent == sum(path.stat().st_size for path in logs)  # each byte once
     expected = local_totals(tmp_path, "here")
     assert expected["requests"] > 0
     body = ace["api"].get("/api/v1/stats/", {"group_by": "machine"}).json()

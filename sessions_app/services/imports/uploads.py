@@ -51,6 +51,19 @@ def head_sha256(path: Path, size: int | None = None) -> str:
     return hashlib.sha256(head).hexdigest() if head else ""
 
 
+def content_sha256(path: Path) -> str:
+    """SHA-256 of a whole file ("" when it cannot be read): for a whole-document log, whose bytes change in place
+    (a token count rewritten with as many digits keeps the size and the head)."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return ""
+    return digest.hexdigest()
+
+
 def stored_size(path: Path) -> int:
     try:
         return path.stat().st_size
