@@ -66,6 +66,7 @@ TOOL_HOMES = (".claude", ".qwen", ".openclaw", ".clawdbot", ".moltbot", ".codex"
 # Machine names: sessions_app.schema.MACHINE_PATTERN. Log names: sessions_app.importers.detect.is_log_name.
 # Uploaded paths: sessions_app.api.imports.clean_relative_path.
 MACHINE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
+OPENCLAW_HOMES = (".openclaw", ".clawdbot", ".moltbot")
 ARCHIVED_LOG = re.compile(r"\.jsonl\.(?:reset|deleted)\.[^/]+$")  # OpenClaw's reset and deleted transcripts
 DOCUMENT_FOLDERS = ((".gemini", "tmp", "chats"), (".qwen", "tmp", "chats"))  # whole-document .json logs
 _UNSAFE = re.compile(r"[^\w.@+\-]")
@@ -86,6 +87,9 @@ def is_log_name(path: str) -> bool:
     """Whether a file is an agent log the server imports: `.jsonl`, an archived transcript, or a whole-document
     `.json` log in a folder where a tool keeps them."""
     name = PurePosixPath(path).name
+    if name.endswith(".trajectory.jsonl"):  # next to OpenClaw's transcripts: a run's trace, not a transcript
+        parts = PurePosixPath(path).parts
+        return not any(_in_order(parts, (home, "sessions")) for home in OPENCLAW_HOMES)
     if name.endswith(".jsonl") or ARCHIVED_LOG.search(name):
         return True
     if name.endswith(".json"):

@@ -127,6 +127,7 @@ NAMES = [
     "/h/.openclaw/agents/main/sessions/0f3a.jsonl.deleted.2026-02-01T10-00-00.000Z",
     "/h/.openclaw/agents/main/sessions/0f3a.checkpoint.c0ffee12-3456-4789-8abc-def012345678.jsonl",
     "/h/.openclaw/agents/main/sessions/0f3a.trajectory.jsonl",
+    "/h/elsewhere/0f3a.trajectory.jsonl",
     "/h/.gemini/tmp/5a1b/chats/session-2025-09-10T10-00-abc.json",
     "/h/.gemini/tmp/5a1b/chats/session-2025-09-10T10-00-abc.jsonl",
     "/h/.qwen/tmp/5a1b/chats/session-1.json",
@@ -393,10 +394,13 @@ def test_files_the_server_will_not_take_are_remembered_and_the_others_sent(ace, 
     (home / "notes.txt").write_text("not a log\n")
     opts = options(ace["url"], ace["key"], "laptop", [home], tmp_path / "state")
     everything = push_client.push_once(opts, log_name=lambda path: True, sleep=lambda seconds: None)
-    assert everything.exit_code == 0 and everything.files_sent == 6
+    files = [path for path in home.rglob("*") if path.is_file()]
+    logs = [path for path in files if is_log_name(path) and path.parent.name != "unknown"]
+    assert everything.exit_code == 0 and everything.files_sent == len(logs) == 18
     state = push_client.State(push_client.state_path(opts.state_dir, opts.server, opts.machine))
     refused = {Path(path).name for path, entry in state.files.items() if entry["refused"]}
-    assert refused == {"notes.txt", "agent-a1b2c3d.meta.json", "garbage.jsonl", "other-tool.jsonl"}
+    assert refused == {path.name for path in files if path not in logs}
+    assert {"notes.txt", "agent-a1b2c3d.meta.json", "garbage.jsonl", "other-tool.jsonl"} <= refused
     again = push_client.push_once(opts, log_name=lambda path: True, sleep=lambda seconds: None)
     assert (again.exit_code, again.bytes_sent) == (0, 0)
 
@@ -456,7 +460,12 @@ def test_small_requests_cut_files_and_still_count_each_byte_once(ace, tmp_path):
     expected = local_totals(tmp_path, "x")
     result = push(options(ace["url"], ace["key"], "laptop", [home], tmp_path / "state", max_bytes=2000))
     assert result.exit_code == 0
-    assert result.bytes_sent == sum(p.stat().st_size for p in home.rglob("*.jsonl"))
+    held = ace["api"].get("/api/v1/imports/files/", {"machine": "laptop", "page_size": 100}).json()["results"]
+    logs = [path for path in home.rglob("*") if path.is_file() and is_log_name(path)]
+    # Every byte of every log the server takes is held once; no byte was sent twice (the parts of the two files
+    # of no known tool sent before they were refused are all that is sent and not held).
+    assert sum(f["stored_bytes"] for f in held) == sum(p.stat().st_size for p in logs if p.parent.name != "unknown")
+    assert result.bytes_sent <= sum(path.stat().st_size for path in logs)
     assert counters(ace["api"].get("/api/v1/stats/", {"machine": "laptop"}).json()["totals"]) == expected
     stored = tmp_path / "server" / "uploads" / str(ace["api"].tenant.pk) / "~machines" / "laptop" / QWEN_NAME
     assert stored.read_bytes() == (home / QWEN).read_bytes()
