@@ -231,6 +231,7 @@ class Server:
         if content_type:
             headers["Content-Type"] = content_type
         delay = 1.0
+        endpoint = path.split("?", 1)[0]  # what a log line names (the query can list a hundred paths)
         for attempt in range(self.retries + 1):
             try:
                 request = urllib.request.Request(self.url + path, data=body, headers=headers, method=method)
@@ -244,9 +245,9 @@ class Server:
             except (urllib.error.URLError, OSError, ValueError) as error:
                 problem = str(getattr(error, "reason", None) or error)
             if attempt == self.retries:
-                raise ServerError(f"{method} {path}: {problem}")
+                raise ServerError(f"{method} {endpoint}: {problem}")
             wait = delay * (1 + random.random() / 2)
-            log.warning("%s %s failed (%s); retrying in %.1f s", method, path, problem, wait)
+            log.warning("%s %s failed (%s); retrying in %.1f s", method, endpoint, problem, wait)
             self.sleep(wait)
             delay = min(delay * 2, 60.0)
         raise AssertionError("unreachable")
