@@ -33,25 +33,12 @@ from sessions_app.selectors.recount import rollup_drift
 from sessions_app.services.imports import import_path, local_machine
 from tests.conftest import TenantClient
 from tests.factories import api_key_for
+from tests.sessions_app.test_imports import COUNTERS
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ace-push.py"
 QWEN = Path("qwen/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl")
 QWEN_NAME = ".qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl"
-COUNTERS = (
-    "requests",
-    "conversations",
-    "messages",
-    "message_user",
-    "message_assistant",
-    "message_toolresult",
-    "message_error",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_creation_tokens",
-    "total_tokens",
-)
 
 
 def copy_logs(home: Path) -> Path:
