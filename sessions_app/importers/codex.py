@@ -181,8 +181,12 @@ class CodexParser(LogParser):
     """One rollout file: a session, its prompts (rounds), one assistant message per API call, tool results.
 
     A call's items are gathered in `self.call` until its `token_count` arrives (or a prompt, or a new call's
-    items after tool outputs, show it got none); messages written meanwhile wait behind it in `self.held`,
-    so they come out in the order Codex wrote the call and its results. Both live in the carry."""
+    items after tool outputs, show it got none). Nothing waits for that: at the end of every read the open
+    call is emitted as far as it is written (a request with no tokens yet), stays open in the carry marked
+    emitted, and is emitted again under the same external id when it grows or closes — the import completes
+    the stored message and its request in place. Messages written after a call opened in the same read wait
+    behind it in `self.held` until it is emitted, so they come out in the order Codex wrote the call and its
+    results; once it is stored, they go out at once."""
 
     tool = "codex"
 
@@ -192,6 +196,13 @@ class CodexParser(LogParser):
         self.calls: int = int(carry.get("calls") or 0)
         self.meta_seen: bool = bool(carry.get("meta_seen"))
         self.call: dict | None = carry.get("call")
+        if self.call is not None and "request_id" not in self.call:
+            # Saved before calls were emitted while open: it takes its place and request id now, as it would have.
+            self.calls += 1
+            self.call["emitted_line"] = 0
+            self.call["request_id"] = self.request_key(f"{self._session_key()}:call:{self.calls}")
+        # Messages waiting for the open call to be emitted: emptied by `finish` (a carry saved before calls
+        # were emitted at the end of each read may still hold some).
         self.held = [ParsedMessage.from_carry(item) for item in carry.get("held") or []]
         self.tool_names: dict[str, str] = dict(carry.get("tool_names") or {})
         self.replay_until: str | None = carry.get("replay_until")
@@ -203,7 +214,6 @@ class CodexParser(LogParser):
             "calls": self.calls,
             "meta_seen": self.meta_seen,
             "call": self.call,
-            "held": [message.to_carry() for message in self.held],
             "tool_names": self.tool_names,
             "replay_until": self.replay_until,
         }
@@ -384,13 +394,18 @@ class CodexParser(LogParser):
 
     def _call_part(self, number: int, when) -> dict:
         """The open call, for one more output item; a model item after the call's tool outputs is a new
-        call (the previous one got no `token_count`: a provider that reports no usage, or an old rollout)."""
+        call (the previous one got no `token_count`: a provider that reports no usage, or an old rollout).
+        A call takes its place in the file (`calls`) and its `request_id` when it opens: every version of it
+        emitted is the same request."""
         if self.call is not None and self.call["after_output"]:
             self._close_call(usage=None)
         if self.call is None:
+            self.calls += 1
             self.call = {
                 "line": number,
                 "last_line": number,
+                "emitted_line": 0,  # its last line when last emitted (0: never)
+                "request_id": self.request_key(f"{self._session_key()}:call:{self.calls}"),
                 "created_at": when.isoformat() if when else None,
                 "texts": [],
                 "thinking": [],
@@ -425,40 +440,45 @@ class CodexParser(LogParser):
         self._close_call(usage=usage, extra=extra)
 
     def _close_call(self, *, usage: dict | None, extra: dict | None = None) -> None:
-        """Emit the open call as one assistant message (one request), then the messages held behind it."""
+        """Emit the open call as one assistant message (one request), complete — its usage, or none will come —
+        then the messages held behind it. A call emitted by an earlier read is emitted again: a later version
+        of the stored message, completed in place."""
         call, self.call = self.call, None
         if call is not None:
-            self.calls += 1
-            provider_id = f"{self._session_key()}:call:{self.calls}"
-            metadata = {"tool": self.tool, "kind": "usage_only" if call.get("usage_only") else "response"}
-            metadata["lines"] = [call["line"], call["last_line"]]
-            metadata.update(extra or {})
-            if usage is None:
-                metadata["usage_missing"] = True
-            else:
-                metadata["reasoning_output_tokens"] = usage["reasoning_output_tokens"]
-            if self.session.is_subagent:
-                metadata["subagent"] = True
-            tokens = token_fields(usage) if usage is not None else {}
-            self.messages.append(
-                ParsedMessage(
-                    role="assistant",
-                    content=join_texts(call["texts"]),
-                    external_id=self.line_id(call["line"]),
-                    line=call["line"],
-                    created_at=parse_timestamp(call["created_at"]),
-                    conversation=self.conversation,
-                    request_id=self.request_key(provider_id),
-                    model=call["model"],
-                    thinking=join_texts(call["thinking"]) or None,
-                    tool_calls=call["tool_calls"] or None,
-                    is_subagent=self.session.is_subagent,
-                    metadata=metadata,
-                    **tokens,
-                )
-            )
+            self.messages.append(self._call_message(call, usage=usage, extra=extra, closed=True))
         self.messages.extend(self.held)
         self.held = []
+
+    def _call_message(self, call: dict, *, usage: dict | None, extra: dict | None, closed: bool) -> ParsedMessage:
+        """The call as far as it is written: closed (with its usage, or `usage_missing`), or still waiting
+        for its `token_count` (`awaiting_usage`: a request with no tokens yet)."""
+        metadata = {"tool": self.tool, "kind": "usage_only" if call.get("usage_only") else "response"}
+        metadata["lines"] = [call["line"], call["last_line"]]
+        metadata.update(extra or {})
+        if not closed:
+            metadata["awaiting_usage"] = True
+        elif usage is None:
+            metadata["usage_missing"] = True
+        else:
+            metadata["reasoning_output_tokens"] = usage["reasoning_output_tokens"]
+        if self.session.is_subagent:
+            metadata["subagent"] = True
+        tokens = token_fields(usage) if usage is not None else {}
+        return ParsedMessage(
+            role="assistant",
+            content=join_texts(call["texts"]),
+            external_id=self.line_id(call["line"]),
+            line=call["line"],
+            created_at=parse_timestamp(call["created_at"]),
+            conversation=self.conversation,
+            request_id=call["request_id"],
+            model=call["model"],
+            thinking=join_texts(call["thinking"]) or None,
+            tool_calls=call["tool_calls"] or None,
+            is_subagent=self.session.is_subagent,
+            metadata=metadata,
+            **tokens,
+        )
 
     def _add(self, number: int, role: str, content: str, when, *, kind: str, **fields) -> None:
         """A message that is no call: emitted now, or held behind the open call so it follows it."""
@@ -478,14 +498,23 @@ class CodexParser(LogParser):
             is_subagent=self.session.is_subagent,
             metadata=metadata,
         )
-        if self.call is not None and role != "user":
+        if self.call is not None and not self.call["emitted_line"] and role != "user":
             self.held.append(message)
         else:
             self.messages.append(message)
 
     def finish(self, *, flush: bool) -> int:
+        """Emit what was read: the open call as far as it is written (again when it grew since it was last
+        emitted), then the messages held behind it — nothing read waits for a later import. `flush` (an idle
+        file) closes the call without usage. Returns 1 while a stored call still waits for its usage."""
         if not self.session.agent_session_id:
             self.session.agent_session_id = self._id_from_file_name()
-        if self.call is not None and flush:
+        call = self.call
+        if call is not None and flush:
             self._close_call(usage=None)
+        elif call is not None and call["last_line"] > call["emitted_line"]:
+            self.messages.append(self._call_message(call, usage=None, extra=None, closed=False))
+            call["emitted_line"] = call["last_line"]
+        self.messages.extend(self.held)
+        self.held = []
         return 1 if self.call is not None else 0

@@ -22,8 +22,9 @@ only the sessions the database does not have.
 Counting (see docs/accounting.md, OpenCode): an assistant message holds one or more steps, each one API
 call that ends with a `step-finish` part carrying that call's tokens and cost (the message's own `tokens`
 are only the last step's: `processor.ts` overwrites them, anomalyco/opencode#42324). Each finished step is
-one assistant message and one request; a step still streaming is held until it finishes (or the session
-has been idle), so what is stored is final and re-reading the session stores nothing twice.
+one assistant message and one request. A step still streaming is stored at once as far as it is written,
+without a request, and completed in place (made its request) when the session is read again with the step
+finished; re-reading the session stores nothing twice.
 """
 
 from __future__ import annotations
@@ -328,7 +329,9 @@ def _measure(connection: sqlite3.Connection, session_id: str | None = None) -> d
 
 
 def parse_source(path: Path, *, carry: dict | None = None, flush: bool = False) -> ParseResult:
-    """One session, read whole: every message it holds now, a step still streaming held (unless `flush`)."""
+    """One session, read whole: every message it holds now, a step still streaming as far as it is written
+    (`pending` counts those steps; `flush`, for an idle session, takes a message's own tokens for a call
+    that never wrote its step-finish)."""
     source = split_source(path)
     issues: list[ParseIssue] = []
 
@@ -596,20 +599,28 @@ class OpenCodeParser(LogParser):
             self._emit(number, info, "user", content, message_id, metadata=self._metadata(info, kind, **extra))
 
     def _assistant(self, number: int, info: dict, parts: list[dict], *, flush: bool) -> int:
-        """The message's steps (one API call each), its tool results and its error; 1 when a step is held."""
+        """The message's steps (one API call each), its tool results and its error; returns how many of its
+        steps are still streaming.
+
+        A step without its `step-finish` in a message still being written is stored as far as it is written,
+        as a message of its own without a request (`unfinished`, no tokens: its call has not reported any);
+        when the session is read again with the step finished, the same external id comes back with its
+        request id and tokens, and the import makes the stored message that request (`_Append._promote`).
+        Not a request from the start: a step the user interrupts never finishes and was no billed call."""
         message_id = str(info.get("id"))
         time = info.get("time") if isinstance(info.get("time"), dict) else {}
         error = info.get("error") if isinstance(info.get("error"), dict) else None
         done = bool(time.get("completed")) or error is not None or flush
         steps = _steps(parts)
         finished = [step for step in steps if step["finish"] is not None]
-        held = 0
+        streaming = 0
         for index, step in enumerate(steps, start=1):
             external_id = message_id if index == 1 else f"{message_id}:{index}"
             if step["finish"] is None:
                 if not done:
-                    held = 1
-                    break
+                    streaming += 1
+                    self._step(number, info, step, external_id, {}, None, unfinished=True)
+                    continue
                 if not finished and index == len(steps):
                     # No step-finish anywhere (a legacy message file without parts, or an interrupted call):
                     # the message's own tokens, when it has any, are its one call.
@@ -624,7 +635,7 @@ class OpenCodeParser(LogParser):
             tokens = normalise_tokens(info["tokens"]) if isinstance(info.get("tokens"), dict) else {}
             if _has_usage(tokens):
                 self._step(number, info, {"parts": [], "finish": None}, message_id, tokens, None)
-        if error is not None and not held and error.get("name") != "MessageAbortedError":
+        if error is not None and error.get("name") != "MessageAbortedError":
             data = error.get("data") if isinstance(error.get("data"), dict) else {}
             text = _text(data.get("message")) or _text(error.get("name")) or "error"
             metadata = self._metadata(
@@ -637,7 +648,7 @@ class OpenCodeParser(LogParser):
             self._emit(
                 number, info, "error", text, f"{message_id}:error", when=time.get("completed"), metadata=metadata
             )
-        return held
+        return streaming
 
     def _step(
         self,

@@ -19,6 +19,7 @@ from sessions_app.importers.detect import _shape_of
 from sessions_app.models import Session
 from sessions_app.selectors.recount import session_count_drift
 from sessions_app.services.imports import import_path
+from tests.sessions_app.test_importer_parsers import as_stored
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
 SESSION = "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5"
@@ -352,6 +353,40 @@ def test_a_forks_copy_of_its_parents_history_is_not_counted_again(restamped, tmp
     assert result.session.started_at.isoformat() == "2026-01-02T11:00:00+00:00"  # the copy is not the fork's span
 
 
+# -- a call read before its token_count ------------------------------------------------------------------
+
+
+def test_a_call_read_before_its_token_count_is_emitted_at_once_and_again_when_its_usage_arrives(tmp_path):
+    lines = [
+        line("00:00:00", "session_meta", {"id": "s1", "cwd": "/w/p"}),
+        line("00:00:00", "turn_context", {"model": "gpt-5"}),
+        line("00:00:01", "response_item", {"type": "message", "role": "user", "content": [{"text": "go"}]}),
+        line("00:00:02", "response_item", {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": ""}),
+        line("00:00:03", "response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        line("00:00:04", "event_msg", {"type": "error", "message": "stream disconnected"}),
+        token_count("00:00:05", usage(100, 10, 50), usage(100, 10, 50)),
+    ]
+    path = rollout(tmp_path / "r.jsonl", lines[:4])
+    first = parse_file(path)
+    call = first.messages[-1]
+    assert (call.line, call.request_id, call.input_tokens, first.pending) == (4, "s1:call:1", None, 1)
+    assert call.metadata["awaiting_usage"] and "usage_missing" not in call.metadata
+    # Its tool output and an error come next: stored at once, the call being stored already.
+    rollout(path, lines[:6])
+    second = parse_file(path, start_offset=first.end_offset, carry=json.loads(json.dumps(first.carry)))
+    assert (by_line(second.messages), second.pending) == ([(5, "toolResult", "tool_result"), (6, "error", "error")], 1)
+    rollout(path, lines)
+    third = parse_file(path, start_offset=second.end_offset, carry=json.loads(json.dumps(second.carry)))
+    (done,) = third.messages  # the same message, complete: the import completes it in place
+    assert (done.external_id, done.request_id, done.input_tokens, done.output_tokens) == (
+        call.external_id,
+        "s1:call:1",
+        90,
+        50,
+    )
+    assert "awaiting_usage" not in done.metadata and third.pending == 0
+
+
 # -- read in pieces: exactly what one pass gives ----------------------------------------------------------
 
 
@@ -372,9 +407,11 @@ def test_reading_in_two_steps_at_any_byte_gives_what_one_pass_gives(relative, tm
         first = parse_file(path)
         path.write_bytes(data)
         second = parse_file(path, start_offset=first.end_offset, carry=json.loads(json.dumps(first.carry)), flush=True)
-        assert first.ingest_items() + second.ingest_items() == whole.ingest_items(), f"cut at byte {cut}"
+        # The call open at the cut is emitted by both reads (as far as written, then complete): stored once.
+        stored = as_stored(first.ingest_items() + second.ingest_items())
+        assert stored == whole.ingest_items(), f"cut at byte {cut}"
         assert second.session.to_carry() == whole.session.to_carry(), f"cut at byte {cut}"
-        assert count_usage(first.messages + second.messages) == count_usage(whole.messages)
+        assert count_usage(stored) == count_usage(whole.messages)
 
 
 @pytest.mark.parametrize("relative", CODEX_LOGS, ids=lambda p: p.stem[:12])
@@ -389,7 +426,7 @@ def test_reading_in_chunks_of_any_size_gives_what_one_pass_gives(relative, budge
         offset, carry = chunk.end_offset, json.loads(json.dumps(chunk.carry))
         if chunk.complete:
             break
-    assert [m.to_ingest() for m in messages] == whole.ingest_items()
+    assert as_stored([m.to_ingest() for m in messages]) == whole.ingest_items()
     assert (offset, chunk.pending) == (whole.end_offset, whole.pending)
 
 

@@ -237,7 +237,7 @@ def test_a_sessions_stat_follows_every_change_even_right_after_all_were_measured
     assert source_stat(child) == child_before
 
 
-def test_a_session_still_streaming_holds_its_unfinished_step_until_it_finishes_or_goes_idle(tmp_path):
+def test_a_session_still_streaming_stores_its_unfinished_step_at_once_without_a_request(tmp_path):
     db = home(tmp_path) / "opencode.db"
     when = T0 + 200_000
     add_message(db, "msg_e2b0f3d5e1a009Aa1Bb2Cc3Dd4", TOP, when, {"role": "user", "time": {"created": when}}, [
@@ -254,15 +254,14 @@ def test_a_session_still_streaming_holds_its_unfinished_step_until_it_finishes_o
     )
     parsed = parse_file(sources(db.parent)[TOP])
     ours = [m for m in parsed.messages if m.metadata.get("message_id") == streaming]
-    assert [m.external_id for m in ours] == [streaming] and parsed.pending == 1  # the finished call only
+    assert [(m.external_id, m.content, m.request_id, m.metadata["kind"]) for m in ours] == [
+        (streaming, "Checking.", streaming, "response"),
+        (f"{streaming}:2", "Half a sen", None, "unfinished"),  # as far as it is written; no call reported yet
+    ]
+    assert parsed.pending == 1 and ours[1].output_tokens is None
     flushed = parse_file(sources(db.parent)[TOP], flush=True)
-    last = flushed.messages[-1]
-    assert (last.external_id, last.content, last.request_id, flushed.pending) == (
-        f"{streaming}:2",
-        "Half a sen",
-        None,
-        0,
-    )
+    assert [m.to_ingest() for m in flushed.messages] == [m.to_ingest() for m in parsed.messages]
+    assert flushed.pending == 0
 
 
 @pytest.mark.parametrize(
