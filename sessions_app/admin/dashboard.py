@@ -20,8 +20,10 @@ from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
+from django.utils.safestring import mark_safe
 from django.utils.text import slugify
 
 from sessions_app.models import Tenant
@@ -34,6 +36,7 @@ from sessions_app.selectors.usage import (
     usage_breakdowns,
     usage_grouped,
 )
+from sessions_app.templatetags.usage_format import thousands, usd
 
 DEFAULT_DAYS = 30
 TOP_SESSIONS = 20
@@ -154,7 +157,7 @@ def dashboard_view(request, model_admin):
                 {
                     "name": name,
                     "title": TOPS[name],
-                    "rows": rows,
+                    "rows": _top_rows(rows),
                     "csv_url": filters.query(format="csv", table=name),
                 }
                 for name, rows in (
@@ -216,7 +219,7 @@ def _breakdown(filters: DashboardFilters, name: str, grouped: dict) -> dict:
         # Clicking a tool, user, project or machine narrows the dashboard to it.
         filterable = name in ("tool", "user_id", "project", "machine") and row["key"]
         filter_url = filters.query(**{name: row["key"]}) if filterable else ""
-        rows.append({**row, "filter_url": filter_url})
+        rows.append({**row, "filter_url": filter_url, "cells": _number_cells(row)})
     return {
         "name": name,
         "title": BREAKDOWNS[name],
@@ -224,6 +227,47 @@ def _breakdown(filters: DashboardFilters, name: str, grouped: dict) -> dict:
         "hidden": max(len(results) - len(rows), 0),
         "csv_url": filters.query(format="csv", table=name),
     }
+
+
+_COUNT_CELLS = (
+    "sessions",
+    "conversations",
+    "requests",
+    "messages",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "total_tokens",
+)
+
+
+def _number_cells(row: dict) -> str:
+    """A breakdown row's numeric cells as HTML, made here: a page has a few hundred rows of eleven numbers, and
+    rendering them cell by cell through the template was most of the page's time. Numbers only: nothing to
+    escape."""
+    warn = " ace-warn" if row["unpriced_tokens"] else ""
+    return mark_safe(  # noqa: S308 (digits, commas and dots)
+        "".join(f'<td class="n">{thousands(row[name])}</td>' for name in _COUNT_CELLS)
+        + f'<td class="n">{usd(row["cost_usd"])}</td><td class="n{warn}">{thousands(row["unpriced_tokens"])}</td>'
+    )
+
+
+def _top_rows(rows: list[dict]) -> list[dict]:
+    """The top sessions with their admin links (one `reverse` per table, not two per row)."""
+    change = reverse("admin:sessions_app_session_change", args=[_PLACEHOLDER])
+    timeline = reverse("admin:sessions_app_session_timeline", args=[_PLACEHOLDER])
+    return [
+        {
+            **row,
+            "change_url": change.replace(_PLACEHOLDER, str(row["session"].pk)),
+            "timeline_url": timeline.replace(_PLACEHOLDER, str(row["session"].pk)),
+        }
+        for row in rows
+    ]
+
+
+_PLACEHOLDER = "00000000-0000-0000-0000-000000000000"
 
 
 def _chart_data(grouped: dict, since: datetime.date, until: datetime.date) -> dict:
