@@ -99,7 +99,7 @@ def describe_layout(path: str | Path) -> Layout:
         return parts[index + 1] if index + 1 < len(parts) else ""
 
     if ".claude" in parts and "projects" in parts[parts.index(".claude") :]:
-        project = after("projects")
+        project = after("projects", ".claude")
         if "subagents" in parts:
             parent = parts[parts.index("subagents") - 1]
             return Layout("claude-code", f"{parent}/subagents/{stem}", True, parent, agent_id, project)
@@ -127,7 +127,7 @@ def describe_layout(path: str | Path) -> Layout:
             return Layout("gemini-cli", stem, project_dir=project)
     for home in OPENCLAW_HOMES:
         if home in parts and "sessions" in parts[parts.index(home) :]:
-            agent = after("agents") if "agents" in parts else ""
+            agent = after("agents", home) if "agents" in parts[parts.index(home) :] else ""
             return Layout("openclaw", stem, project_dir=agent)
     return Layout(None, stem, bool(agent_id), "", agent_id)
 

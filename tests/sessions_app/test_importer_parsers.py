@@ -832,3 +832,12 @@ def test_reader_edge_cases(tmp_path):
     assert stale.issues[0].level == "warning" and "ignored" in stale.issues[0].message
     mid_line = parse_file(path, start_offset=3, tool="openclaw")
     assert any("not at a line start" in issue.message for issue in mid_line.issues)
+
+
+def test_a_tool_folder_below_another_projects_or_agents_folder_names_the_right_project():
+    """The project (Claude Code) and the agent (OpenClaw) are the folders below the tool's own home, not below
+    the first `projects` / `agents` anywhere in the path (a backup kept in ~/projects/backup/…)."""
+    claude = describe_layout("/home/u/projects/backup/.claude/projects/-home-u-app/5f0c2a9e.jsonl")
+    assert (claude.tool, claude.project_dir) == ("claude-code", "-home-u-app")
+    openclaw = describe_layout("/srv/agents/old/.openclaw/agents/main/sessions/0f3a.jsonl")
+    assert (openclaw.tool, openclaw.project_dir) == ("openclaw", "main")
