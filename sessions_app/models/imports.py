@@ -67,7 +67,9 @@ class ImportedFile(models.Model):
     )
     offset = models.BigIntegerField(default=0, help_text="Bytes consumed: the next import starts here")
     carry = models.JSONField(default=dict, blank=True, help_text="The parser's state at `offset`")
-    pending = models.IntegerField(default=0, help_text="Streamed responses held in the carry")
+    pending = models.IntegerField(
+        default=0, help_text="Responses stored whose last lines have not arrived yet (completed in place when they do)"
+    )
     lines_read = models.BigIntegerField(default=0)
     messages_imported = models.BigIntegerField(default=0)
     issues = models.IntegerField(default=0, help_text="Lines skipped or read with a caveat, all imports")
