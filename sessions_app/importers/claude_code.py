@@ -328,11 +328,11 @@ class ClaudeCodeParser(LogParser):
             self._close(key)  # a provider that reuses ids (`chatcmpl-<n>`): the same id, the next call
             response = None
         if response is None:
-            provider_id = message_id or api_request_id
+            # Every assistant line that is not synthetic, an error or a fork's copy answered an API call: one
+            # without any id (an exporter that drops them) is a call of its own, named by its line.
+            provider_id = message_id or api_request_id or self.own_id_or_line_id(data.get("uuid"), line.number)
             response = self.open[key] = {
-                "request_id": self.request_key(call_id(provider_id, _call_inputs(message.get("usage"))))
-                if provider_id
-                else None,
+                "request_id": self.request_key(call_id(provider_id, _call_inputs(message.get("usage")))),
                 "external_id": self.own_id_or_line_id(data.get("uuid"), line.number),
                 "lane": lane,
                 "line": line.number,

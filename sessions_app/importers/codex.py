@@ -321,6 +321,8 @@ class CodexParser(LogParser):
 
     def _item(self, number: int, item: dict, when) -> None:
         kind = item.get("type")
+        if kind is None and isinstance(item.get("role"), str) and "content" in item:
+            kind = "message"  # a message item written without its `type` (some exporters leave it out)
         if kind == "message":
             role = item.get("role")
             text = block_text(item.get("content"))

@@ -323,8 +323,9 @@ def _shape_of(data: dict) -> str | None:
         return "qwen-code"
     # Claude Code transcript entries: Anthropic `content`, userType / isSidechain / requestId.
     if kind in ("user", "assistant") and message and "content" in message:
-        if any(key in data for key in ("userType", "isSidechain", "requestId", "parentUuid")):
-            return "claude-code"
+        # Its own keys (`userType`, `isSidechain`, `requestId`, `parentUuid`) or not (an exporter that drops
+        # them): no other tool writes `type: user|assistant` around an Anthropic `message`.
+        return "claude-code"
     if kind == "summary" and "leafUuid" in data:
         return "claude-code"
     if kind in ("file-history-snapshot", "queue-operation") or (kind == "system" and "isSidechain" in data):

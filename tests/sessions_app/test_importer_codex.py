@@ -526,3 +526,27 @@ def test_a_rollout_and_its_archived_copy_count_once(api, tmp_path):
     assert (summary.sessions_created, summary.messages, summary.requests) == (0, 0, 0)
     (session,) = Session.objects.filter(tenant=api.tenant)
     assert api.get(f"/api/v1/sessions/{session.pk}/stats/").json()["requests"] == 7
+
+
+def test_message_items_written_without_their_type_are_read(tmp_path):
+    """Seen in another parser's fixtures: `response_item` payloads with `role` and `content` but no
+    `"type": "message"`. They are the prompt and the answer all the same (before, nothing was read)."""
+    path = rollout(
+        tmp_path / "rollout-2024-01-01T10-00-00-abc.jsonl",
+        [
+            line("10:00:00", "session_meta", {"id": "abc-123", "cwd": "/Users/alice/code/my-api"}),
+            line(
+                "2024-01-01T10:00:01Z",
+                "response_item",
+                {"role": "user", "content": [{"type": "input_text", "text": "Add rate limiting"}]},
+            ),
+            line(
+                "2024-01-01T10:00:05Z",
+                "response_item",
+                {"role": "assistant", "content": [{"type": "output_text", "text": "Done."}]},
+            ),
+        ],
+    )
+    result = parse_file(path, flush=True)
+    assert [(m.role, m.content) for m in result.messages] == [("user", "Add rate limiting"), ("assistant", "Done.")]
+    assert count_usage(result.messages)["requests"] == 1

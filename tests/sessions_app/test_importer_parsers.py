@@ -841,3 +841,29 @@ def test_a_tool_folder_below_another_projects_or_agents_folder_names_the_right_p
     assert (claude.tool, claude.project_dir) == ("claude-code", "-home-u-app")
     openclaw = describe_layout("/srv/agents/old/.openclaw/agents/main/sessions/0f3a.jsonl")
     assert (openclaw.tool, openclaw.project_dir) == ("openclaw", "main")
+
+
+def test_claude_code_lines_stripped_of_their_ids_are_still_read_and_each_answer_is_a_call(tmp_path):
+    """Seen in other parsers' fixtures (an exporter that keeps only type, timestamp, message and cwd): the
+    lines are still recognised as Claude Code, and an assistant line without `message.id`, `requestId` or
+    `uuid` is a call of its own (it was not synthetic, an error or a fork's copy)."""
+    path = tmp_path / "exported.jsonl"
+    lines = [
+        {"type": "user", "timestamp": "2024-01-01T10:00:00Z", "message": {"content": "Fix the login bug"}},
+        {
+            "type": "assistant",
+            "timestamp": "2024-01-01T10:00:05Z",
+            "message": {"content": [{"type": "text", "text": "Looking."}, {"type": "tool_use", "id": "t1"}]},
+        },
+        {"type": "user", "timestamp": "2024-01-01T10:05:00Z", "message": {"content": "That looks right"}},
+        {
+            "type": "assistant",
+            "timestamp": "2024-01-01T10:05:05Z",
+            "message": {"content": [{"type": "text", "text": "Done."}]},
+        },
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = parse_file(path, flush=True)
+    assert result.tool == "claude-code"
+    assert [m.role for m in result.messages] == ["user", "assistant", "user", "assistant"]
+    assert count_usage([m.to_ingest() for m in result.messages])["requests"] == 2
