@@ -134,8 +134,8 @@ def describe_layout(path: str | Path) -> Layout:
 
 def _history_stem(name: str) -> str:
     """The session's file stem when `name` is an OpenClaw archive or checkpoint of it (the same session's
-    bytes under another name), else ""."""
-    found = transcript_name(name)
+    bytes under another name, zstd-compressed or not), else ""."""
+    found = transcript_name(name.removesuffix(".zst"))
     return found.stem if found is not None and found.variant != "live" else ""
 
 
@@ -212,8 +212,6 @@ def explain_detection(path: str | Path, first_lines: Iterable[str | dict]) -> De
 
     Gemini CLI and Qwen Code (its fork) write look-alike records; a file in one's storage layout whose lines
     have fields only the other writes is refused rather than read by the wrong parser."""
-    if is_compressed_archive(Path(path).name):
-        return Detection(None, "a zstd-compressed OpenClaw transcript archive: decompress it (`zstd -d`) to import it")
     layout = describe_layout(path)
     objects, other = head_objects(first_lines)
     if layout.tool in FORKS:

@@ -16,7 +16,15 @@ from pathlib import Path
 
 from sessions_app.importers.base import LogParser, ParseIssue, ParseResult, SourceFile
 from sessions_app.importers.detect import PARSERS, describe_layout, explain_detection, parser_for
-from sessions_app.importers.jsonl import JsonlReader, count_lines_before, load_document, read_head, tail_key
+from sessions_app.importers.jsonl import (
+    JsonlReader,
+    count_lines_before,
+    load_document,
+    log_size,
+    open_log,
+    read_head,
+    tail_key,
+)
 from sessions_app.importers.opencode import parse_source, source_stat, split_source
 
 CARRY_VERSION = 1
@@ -55,9 +63,11 @@ def parse_file(
             return failed(f"not a {tool} log: it is an OpenCode session")
         return parse_source(path, carry=carry, flush=flush)
     try:
-        size = path.stat().st_size
+        size = log_size(path)
     except OSError as error:
         return failed(f"cannot read the file: {error.strerror or error}")
+    except ValueError as error:  # a compressed archive that cannot be decompressed
+        return failed(str(error))
     if start_offset < 0 or start_offset > size:
         return failed(
             f"the saved offset {start_offset} is beyond the end of the file ({size} bytes): "
@@ -100,8 +110,7 @@ def parse_file(
         first_line = count_lines_before(path, start_offset) + 1 if start_offset else 1
     if start_offset and not carry.get("line_open"):
         # (After a last line consumed before its newline, the offset is rightly just after its closing brace.)
-        with path.open("rb") as handle:
-            handle.seek(start_offset - 1)
+        with open_log(path, start_offset - 1) as handle:
             if handle.read(1) != b"\n":
                 issues.append(
                     ParseIssue(str(path), first_line, f"offset {start_offset} is not at a line start", "warning")

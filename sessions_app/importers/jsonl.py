@@ -6,11 +6,12 @@ Nothing here knows a tool: `dispatch.parse_file` feeds what `JsonlReader` yields
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -59,8 +60,7 @@ class JsonlReader:
         self.issues.append(ParseIssue(str(self.path), line, message, level))
 
     def __iter__(self) -> Iterator[JsonLine]:
-        with self.path.open("rb") as handle:
-            handle.seek(self.start_offset)
+        with open_log(self.path, self.start_offset) as handle:
             offset = self.start_offset
             for raw in handle:
                 if self.max_bytes is not None and offset - self.start_offset >= self.max_bytes:
@@ -170,11 +170,53 @@ def _loads_object(text: str) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+def is_compressed(path: Path) -> bool:
+    """A zstd-compressed log (`.zst`: newer OpenClaw compresses its archived transcripts). Its offsets count
+    decompressed bytes; it is never appended to, so it is read once, whole."""
+    return path.name.endswith(".zst")
+
+
+def open_log(path: Path, offset: int = 0) -> BinaryIO:
+    """A log's bytes from `offset`, as a binary file to iterate by line; a compressed one decompressed as it
+    is read (zstandard is imported only then)."""
+    if not is_compressed(path):
+        handle = path.open("rb")
+        handle.seek(offset)
+        return handle
+    import zstandard
+
+    handle = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True))
+    remaining = offset
+    while remaining > 0:  # the stream cannot seek: read up to the offset
+        chunk = handle.read(min(remaining, 1 << 20))
+        if not chunk:
+            break
+        remaining -= len(chunk)
+    return handle
+
+
+def log_size(path: Path) -> int:
+    """The bytes a log holds: its size, or decompressed, a compressed one's (read through once). Raises
+    OSError, and ValueError for a compressed file that is not valid zstd."""
+    if not is_compressed(path):
+        return path.stat().st_size
+    size = 0
+    try:
+        with open_log(path) as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                size += len(chunk)
+    except OSError:
+        raise
+    except Exception as error:  # zstandard.ZstdError
+        raise ValueError(f"not a readable zstd archive ({error})") from None
+    return size
+
+
 def count_lines_before(path: Path, offset: int) -> int:
     """How many newlines the first `offset` bytes hold (the line number before `offset`, when no carry says)."""
     count = 0
     remaining = offset
-    with path.open("rb") as handle:
+    with open_log(path) as handle:
         while remaining > 0:
             chunk = handle.read(min(remaining, 1 << 20))
             if not chunk:
@@ -214,7 +256,7 @@ def read_head(path: Path, limit: int = 25) -> list[str]:
         except OSError:
             return []
     try:
-        with path.open("rb") as handle:
+        with open_log(path) as handle:
             for raw in handle:
                 text = _decode(raw)[0]
                 if not raw.endswith(b"\n") and _loads_object(text.strip().lstrip("\ufeff")) is None:
@@ -224,4 +266,8 @@ def read_head(path: Path, limit: int = 25) -> list[str]:
                     break
     except OSError:
         return []
+    except Exception:  # a compressed file that is not valid zstd (zstandard.ZstdError): nothing to judge by
+        if is_compressed(path):
+            return []
+        raise
     return lines

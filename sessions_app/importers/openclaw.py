@@ -106,8 +106,8 @@ def transcript_name(name: str) -> TranscriptName | None:
 
 def is_compressed_archive(name: str) -> bool:
     """Whether `name` is an archived transcript OpenClaw compressed with zstd (`<archive name>.zst`,
-    archive-compression.ts: newer versions compress archives when the runtime can). Reading one needs a
-    zstd decoder this importer does not have: it is refused with the reason, never skipped in silence."""
+    archive-compression.ts: newer versions compress archives when the runtime can). It is read decompressed
+    (`jsonl.open_log`), whole, like any archive."""
     archive = transcript_name(name.removesuffix(".zst")) if name.endswith(".zst") else None
     return archive is not None and archive.variant in ("reset", "deleted")
 

@@ -172,12 +172,50 @@ def test_an_uploaded_archive_of_another_session_is_not_taken_for_the_live_file(a
     assert summary.files_renamed == 0 and summary.sessions_created == 1
 
 
-def test_a_zstd_compressed_archive_is_refused_with_the_reason_not_skipped(api, tmp_path):
+def test_a_zstd_compressed_archive_is_read_like_the_archive_it_compresses(api, tmp_path):
+    """Newer OpenClaw compresses archived transcripts (`<archive>.zst`): the history is read all the same,
+    whole, and counts what the uncompressed archive counts; a file that only claims to be one is refused with
+    the reason, as one file."""
+    import zstandard
+
+    archive = BACKUP / SESSIONS / f"{EARLIER}.jsonl.reset.2026-03-04T09-12-33.411Z"
     folder = backup(tmp_path, LIVE_NAME)
-    compressed = folder / f"{EARLIER}.jsonl.reset.2026-03-04T09-12-33.411Z.zst"
-    compressed.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(range(11, 256)) * 4)  # a zstd frame's magic, no newline
+    compressed = folder / f"{archive.name}.zst"
+    compressed.write_bytes(zstandard.ZstdCompressor().compress(archive.read_bytes()))
+    damaged = folder / f"{DELETED}.jsonl.deleted.2026-03-02T11-40-17.052Z.zst"
+    damaged.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(range(11, 256)) * 4)  # a zstd frame's magic, then noise
+
     summary = import_path(tenant=api.tenant, path=tmp_path)
-    assert (summary.files_imported, summary.files_refused) == (1, 1)
-    (issue,) = [issue for issue in summary.issues if issue.path == str(compressed)]
-    assert (issue.line, issue.level) == (0, "error") and "zstd-compressed OpenClaw transcript archive" in issue.message
-    assert not Session.objects.filter(tenant=api.tenant, agent_session_id=EARLIER).exists()
+    assert (summary.files_imported, summary.files_refused) == (2, 1)
+    assert stats(api, session(api, EARLIER)) == expected(parse_file(archive).messages)
+    assert parse_file(compressed).messages and parse_file(compressed).issues == []
+    (issue,) = [issue for issue in summary.issues if issue.path == str(damaged)]
+    assert issue.line == 0 and issue.level == "error" and "zstd" in issue.message
+    assert not Session.objects.filter(tenant=api.tenant, agent_session_id=DELETED).exists()
+
+    again = import_path(tenant=api.tenant, path=tmp_path)  # unchanged: nothing read again, nothing counted twice
+    assert (again.files_unchanged, again.messages) == (2, 0)
+    assert stats(api, session(api, EARLIER)) == expected(parse_file(archive).messages)
+
+
+def test_damaged_compressed_archives_give_issues_never_an_exception(tmp_path):
+    """Fuzz: a compressed archive cut at random places, or with random bytes changed, is read as far as it
+    decompresses or refused with the reason; parsing it never raises."""
+    import random
+
+    import zstandard
+
+    archive = BACKUP / SESSIONS / f"{EARLIER}.jsonl.reset.2026-03-04T09-12-33.411Z"
+    whole = zstandard.ZstdCompressor().compress(archive.read_bytes())
+    folder = tmp_path / SESSIONS
+    folder.mkdir(parents=True)
+    path = folder / f"{archive.name}.zst"
+    rng = random.Random(15)
+    for _ in range(60):
+        data = bytearray(whole[: rng.randrange(len(whole) + 1)])
+        for _ in range(rng.choice([0, 0, 1, 3])):
+            if data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        path.write_bytes(bytes(data))
+        result = parse_file(path, flush=True)
+        assert result.messages or result.issues or not data

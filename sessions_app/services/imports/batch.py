@@ -16,6 +16,7 @@ from psycopg.errors import DeadlockDetected, SerializationFailure
 from platform_kit.db import update_rows
 from sessions_app.importers import ParseIssue, parse_file
 from sessions_app.importers.dispatch import is_document_log
+from sessions_app.importers.jsonl import is_compressed
 from sessions_app.importers.opencode import split_source
 from sessions_app.models import ImportedFile, Session
 from sessions_app.schema import TOKEN_FIELDS
@@ -163,6 +164,8 @@ class BatchImporter:
         try:
             if is_document_log(path, record.tool or self.options.tool):
                 record.offset, record.carry, record.pending = 0, {}, 0  # a document is read whole each time
+            elif is_compressed(path):
+                record.offset, record.carry, record.pending = 0, {}, 0  # written once: read whole when it changed
             elif record.offset:
                 restarted = _restart_if_replaced(path, record)
                 if restarted:
@@ -173,7 +176,7 @@ class BatchImporter:
                 carry = {**(self.spawns.subagent_seed(path) or {}), **(carry or {})} or None
             file.parsed = parse_file(
                 path, start_offset=record.offset, tool=record.tool or self.options.tool, carry=carry,
-                flush=file.idle, max_bytes=max_bytes,
+                flush=file.idle, max_bytes=None if is_compressed(path) else max_bytes,
             )  # fmt: skip
         except OSError as error:  # unreadable, or gone while being read: the next import tries again
             file.refused = f"cannot read the file: {error.strerror or error}"

@@ -19,7 +19,6 @@ from sessions_app.importers import ParseIssue, ParseResult, describe_layout, ope
 from sessions_app.importers.detect import explain_detection, head_objects, is_log_name
 from sessions_app.importers.dispatch import stat_source
 from sessions_app.importers.jsonl import read_head
-from sessions_app.importers.openclaw import is_compressed_archive
 from sessions_app.models import ImportedFile, ImportSource, Session, Tenant
 from sessions_app.services.imports.summary import FileResult
 
@@ -145,8 +144,6 @@ def file_refusal(path: Path, *, tool: str | None = None) -> ParseIssue | None:
     lines of no shape known here, or a path in another tool's layout): its parser reads what it can, line
     by line. It does not make a file whose first lines hold no JSON object a log: that is refused too."""
     tool = None if tool in ("", "auto") else tool
-    if is_compressed_archive(path.name):  # binary: its first "line" says nothing
-        return ParseIssue(str(path), 0, f"not a recognised agent log: {explain_detection(path, []).reason}")
     head = read_head(path)
     if not any(line.strip() for line in head):
         return None
