@@ -112,6 +112,7 @@ NAMES = [
     "x.jsonl.bak",
     "/h/.openclaw/agents/main/sessions/0f3a.jsonl.reset.2026-02-01T10-00-00.000Z",
     "/h/.openclaw/agents/main/sessions/0f3a.jsonl.deleted.2026-02-01T10-00-00.000Z",
+    "/h/.openclaw/agents/main/sessions/0f3a.jsonl.reset.2026-02-01T10-00-00.000Z.zst",
     "/h/.openclaw/agents/main/sessions/0f3a.checkpoint.c0ffee12-3456-4789-8abc-def012345678.jsonl",
     "/h/.openclaw/agents/main/sessions/0f3a.trajectory.jsonl",
     "/h/elsewhere/0f3a.trajectory.jsonl",
