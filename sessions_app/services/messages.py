@@ -244,24 +244,13 @@ class _Append:
             for old, new in zip(stored, message_tokens(item), strict=True)
         )
         request = self._request_of(message)
-        if request is None and is_request(item):
-            self._promote(message, item, tokens)
-        elif not changed and tokens == stored:
+        promoted = request is None and is_request(item)
+        if not promoted and not changed and tokens == stored:
             return False
-        elif request is None:
-            growth = tuple((new or 0) - (old or 0) for old, new in zip(stored, tokens, strict=True))
+        if promoted:
+            self._promote(message, item, tokens)
         else:
-            growth = request_growth(request.__dict__, tokens)
-            if not request.model and item.get("model"):
-                request.model = item["model"]
-            if request.id not in self.new_request_ids:
-                self.changed_requests[request.id] = request
-        if request is not None or not is_request(item):
-            tally_growth(self.session_tally, growth)
-            tally_growth(
-                self.rollup_tally(message.created_at, message.model or (request.model if request else "")), growth
-            )
-            tally_growth(self._conversation_tally_of(message), growth)
+            self._grow(message, request, item, stored, tokens)
         message.__dict__.update(changed)
         message.__dict__.update(zip(TOKEN_FIELDS, tokens, strict=True))
         if message._state.adding:
@@ -271,6 +260,25 @@ class _Append:
         if "content" in changed and message.id not in self.restated:
             self.restated.append(message.id)
         return True
+
+    def _grow(self, message: Message, request: LlmRequest | None, item: dict, stored: tuple, tokens: tuple) -> None:
+        """Count what a later version of a message adds: its request's growth (rule 3), or for a message that is
+        no request, its own tokens' growth — in the session, its conversation and its roll-up row."""
+        if request is None:
+            growth = tuple((new or 0) - (old or 0) for old, new in zip(stored, tokens, strict=True))
+        else:
+            growth = request_growth(request.__dict__, tokens)
+            if not request.model and item.get("model"):
+                request.model = item["model"]
+            if request.id not in self.new_request_ids:
+                self.changed_requests[request.id] = request
+        model = message.model or (request.model if request else "")
+        for tally in (
+            self.session_tally,
+            self.rollup_tally(message.created_at, model),
+            self._conversation_tally_of(message),
+        ):
+            tally_growth(tally, growth)
 
     def _conversation_tally_of(self, message: Message) -> list[int]:
         """The tally of the conversation a stored message is in (a throwaway one when it is in none)."""
