@@ -155,7 +155,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["sessions_app.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["platform_kit.api.auth.HasTenant"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["platform_kit.api.parsers.StrictJSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "platform_kit.api.pagination.CursorPage",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -64,7 +64,7 @@ class RecordWriteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     valid_from = serializers.DateTimeField(required=False, allow_null=True)
     valid_until = serializers.DateTimeField(required=False, allow_null=True)
     strategy = StrictCharField(max_length=255, required=False, allow_blank=True, default="")
-    strategy_version = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    strategy_version = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=2**31 - 1)
     source_session_ids = serializers.ListField(child=serializers.UUIDField(), required=False, max_length=1000)
     source_message_ids = serializers.ListField(child=serializers.UUIDField(), required=False, max_length=1000)
 

@@ -17,6 +17,11 @@ ROLES = tuple(ROLE_COUNTERS)
 
 # The kinds of tokens a message reports and a request keeps the largest value of.
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens")
+# The most tokens one message or call can report: a thousand times the largest context window of any model.
+# Bounded so that no sum of them (a session's, a day's, a tenant's, in bigint columns) can overflow: it would
+# take nine billion messages at the bound.
+MAX_TOKENS = 10**9
+INT32_MAX = 2**31 - 1  # integer columns (a turn's max_tokens and api_calls, a record's strategy_version)
 
 # What sessions, conversations and the roll-ups count, in their column order.
 COUNTER_FIELDS = ("requests", "messages", *ROLE_COUNTERS.values(), *TOKEN_FIELDS)

@@ -15,8 +15,10 @@ from platform_kit.api.fields import (
 )
 from sessions_app.models import Conversation, Message, Role, Session, StateVersion, Turn
 from sessions_app.schema import (
+    INT32_MAX,
     MACHINE_MAX_LENGTH,
     MACHINE_PATTERN,
+    MAX_TOKENS,
     MESSAGE_INPUT_FIELDS,
     MESSAGE_TEXT_LIMITS,
     MESSAGE_TURN_FIELDS,
@@ -105,12 +107,12 @@ class MessageInSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     thinking = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
     tool_calls = StoredJSONField(required=False, allow_null=True)
     tool_name = StrictCharField(required=False, max_length=MESSAGE_TEXT_LIMITS["tool_name"], allow_blank=True)
-    input_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
-    output_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
-    cache_read_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
-    cache_creation_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
-    total_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
-    elapsed_ms = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=2**31 - 1)
+    input_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
+    output_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
+    cache_read_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
+    cache_creation_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
+    total_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
+    elapsed_ms = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=INT32_MAX)
     finish_reason = StrictCharField(required=False, max_length=MESSAGE_TEXT_LIMITS["finish_reason"], allow_blank=True)
     feishu_conversation_id = StrictCharField(
         required=False, max_length=MESSAGE_TEXT_LIMITS["feishu_conversation_id"], allow_blank=True
@@ -338,21 +340,23 @@ class TurnCompleteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     tool_calls = ToolCallSerializer(many=True, required=False)
     tool_names = NameListField(required=False, help_text="Tools actually called")
     model = StrictCharField(max_length=255)
-    max_tokens = StrictIntegerField(required=False, allow_null=True, min_value=1)
+    max_tokens = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=INT32_MAX)
     temperature = StrictNumberField(required=False, allow_null=True, min_value=0, max_value=10)
     finish_reason = serializers.ChoiceField(
         choices=["stop", "length", "tool_calls", "error"],
         error_messages={"invalid_choice": '"{input}" is not a finish reason. Use stop, length, tool_calls or error.'},
     )
-    input_tokens = StrictIntegerField(min_value=0)
-    output_tokens = StrictIntegerField(min_value=0)
-    total_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
-    cache_read_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
-    cache_creation_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0)
-    elapsed_ms = StrictIntegerField(min_value=0, max_value=2**31 - 1)
+    input_tokens = StrictIntegerField(min_value=0, max_value=MAX_TOKENS)
+    output_tokens = StrictIntegerField(min_value=0, max_value=MAX_TOKENS)
+    total_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
+    cache_read_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
+    cache_creation_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
+    elapsed_ms = StrictIntegerField(min_value=0, max_value=INT32_MAX)
     skill_names = NameListField(required=False)
     available_tool_names = NameListField(required=False, help_text="Tools offered to the model this turn")
-    requests = StrictIntegerField(required=False, min_value=0, help_text="LLM API calls made (default 1)")
+    requests = StrictIntegerField(
+        required=False, min_value=0, max_value=INT32_MAX, help_text="LLM API calls made (default 1)"
+    )
     error = StrictCharField(required=False, allow_blank=True, help_text="What went wrong, with finish_reason error")
     tool_schema = serializers.JSONField(
         required=False, help_text="The tools' function schema: traced as the ai:ToolSchema span, never stored"

@@ -10,13 +10,13 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from platform_kit.api.errors import Conflict, PreconditionFailed
 from platform_kit.api.fields import NUL_REFUSED, contains_nul
 from platform_kit.api.pagination import CursorPage, cursor_page
+from platform_kit.api.parsers import StrictJSONParser
 from platform_kit.api.views import TenantScopedMixin
 from sessions_app.api.filters import ConversationFilter, MessageFilter, SessionFilter, SessionMessageFilter
 from sessions_app.api.serializers import (
@@ -54,7 +54,7 @@ from sessions_app.services.turns import (
 IF_MATCH = re.compile(r'^\s*(?:W/)?"?(\d+)"?\s*$')
 
 
-class MergePatchParser(JSONParser):
+class MergePatchParser(StrictJSONParser):
     media_type = "application/merge-patch+json"
 
 
@@ -227,7 +227,7 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
             OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='"n": the version you read')
         ],
     )
-    @action(detail=True, methods=["get", "put", "patch"], parser_classes=[JSONParser, MergePatchParser])
+    @action(detail=True, methods=["get", "put", "patch"], parser_classes=[StrictJSONParser, MergePatchParser])
     def state(self, request, pk=None):
         session = self.get_object()
         if request.method == "GET":

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sessions_app.schema import MESSAGE_TEXT_LIMITS, TOKEN_FIELDS
+from sessions_app.schema import MAX_TOKENS, MESSAGE_TEXT_LIMITS, TOKEN_FIELDS
 
 TOOLS = ("claude-code", "qwen-code", "openclaw", "codex", "gemini-cli", "opencode")
 
@@ -390,7 +390,7 @@ def _parse_iso(value: str) -> datetime | None:
     return parsed.astimezone(UTC)
 
 
-MAX_COUNT = 2**53  # more tokens than any model has read; beyond this a number is not a count (nor exact as JSON)
+MAX_COUNT = MAX_TOKENS  # the API's bound: beyond it a number is not a token count (schema.MAX_TOKENS)
 
 
 def as_int(value: Any) -> int | None:

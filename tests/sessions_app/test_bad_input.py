@@ -199,3 +199,64 @@ def test_json_content_type_is_required(api, session):
     response = api.generic("POST", url(session), json.dumps({"role": "user"}), content_type="text/plain")
     assert response.status_code == 415
     assert nothing_written(session)
+
+
+# -- bounds and JSON no column can hold (issue 16, points 1 and 2) -----------------------------------------
+
+
+@pytest.mark.parametrize("field", ["input_tokens", "output_tokens", "cache_read_tokens", "total_tokens"])
+def test_a_token_count_beyond_the_bound_is_refused_and_the_statistics_stay_whole(api, session, field):
+    """One accepted `9223372036854775807` used to break every statistic of its user and model (the sums
+    overflowed): now the count is refused with the bound, and later writes and stats work."""
+    message = {"role": "assistant", "content": "x", "request_id": "r1", "model": "qwen-max", field: 2**63 - 1}
+    body = assert_error(api.post(url(session), message, format="json"), 400, field)
+    assert "1000000000" in body["errors"][field][0]
+    assert nothing_written(session)
+    at_bound = {**message, field: 10**9}
+    assert api.post(url(session), at_bound, format="json").status_code == 201
+    again = {"role": "assistant", "content": "y", "request_id": "r2", "model": "qwen-max", "input_tokens": 10**9}
+    assert api.post(url(session), again, format="json").status_code == 201
+    for group_by in ("day", "tool", "project", "model", "user_id"):
+        assert api.get("/api/v1/stats/", {"group_by": group_by}).status_code == 200
+
+
+def test_json_nested_too_deeply_is_refused_not_a_server_error(api, session):
+    deep = "[" * 1000 + "]" * 1000  # Python's parser would die of recursion
+    response = api.generic("POST", url(session), deep, content_type="application/json")
+    assert "nested deeper than" in assert_error(response, 400)["detail"]
+    metadata = {}
+    for _ in range(80):  # parses, but deeper than any field needs and than the encoders take
+        metadata = {"a": metadata}
+    message = {"role": "user", "content": "x", "metadata": metadata}
+    assert "nested deeper than" in assert_error(api.post(url(session), message, format="json"), 400)["detail"]
+    assert nothing_written(session)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"role": "user", "content": "x", "metadata": {"k": "\\ud800"}}',
+        '{"role": "user", "content": "x", "metadata": {"\\udfff": 1}}',
+        '{"role": "assistant", "content": "x", "tool_calls": [{"name": "a\\ud83d"}]}',
+        '{"role": "user", "content": "half an emoji \\ud83d"}',
+    ],
+)
+def test_a_lone_surrogate_is_refused_not_a_server_error(api, session, raw):
+    response = api.generic("POST", url(session), raw, content_type="application/json")
+    assert "surrogate" in assert_error(response, 400)["detail"]
+    assert nothing_written(session)
+    paired = raw.replace("\\ud800", "\\ud83d\\ude00").replace("\\udfff", "\\ud83d\\ude00")
+    paired = paired.replace("a\\ud83d", "a\\ud83d\\ude00").replace("emoji \\ud83d", "emoji \\ud83d\\ude00")
+    assert api.generic("POST", url(session), paired, content_type="application/json").status_code == 201
+
+
+def test_integer_fields_beyond_their_columns_are_refused(api, session):
+    turn = api.post(f"/api/v1/sessions/{session.pk}/turns/", {"content": "hi"}, format="json").json()["turn"]
+    completion = {"content": "ok", "model": "qwen-max", "finish_reason": "stop", "input_tokens": 1, "output_tokens": 1}
+    completion["elapsed_ms"] = 5
+    for field, value in (("max_tokens", 2**31), ("requests", 2**31), ("input_tokens", 10**9 + 1)):
+        response = api.post(f"/api/v1/turns/{turn}/complete/", {**completion, field: value}, format="json")
+        assert_error(response, 400, field)
+    assert api.post(f"/api/v1/turns/{turn}/complete/", completion, format="json").status_code == 200
+    record = {"user_id": "xiaoming", "type": "profile", "content": "偏好博物馆", "strategy_version": 2**31}
+    assert_error(api.post("/api/v1/records/", record, format="json"), 400, "strategy_version")
