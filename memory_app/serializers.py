@@ -2,6 +2,7 @@ from rest_framework import serializers
 
 from memory_app.models import Record, RecordRevision, RecordType
 from platform_kit.api.fields import (
+    BoundedDateTimeField,
     JSONObjectField,
     RejectUnknownFieldsMixin,
     StrictCharField,
@@ -61,8 +62,8 @@ class RecordWriteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     content = StrictCharField(max_length=20_000, trim_whitespace=True)
     fields = JSONObjectField(required=False)
     confidence = StrictNumberField(required=False, min_value=0, max_value=1, default=1.0)
-    valid_from = serializers.DateTimeField(required=False, allow_null=True)
-    valid_until = serializers.DateTimeField(required=False, allow_null=True)
+    valid_from = BoundedDateTimeField(required=False, allow_null=True)
+    valid_until = BoundedDateTimeField(required=False, allow_null=True)
     strategy = StrictCharField(max_length=255, required=False, allow_blank=True, default="")
     strategy_version = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=2**31 - 1)
     source_session_ids = serializers.ListField(child=serializers.UUIDField(), required=False, max_length=1000)
@@ -119,8 +120,8 @@ class RecallQuerySerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         required=False,
     )
     session = serializers.UUIDField(required=False, help_text="Only what comes from this session")
-    since = serializers.DateTimeField(required=False)
-    until = serializers.DateTimeField(required=False)
+    since = BoundedDateTimeField(required=False)
+    until = BoundedDateTimeField(required=False)
     include_messages = serializers.BooleanField(required=False, default=True)
 
 
@@ -133,7 +134,7 @@ class RecallHitSerializer(serializers.Serializer):
     session = serializers.UUIDField(allow_null=True)
     source_message_ids = serializers.ListField(child=serializers.UUIDField())
     source_external_ids = serializers.ListField(child=serializers.CharField())
-    created_at = serializers.DateTimeField()
+    created_at = BoundedDateTimeField()
 
 
 class RecallResultSerializer(serializers.Serializer):

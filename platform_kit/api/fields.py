@@ -1,7 +1,12 @@
 """Strict serializer fields: a wrong type is refused with a 400 that says what to send, never coerced, and
 JSON that PostgreSQL cannot store (NUL) is refused before it reaches a write."""
 
+from datetime import UTC, datetime
+
 import orjson
+from django.core.exceptions import ValidationError
+from django_filters.fields import IsoDateTimeField
+from django_filters.filters import IsoDateTimeFilter
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -85,3 +90,47 @@ class RejectUnknownFieldsMixin:
                     {name: [f"Unknown field. Allowed: {', '.join(sorted(self.fields))}."] for name in unknown}
                 )
         return super().to_internal_value(data)
+
+
+EARLIEST = datetime(1000, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)  # a year of room: windows and roll-ups add days and hours to a time
+OUT_OF_RANGE = "Must be a time from 1000-01-01 to 9998-12-31 (UTC)."
+
+
+def bounded_utc(value: datetime) -> datetime | None:
+    """`value` in UTC when it is within the range the API takes, else None. Offsets are normalised here:
+    PostgreSQL refuses offsets beyond ±15:59 that ISO 8601 (and Python) accept, and UTC is the same instant."""
+    try:
+        moment = value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return None
+    return moment if EARLIEST <= moment < LATEST else None
+
+
+class BoundedDateTimeField(serializers.DateTimeField):
+    """A timestamp the database and the API's date arithmetic can hold: in UTC, years 1000 to 9998."""
+
+    default_error_messages = {"out_of_range": OUT_OF_RANGE}
+
+    def to_internal_value(self, value):
+        moment = bounded_utc(super().to_internal_value(value))
+        if moment is None:
+            self.fail("out_of_range")
+        return moment
+
+
+class BoundedIsoDateTimeFormField(IsoDateTimeField):
+    """The query-parameter form of BoundedDateTimeField (django-filter's ISO field, bounded and in UTC)."""
+
+    def to_python(self, value):
+        parsed = super().to_python(value)
+        if parsed is None:
+            return None
+        moment = bounded_utc(parsed)
+        if moment is None:
+            raise ValidationError(OUT_OF_RANGE, code="out_of_range")
+        return moment
+
+
+class BoundedIsoDateTimeFilter(IsoDateTimeFilter):
+    field_class = BoundedIsoDateTimeFormField

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django import forms
 from django.core.exceptions import PermissionDenied
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import connection
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.template.response import TemplateResponse
@@ -69,8 +70,17 @@ SESSION_COLUMNS = ("session_id", "name", "tool", "user_id", "project", "machine"
 
 class DashboardFilters(forms.Form):
     tenant = forms.ModelChoiceField(queryset=Tenant.objects.order_by("name"), empty_label=None)
-    since = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}), help_text="first day (UTC)")
-    until = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}), help_text="last day, included")
+    # Days the window's arithmetic (the day after `until`) can hold: the API's range, 1000 to 9998.
+    since = forms.DateField(
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="first day (UTC)",
+        validators=[MinValueValidator(datetime.date(1000, 1, 1)), MaxValueValidator(datetime.date(9998, 12, 31))],
+    )
+    until = forms.DateField(
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="last day, included",
+        validators=[MinValueValidator(datetime.date(1000, 1, 1)), MaxValueValidator(datetime.date(9998, 12, 31))],
+    )
     tool = forms.CharField(required=False, widget=forms.TextInput(attrs={"list": "ace-tools", "size": 14}))
     user_id = forms.CharField(
         label="user", required=False, widget=forms.TextInput(attrs={"list": "ace-users", "size": 14})

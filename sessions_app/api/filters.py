@@ -1,6 +1,7 @@
 import django_filters
 from django_filters import rest_framework as filters
 
+from platform_kit.api.fields import BoundedIsoDateTimeFilter
 from sessions_app.models import Conversation, Message, Role, Session
 from sessions_app.search import keyword_filter
 
@@ -14,8 +15,8 @@ class SessionFilter(filters.FilterSet):
     machine = filters.CharFilter()
     agent_session_id = filters.CharFilter()
     active = filters.BooleanFilter(field_name="ended_at", lookup_expr="isnull", help_text="true: not ended")
-    started_after = filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="gte")
-    started_before = filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="lt")
+    started_after = BoundedIsoDateTimeFilter(field_name="started_at", lookup_expr="gte")
+    started_before = BoundedIsoDateTimeFilter(field_name="started_at", lookup_expr="lt")
 
     class Meta:
         model = Session
@@ -29,8 +30,8 @@ class RoleInFilter(django_filters.BaseInFilter, django_filters.ChoiceFilter):
 class BaseMessageFilter(filters.FilterSet):
     role = RoleInFilter(choices=Role.choices, help_text="One role, or several separated by commas")
     q = filters.CharFilter(method="filter_q", help_text='Keywords (English words, Chinese text, "phrases")')
-    since = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    until = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    since = BoundedIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    until = BoundedIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
     model = filters.CharFilter()
     tool_name = filters.CharFilter()
     request_id = filters.CharFilter()

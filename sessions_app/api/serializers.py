@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from platform_kit.api.fields import (
+    BoundedDateTimeField,
     JSONObjectField,
     RejectUnknownFieldsMixin,
     StoredJSONField,
@@ -93,7 +94,7 @@ class MessageInSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         error_messages={"invalid_choice": f'"{{input}}" is not a role. Use one of: {", ".join(Role.values)}.'},
     )
     content = StrictCharField(required=False, allow_blank=True, trim_whitespace=False, default="")
-    created_at = serializers.DateTimeField(required=False)
+    created_at = BoundedDateTimeField(required=False)
     external_id = StrictCharField(required=False, max_length=MESSAGE_TEXT_LIMITS["external_id"], allow_null=True)
     conversation = StrictCharField(
         required=False,
@@ -234,13 +235,13 @@ class GroupedRowSerializer(UsageSerializer):
     user_id = serializers.CharField(required=False)
     project = serializers.CharField(required=False)
     machine = serializers.CharField(required=False)
-    started_at = serializers.DateTimeField(required=False)
+    started_at = BoundedDateTimeField(required=False)
 
 
 class GroupedStatsSerializer(serializers.Serializer):
     group_by = serializers.CharField()
-    since = serializers.DateTimeField(allow_null=True)
-    until = serializers.DateTimeField(allow_null=True)
+    since = BoundedDateTimeField(allow_null=True)
+    until = BoundedDateTimeField(allow_null=True)
     results = GroupedRowSerializer(many=True)
     totals = UsageSerializer()
     unpriced_models = serializers.ListField(
@@ -253,8 +254,8 @@ class GroupedStatsQuerySerializer(serializers.Serializer):
     group_by = serializers.ChoiceField(
         choices=["day", "tool", "user_id", "project", "machine", "model", "session"], default="day"
     )
-    since = serializers.DateTimeField(required=False)
-    until = serializers.DateTimeField(required=False)
+    since = BoundedDateTimeField(required=False)
+    until = BoundedDateTimeField(required=False)
     tool = serializers.CharField(required=False)
     user_id = serializers.CharField(required=False)
     project = serializers.CharField(required=False, allow_blank=True, help_text="'' selects sessions without one")
@@ -278,11 +279,11 @@ class GroupedStatsQuerySerializer(serializers.Serializer):
 class StateSerializer(serializers.Serializer):
     version = serializers.IntegerField()
     data = serializers.DictField()
-    updated_at = serializers.DateTimeField(allow_null=True)
+    updated_at = BoundedDateTimeField(allow_null=True)
 
 
 class StateVersionSerializer(serializers.ModelSerializer):
-    updated_at = serializers.DateTimeField(source="created_at")
+    updated_at = BoundedDateTimeField(source="created_at")
 
     class Meta:
         model = StateVersion

@@ -4,6 +4,7 @@ import json
 
 import pytest
 from django.test import override_settings
+from django.urls import reverse
 
 from sessions_app.models import Conversation, Message, Session, StateVersion
 
@@ -260,3 +261,42 @@ def test_integer_fields_beyond_their_columns_are_refused(api, session):
     assert api.post(f"/api/v1/turns/{turn}/complete/", completion, format="json").status_code == 200
     record = {"user_id": "xiaoming", "type": "profile", "content": "偏好博物馆", "strategy_version": 2**31}
     assert_error(api.post("/api/v1/records/", record, format="json"), 400, "strategy_version")
+
+
+@pytest.mark.parametrize(
+    "path,params",
+    [
+        ("/api/v1/sessions/", {"started_before": "2026-01-01T00:00:00-21:07"}),
+        ("/api/v1/sessions/", {"started_after": "9999-12-31T23:30:00Z"}),
+        ("SESSION_MESSAGES", {"since": "2026-01-01T00:00:00+23:59"}),
+        ("/api/v1/stats/", {"until": "9999-12-31T23:30:00Z"}),
+        ("/api/v1/stats/", {"since": "0999-12-31T00:00:00Z"}),
+    ],
+)
+def test_times_the_database_cannot_take_are_normalised_or_refused_not_a_server_error(api, session, path, params):
+    """PostgreSQL refuses offsets beyond ±15:59 that ISO 8601 allows: they are the same instant in UTC, so they
+    are read as such; a time outside years 1000-9998 is a 400 that says the range."""
+    path = url(session) if path == "SESSION_MESSAGES" else path
+    response = api.get(path, params)
+    value = next(iter(params.values()))
+    if value.startswith(("9999", "0999")):
+        body = assert_error(response, 400)
+        assert "1000-01-01 to 9998-12-31" in json.dumps(body)
+    else:
+        assert response.status_code == 200, response.content
+
+
+def test_a_message_time_with_an_unusual_offset_is_stored_in_utc(api, session):
+    message = {"role": "user", "content": "x", "created_at": "2026-01-01T00:00:00-21:07"}
+    created = api.post(url(session), message, format="json")
+    assert created.status_code == 201, created.content
+    assert created.json()["created_at"].startswith("2026-01-01T21:07:00")
+    late = {"role": "user", "content": "y", "created_at": "9999-12-31T23:30:00Z"}
+    assert_error(api.post(url(session), late, format="json"), 400, "created_at")
+
+
+def test_the_dashboard_refuses_a_day_its_window_cannot_hold(api, client, django_user_model):
+    client.force_login(django_user_model.objects.create_superuser("auditor", "auditor@example.com", "x"))
+    dashboard = reverse("admin:sessions_app_usage_dashboard")
+    response = client.get(dashboard, {"tenant": api.tenant.pk, "since": "2026-01-01", "until": "9999-12-31"})
+    assert response.status_code == 400
