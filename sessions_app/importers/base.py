@@ -166,7 +166,7 @@ class ParsedMessage:
             item["tool_calls"] = self.tool_calls
         for name in TOKEN_FIELDS:
             value = getattr(self, name)
-            if value is not None:
+            if value is not None and value <= MAX_TOKENS:  # more is no count (the API's bound, schema.MAX_TOKENS)
                 item[name] = value
         for name in ("finish_reason", "feishu_conversation_id"):
             value = getattr(self, name)
@@ -390,7 +390,7 @@ def _parse_iso(value: str) -> datetime | None:
     return parsed.astimezone(UTC)
 
 
-MAX_COUNT = MAX_TOKENS  # the API's bound: beyond it a number is not a token count (schema.MAX_TOKENS)
+MAX_COUNT = 2**53  # beyond this a number is not a count (nor exact as JSON); tokens: MAX_TOKENS (to_ingest)
 
 
 def as_int(value: Any) -> int | None:

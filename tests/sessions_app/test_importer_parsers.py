@@ -867,3 +867,15 @@ def test_claude_code_lines_stripped_of_their_ids_are_still_read_and_each_answer_
     assert result.tool == "claude-code"
     assert [m.role for m in result.messages] == ["user", "assistant", "user", "assistant"]
     assert count_usage([m.to_ingest() for m in result.messages])["requests"] == 2
+
+
+def test_a_token_count_beyond_the_apis_bound_is_not_imported_as_one():
+    """A log can say anything; the import stores what the API would take (schema.MAX_TOKENS), so no sum of
+    imported counts can overflow either."""
+    from sessions_app.importers.base import ParsedMessage
+
+    message = ParsedMessage(
+        role="assistant", content="x", external_id="e", line=1, input_tokens=10**12, output_tokens=10**9
+    )
+    item = message.to_ingest()
+    assert "input_tokens" not in item and item["output_tokens"] == 10**9
