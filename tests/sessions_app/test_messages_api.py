@@ -94,7 +94,7 @@ def test_what_is_stored_reads_back_exactly(api, session):
         "tool_calls": [{"id": "t\t1", "name": "Bash", "arguments": {"cmd": "printf '%s\\n' \\N", "n": 2**53 - 1}}],
         "request_id": "req\\1",
         "model": "qwen3-coder-plus",
-        "input_tokens": 2**40,
+        "input_tokens": 10**9,  # the bound (schema.MAX_TOKENS), read back exactly
         "output_tokens": 0,
         "metadata": {"nested": {"list": [1, 2.5, None, True, "ü"]}, "empty": {}, "text": tricky},
     }
@@ -102,7 +102,7 @@ def test_what_is_stored_reads_back_exactly(api, session):
     stored = Message.objects.get(session=session)
     assert stored.content == tricky and stored.thinking == tricky[::-1]
     assert stored.tool_calls == message["tool_calls"] and stored.metadata == message["metadata"]
-    assert stored.request_id == "req\\1" and stored.input_tokens == 2**40 and stored.output_tokens == 0
+    assert stored.request_id == "req\\1" and stored.input_tokens == 10**9 and stored.output_tokens == 0
     assert stored.created_at.isoformat() == "2026-01-02T03:04:05.123456+00:00"
     listed = api.get(url(session)).json()["results"][0]
     for field in ("content", "thinking", "tool_calls", "metadata", "request_id", "input_tokens"):
