@@ -4,6 +4,7 @@ Reading them has no side effect: the embedded database starts on the first conne
 the embedded broker's folders are made when first used (aceproject.data_folder)."""
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -50,6 +51,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "axes",  # admin login throttling
     "platform_kit",  # the bottom layer the apps share (no models)
     "sessions_app",
     "memory_app",
@@ -67,7 +69,21 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
+
+# Admin login throttling (django-axes): after ACE_LOGIN_FAILURE_LIMIT wrong passwords for one username from
+# one address, that pair is locked out for ACE_LOGIN_COOLOFF_MINUTES (a success before then resets the
+# count). The API's bearer keys do not go through this: they are checked by sessions_app.auth.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("ACE_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("ACE_LOGIN_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "aceproject.urls"
 
