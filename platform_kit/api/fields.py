@@ -55,17 +55,31 @@ def contains_nul(value) -> bool:
 
 
 NUL_REFUSED = "Null characters (\\u0000) are not allowed: PostgreSQL cannot store them in JSON."
+MAX_JSON_DEPTH = 250  # orjson, which writes the JSON columns, stops at 254 levels; no field needs a tenth of it
+NESTED_REFUSED = f"Nested more than {MAX_JSON_DEPTH} levels deep: JSON this deep cannot be stored."
+
+
+def stored_json_error(value) -> str | None:
+    """Why a JSON value cannot go into a jsonb column (NUL, or nesting the encoder refuses), or None. One
+    encoding of the value in the usual case."""
+    try:
+        encoded = orjson.dumps(value)
+    except TypeError as error:
+        if "Recursion" in str(error):
+            return NESTED_REFUSED
+        return NUL_REFUSED if contains_nul(value) else None
+    return NUL_REFUSED if b"\\u0000" in encoded and contains_nul(value) else None
 
 
 class StoredJSONField(serializers.JSONField):
-    """JSON for a jsonb column, which cannot hold NUL: refused with a 400, as DRF refuses it in text."""
-
-    default_error_messages = {"null_characters": NUL_REFUSED}
+    """JSON for a jsonb column, which cannot hold NUL (nor nesting deeper than its encoder takes): refused
+    with a 400, as DRF refuses NUL in text."""
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        if contains_nul(value):
-            self.fail("null_characters")
+        error = stored_json_error(value)
+        if error:
+            raise serializers.ValidationError(error)
         return value
 
 

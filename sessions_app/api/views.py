@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from platform_kit.api.errors import Conflict, PreconditionFailed
-from platform_kit.api.fields import NUL_REFUSED, contains_nul
+from platform_kit.api.fields import stored_json_error
 from platform_kit.api.pagination import CursorPage, cursor_page
 from platform_kit.api.parsers import StrictJSONParser
 from platform_kit.api.views import TenantScopedMixin
@@ -236,8 +236,9 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
             data = request.data
             if not isinstance(data, dict):
                 raise serializers.ValidationError({"data": ["The state is a JSON object."]})
-            if contains_nul(data):
-                raise serializers.ValidationError({"data": [NUL_REFUSED]})
+            error = stored_json_error(data)
+            if error:
+                raise serializers.ValidationError({"data": [error]})
             if_match = self._if_match(request)
             try:
                 if request.method == "PUT":

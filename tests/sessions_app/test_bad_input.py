@@ -224,13 +224,16 @@ def test_a_token_count_beyond_the_bound_is_refused_and_the_statistics_stay_whole
 def test_json_nested_too_deeply_is_refused_not_a_server_error(api, session):
     deep = "[" * 1000 + "]" * 1000  # Python's parser would die of recursion
     response = api.generic("POST", url(session), deep, content_type="application/json")
-    assert "nested deeper than" in assert_error(response, 400)["detail"]
+    assert "nested too deeply" in assert_error(response, 400)["detail"]
     metadata = {}
-    for _ in range(80):  # parses, but deeper than any field needs and than the encoders take
+    for _ in range(300):  # parses, but deeper than the encoder of the JSON columns takes
         metadata = {"a": metadata}
     message = {"role": "user", "content": "x", "metadata": metadata}
-    assert "nested deeper than" in assert_error(api.post(url(session), message, format="json"), 400)["detail"]
+    body = assert_error(api.post(url(session), message, format="json"), 400, "metadata")
+    assert "Nested more than 250 levels" in body["errors"]["metadata"][0]
     assert nothing_written(session)
+    state = api.put(f"/api/v1/sessions/{session.pk}/state/", metadata, format="json")
+    assert "Nested more than 250 levels" in json.dumps(assert_error(state, 400).get("errors"))
 
 
 @pytest.mark.parametrize(
