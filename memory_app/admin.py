@@ -113,8 +113,8 @@ class RecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
     @admin.display(description="valid", ordering="valid")
     def validity(self, record):
         if record.valid:
-            return badge("valid", "#15803d")
-        return badge(record.invalidated_reason or "invalid", "#6b7280")
+            return badge("valid", "green")
+        return badge(record.invalidated_reason or "invalid", "slate")
 
     @admin.display(description="strategy", ordering="strategy")
     def strategy_display(self, record):
@@ -132,7 +132,7 @@ class RecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
         if not messages:
             return EMPTY
         return format_html(
-            "<ul style='margin:0;padding-left:1.2em'>{}</ul>",
+            "<ul class='ace-list'>{}</ul>",
             format_html_join(
                 "",
                 "<li><a href='{}'>{} · #{} {}</a>: {}</li>",

@@ -17,7 +17,7 @@ from strategies_app.prompts import PLACEHOLDERS
 from strategies_app.services.runs import StrategyDisabled, run_request
 from strategies_app.services.strategies import _validate, strategy_create, strategy_update
 
-STATUS_COLOURS = {"queued": "#6b7280", "running": "#2563eb", "succeeded": "#15803d", "failed": "#b91c1c"}
+STATUS_TONES = {"queued": "slate", "running": "blue", "succeeded": "green", "failed": "red"}
 EDITABLE = ("enabled", *Strategy.VERSIONED_FIELDS)
 
 
@@ -225,7 +225,7 @@ class StrategyRunAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin)
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj):
-        return badge(obj.get_status_display(), STATUS_COLOURS.get(obj.status, "#4b5563"))
+        return badge(obj.get_status_display(), STATUS_TONES.get(obj.status, "grey"))
 
     @admin.display(description="session")
     def session_link(self, obj):

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
-BADGE_STYLE = "display:inline-block;padding:1px 7px;border-radius:9px;color:#fff;background:{};font-size:11px;"
+BADGE_TONES = ("green", "blue", "purple", "red", "amber", "grey", "slate")  # classes in platform_kit/admin.css
 EMPTY = "-"  # as Django's own empty_value_display
 
 
@@ -19,22 +19,21 @@ def number(value) -> str:
     return EMPTY if value is None else f"{value:,}"
 
 
-def badge(text: str, colour: str):
-    return format_html('<span style="' + BADGE_STYLE + '">{}</span>', colour, text)
+def badge(text: str, tone: str = "grey"):
+    """A short coloured pill; `tone` is one of BADGE_TONES (an unknown tone shows grey)."""
+    return format_html('<span class="ace-badge ace-badge-{}">{}</span>', tone if tone in BADGE_TONES else "grey", text)
 
 
 def pretty_json(value):
     if value in (None, "", {}, []):
         return EMPTY
-    return format_html(
-        '<pre style="white-space:pre-wrap;margin:0">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False)
-    )
+    return format_html('<pre class="ace-pre">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def pre(text: str):
     if not text:
         return EMPTY
-    return format_html('<pre style="white-space:pre-wrap;word-break:break-word;margin:0">{}</pre>', text)
+    return format_html('<pre class="ace-pre-wrap">{}</pre>', text)
 
 
 def change_link(obj, text=None):

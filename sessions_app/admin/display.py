@@ -5,18 +5,18 @@ from __future__ import annotations
 from platform_kit.admin.display import badge, counter_display
 from sessions_app.models import Role
 
-ROLE_COLOURS = {
-    Role.USER: "#2563eb",
-    Role.ASSISTANT: "#15803d",
-    Role.TOOL_RESULT: "#7c3aed",
-    Role.ERROR: "#dc2626",
-    Role.SYSTEM: "#4b5563",
+ROLE_TONES = {
+    Role.USER: "blue",
+    Role.ASSISTANT: "green",
+    Role.TOOL_RESULT: "purple",
+    Role.ERROR: "red",
+    Role.SYSTEM: "grey",
 }
-STATUS_COLOURS = {"active": "#15803d", "ended": "#4b5563", "deleted": "#dc2626", "revoked": "#dc2626"}
+STATUS_TONES = {"active": "green", "ended": "grey", "deleted": "red", "revoked": "red"}
 
 
 def role_badge(role: str):
-    return badge(role, ROLE_COLOURS.get(role, "#4b5563"))
+    return badge(role, ROLE_TONES.get(role, "grey"))
 
 
 # Every counter, with the label of its column.

@@ -19,7 +19,7 @@ from django.utils.text import Truncator
 from platform_kit.admin.display import EMPTY, badge, changelist_url, counter_display, number
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, LimitedInlineFormSet, ReadOnlyAdminMixin, UuidSearchMixin
-from sessions_app.admin.display import STATUS_COLOURS, CounterColumns
+from sessions_app.admin.display import STATUS_TONES, CounterColumns
 from sessions_app.admin.filters import ActiveFilter, DeletedFilter, MachineFilter, ToolFilter
 from sessions_app.admin.transcript import chat_messages, group_by_conversation, seq_page
 from sessions_app.links import timeline_url
@@ -178,8 +178,8 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
     @admin.display(description="status", ordering="ended_at")
     def status(self, obj):
         if obj.deleted_at:
-            return badge("deleted", STATUS_COLOURS["deleted"])
-        return badge("active", STATUS_COLOURS["active"]) if obj.is_active else badge("ended", STATUS_COLOURS["ended"])
+            return badge("deleted", STATUS_TONES["deleted"])
+        return badge("active", STATUS_TONES["active"]) if obj.is_active else badge("ended", STATUS_TONES["ended"])
 
     @admin.display(description="messages")
     def timeline_link(self, obj):
@@ -205,8 +205,7 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
             return EMPTY
         rows = format_html_join(
             "",
-            '<tr><td><a href="{}">v{}</a></td><td>{}</td><td>{}</td>'
-            '<td><pre style="white-space:pre-wrap;margin:0">{}</pre></td></tr>',
+            '<tr><td><a href="{}">v{}</a></td><td>{}</td><td>{}</td><td><pre class="ace-pre">{}</pre></td></tr>',
             (
                 (
                     reverse("admin:sessions_app_stateversion_change", args=[v.pk]),

@@ -12,7 +12,7 @@ from django.utils.http import urlencode
 
 from platform_kit.admin.display import EMPTY, badge, number
 from platform_kit.admin.mixins import ReadOnlyAdminMixin
-from sessions_app.admin.display import STATUS_COLOURS
+from sessions_app.admin.display import STATUS_TONES
 from sessions_app.admin.filters import ApiKeyStatusFilter
 from sessions_app.models import ApiKey, Tenant
 from sessions_app.services.apikeys import KEY_PREFIX, apikey_create, apikeys_revoke
@@ -24,8 +24,8 @@ def key_display(api_key: ApiKey) -> str:
 
 def key_status(api_key: ApiKey):
     if api_key.revoked_at:
-        return badge("revoked", STATUS_COLOURS["revoked"])
-    return badge("active", STATUS_COLOURS["active"])
+        return badge("revoked", STATUS_TONES["revoked"])
+    return badge("active", STATUS_TONES["active"])
 
 
 class ApiKeyInline(ReadOnlyAdminMixin, admin.TabularInline):

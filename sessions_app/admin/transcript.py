@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils.html import format_html_join
 
 from platform_kit.admin.display import EMPTY, badge, number, pretty_json
-from sessions_app.admin.display import ROLE_COLOURS
+from sessions_app.admin.display import ROLE_TONES
 from sessions_app.links import chat_url
 from sessions_app.models import Conversation, Message, Role, Turn, TurnStatus
 
@@ -69,11 +69,11 @@ def seq_page(rows, request, size: int) -> dict:
     }
 
 
-TURN_STATUS_COLOURS = {
-    TurnStatus.STREAMING: "#d97706",
-    TurnStatus.COMPLETED: "#15803d",
-    TurnStatus.FAILED: "#dc2626",
-    TurnStatus.ABANDONED: "#6b7280",
+TURN_STATUS_TONES = {
+    TurnStatus.STREAMING: "amber",
+    TurnStatus.COMPLETED: "green",
+    TurnStatus.FAILED: "red",
+    TurnStatus.ABANDONED: "slate",
 }
 TURN_STATUS_LABELS = {
     TurnStatus.STREAMING: "streaming…",
@@ -89,13 +89,13 @@ TURN_FIELDS = ("id", "status", "user_message_id", "assistant_message_id", "start
 
 
 def turn_status_badge(status: str):
-    return badge(TURN_STATUS_LABELS.get(status, status), TURN_STATUS_COLOURS.get(status, "#4b5563"))
+    return badge(TURN_STATUS_LABELS.get(status, status), TURN_STATUS_TONES.get(status, "grey"))
 
 
 def finish_reason_badge(reason: str):
     if not reason:
         return EMPTY
-    return badge(reason, ROLE_COLOURS[Role.ERROR] if reason == "error" else "#4b5563")
+    return badge(reason, ROLE_TONES[Role.ERROR] if reason == "error" else "grey")
 
 
 def latency(ms) -> str:

@@ -157,7 +157,7 @@ def test_turn_list_and_page_answer(staff, turns):
     assert "streaming…" in page and "abandoned" in page and "failed" in page and "completed" in page
     assert "qwen-max" in page and "1,280" in page and "3,400 ms" in page  # model, tokens, latency
     assert "明天呢？" in page and "后天呢？" in page  # the question's preview
-    assert "#d97706" in page  # streaming is amber
+    assert '<span class="ace-badge ace-badge-amber">streaming…</span>' in page  # streaming is amber
 
     for turn in turns.values():
         response = staff.get(reverse("admin:sessions_app_turn_change", args=[turn.pk]))
@@ -248,7 +248,7 @@ def test_chat_shows_question_answer_reasoning_and_tool_calls(staff, turns):
     # Model, parameters, tokens, latency, finish reason and API calls.
     for fact in ("qwen-max", "2,048", "0.7", "in 1,200", "out 80", "total 1,280", "3,400 ms", "API calls"):
         assert fact in page, fact
-    assert 'background:#4b5563;font-size:11px;">stop</span>' in page
+    assert '<span class="ace-badge ace-badge-grey">stop</span>' in page
     answer = next(m for m in response.context["chat"] if m.pk == turn.assistant_message_id)
     assert answer.turn.pk == turn.pk and answer.api_calls == 2
 
@@ -259,7 +259,7 @@ def test_chat_marks_unfinished_failed_and_abandoned_answers(staff, turns):
     assert "streaming…" in page and "no content saved yet" in page  # the open stream's placeholder
     assert "半截回答" in page and "abandoned" in page and "Abandoned: no completion within 600 s." in page
     assert "upstream 502" in page
-    assert 'background:#dc2626;font-size:11px;">error</span>' in page  # finish_reason error: a red badge
+    assert '<span class="ace-badge ace-badge-red">error</span>' in page  # finish_reason error: a red badge
     assert "ace-turn-streaming" in page and "ace-turn-abandoned" in page
 
 
