@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from aceproject.api_docs import redoc_bundle
 from aceproject.health import healthz
 
 admin.autodiscover()  # the apps' admin modules (aceproject.admin_app.AdminConfig leaves them to the URLs)
@@ -24,6 +25,7 @@ urlpatterns = [
     path("api/v1/", include("strategies_app.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", api_docs_policy(SpectacularSwaggerView.as_view(url_name="schema")), name="api-docs"),
+    path("api/redoc/redoc.standalone.js", redoc_bundle, name="api-redoc-bundle"),
     path("api/redoc/", api_docs_policy(SpectacularRedocView.as_view(url_name="schema")), name="api-redoc"),
     path("admin/", admin.site.urls),
 ]

@@ -112,3 +112,6 @@ def test_api_docs_run_their_start_up_script_by_nonce_and_load_nothing_from_elsew
         assert inline and all(f'nonce="{nonce}"' in a for a in inline), url
         assert "'unsafe-inline'" not in policy["script-src"]
         assert not re.search(r'(src|href)="(https?:)?//', html), url  # no other host: fonts, CDNs
+    bundle = client.get("/api/redoc/redoc.standalone.js")
+    assert bundle.status_code == 200 and bundle["Content-Type"].startswith("text/javascript")
+    assert b"Redoc" in bundle.content and b"cdn.redoc.ly" not in bundle.content  # its sidebar logo is not fetched
