@@ -10,7 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from platform_kit.redaction import holds_secret
+from platform_kit.redaction import REDACTED, holds_secret
 
 RECORD_TYPES = ("profile", "task", "fact", "custom")
 
@@ -49,8 +49,10 @@ class Candidate:
         return asdict(self)
 
     def holds_secret(self) -> bool:
-        """Whether the memory would keep a credential (in its text or fields): it is never written."""
-        return holds_secret(self.content) or holds_secret(json.dumps(self.fields, ensure_ascii=False, default=str))
+        """Whether the memory would keep a credential (in its text or fields), or the mark of one redacted at
+        write ("the user's API key is [REDACTED]" is no memory worth having): it is never written."""
+        fields = json.dumps(self.fields, ensure_ascii=False, default=str)
+        return REDACTED in self.content or REDACTED in fields or holds_secret(self.content) or holds_secret(fields)
 
 
 @dataclass
