@@ -455,9 +455,11 @@ VALUE_RULES: list[ValueRule] = [
     ),
     ValueRule(
         "said-password-zh",
-        r"(?:密码|口令|密钥|秘钥|私钥|令牌|验证码)(?:是|为|：|:|=)\s*[\"'“‘「]?"
-        r"(?P<secret>[^\s\"'“”‘’「」，。,;；\[]{2,200})",
-        markers="密码|口令|密钥|秘钥|私钥|令牌|验证码",
+        # 令牌 alone is also what a model counts ("令牌是按请求统计的"); only the access token is a credential.
+        # The value is what a password is made of (not the Chinese prose that goes on after 是).
+        r"(?:密码|口令|密钥|秘钥|私钥|访问令牌|验证码)(?:是|为|：|:|=)\s*[\"'“‘「]?"
+        r"(?P<secret>[\x21-\x7e]{0,198}[A-Za-z0-9#$%&*+\-/<=>@^_`{|}~])(?=[\"'.,;:!?)\]]*(?:[^\x21-\x7e]|$))",
+        markers="密码|口令|密钥|秘钥|私钥|访问令牌|验证码",
     ),
 ]
 _BUILT_IN_RULES = len(VALUE_RULES)
@@ -517,7 +519,7 @@ def _scan(text: str) -> dict[ValueRule, list[int]]:
 
 def redact_text(text: str) -> str:
     """`text` with the secret part of every credential-looking span replaced by "[REDACTED]"."""
-    if len(text) < 8:
+    if len(text) < 5:  # "pwd=x"
         return text
     found = _scan(text)
     if not found and len(VALUE_RULES) == _BUILT_IN_RULES:
@@ -634,7 +636,7 @@ _MENTIONS_SECRET = re.compile(
     r"|(?:access|auth|api|bearer|refresh|session|personal access|github|gitlab|slack|openai|anthropic)[ _\-]?tokens?"
     r"|2fa|mfa|otp|one[ \-]time codes?|recovery codes?|backup codes?|security (?:answers?|questions?|codes?)"
     r"|cvv|cvc|card numbers?|credit card|social security|ssn|login details|log-?in credentials)\b"
-    r"|密码|口令|密钥|秘钥|私钥|令牌|验证码|凭证|凭据|信用卡|身份证号"
+    r"|密码|口令|密钥|秘钥|私钥|访问令牌|验证码|凭证|凭据|信用卡|身份证号"
 )
 # A credential named, then within a few words a value that looks like one: "my password for the VPN hunter2".
 _STATED_SECRET = re.compile(
