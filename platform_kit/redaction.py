@@ -295,8 +295,8 @@ class ValueRule:
             if check is not None and not check(match):
                 continue
             start, end = match.span(self.group)
-            if start < last or text[start:end] in (REDACTED, replacement):
-                continue
+            if start < last or "REDACTED" in text[start:end]:
+                continue  # redacted already (also "[REDACTED" cut short of its bracket): redacting is idempotent
             pieces += [text[last:start], replacement]
             last = end
         if not pieces:
@@ -524,13 +524,17 @@ def redact_text(text: str) -> str:
     found = _scan(text)
     if not found and len(VALUE_RULES) == _BUILT_IN_RULES:
         return text
+    stale = False  # the text changed since the scan: anchors' positions moved (the words found stay found)
     for rule in VALUE_RULES:
         if rule.words and rule not in found:
             continue
+        if rule.anchors and stale:
+            found, stale = _scan(text), False
+            if rule not in found:
+                continue
         redacted = rule.apply(text, found[rule] if rule.anchors else None)
         if redacted is not text:
-            text = redacted
-            found = _scan(text)
+            text, stale = redacted, True
     return text
 
 

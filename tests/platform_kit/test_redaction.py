@@ -204,11 +204,25 @@ json_values = st.recursive(
     max_leaves=20,
 )
 secretish = st.sampled_from(
-    [OPENAI_KEY, AWS_ID, JWT, "Bearer abc123def456", "password=x", "postgres://a:b@h/d", '{"token": "t"}', REDACTED]
+    [
+        OPENAI_KEY,
+        AWS_ID,
+        JWT,
+        PEM,
+        "Bearer abc123def456",
+        "password=x",
+        "my password is hunter2.",
+        "我的密码是abc123，",
+        "密码：",
+        "postgres://a:b@h/d",
+        '{"token": "t"}',
+        "--token",
+        REDACTED,
+    ]
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(json_values, st.lists(secretish | st.text(max_size=20), max_size=6))
 def test_redaction_never_raises_and_is_idempotent(value, pieces):
     for candidate in (value, " ".join(pieces), {"text": " ".join(pieces), "nested": json.dumps({"v": value})}):
