@@ -2,6 +2,9 @@
 never raises and is idempotent. Where each write path applies them: the tests beside each app."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -228,3 +231,23 @@ def test_redaction_never_raises_and_is_idempotent(value, pieces):
     for candidate in (value, " ".join(pieces), {"text": " ".join(pieces), "nested": json.dumps({"v": value})}):
         once = redact(candidate)
         assert redact(once) == once
+
+
+def _settings_process(tmp_path, **env_vars) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "CELERY_BROKER_URL", "DATABASE_URL")}
+    env.update(ACE_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="aceproject.settings", **env_vars)
+    code = "import django; django.setup()\nfrom platform_kit.redaction import redact\n"
+    code += "print(redact({'acme_id': 'a', 'note': 'ACME-0123abcd', 'id': 'x'}))"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_extra_patterns_from_the_environment_apply_and_a_bad_one_stops_the_start(tmp_path):
+    done = _settings_process(
+        tmp_path, ACE_REDACT_EXTRA_KEYS="^acme_", ACE_REDACT_EXTRA_PATTERNS='["ACME-(?P<secret>[0-9a-f]{8})"]'
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "{'acme_id': '[REDACTED]', 'note': 'ACME-[REDACTED]', 'id': 'x'}"
+    bad = _settings_process(tmp_path, ACE_REDACT_EXTRA_PATTERNS='["ACME-(unclosed"]')
+    assert bad.returncode != 0 and "ACME-(unclosed" in bad.stderr and "ImproperlyConfigured" in bad.stderr
+    not_a_list = _settings_process(tmp_path, ACE_REDACT_EXTRA_PATTERNS="ACME-.*")
+    assert not_a_list.returncode != 0 and "JSON array" in not_a_list.stderr
