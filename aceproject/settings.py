@@ -3,6 +3,7 @@
 Reading them has no side effect: the embedded database starts on the first connection, the secret key and
 the embedded broker's folders are made when first used (aceproject.data_folder)."""
 
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -11,6 +12,7 @@ import environ
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from platform_kit import redaction
 from sessions_app.schema import ROLES
 
 from .data_folder import embedded_broker_options, secret_key
@@ -170,6 +172,22 @@ ACE_MAX_REQUEST_BYTES = env("ACE_MAX_REQUEST_BYTES")
 DATA_UPLOAD_MAX_MEMORY_SIZE = ACE_MAX_REQUEST_BYTES
 ACE_MAX_BATCH = env("ACE_MAX_BATCH")
 ACE_MAX_PAGE_SIZE = env("ACE_MAX_PAGE_SIZE")
+
+# Redaction (docs/security.md): what every write path replaces by "[REDACTED]" before storing. Extra key patterns
+# are comma-separated regexes searched in a key written as snake_case words ("^x_internal_,_pin$"); extra value
+# patterns a JSON array of regexes (they may hold commas), whose group "secret", else whole match, is replaced.
+ACE_REDACT_EXTRA_KEYS = [p.strip() for p in env.str("ACE_REDACT_EXTRA_KEYS", default="").split(",") if p.strip()]
+_extra_patterns = env.str("ACE_REDACT_EXTRA_PATTERNS", default="").strip()
+try:
+    ACE_REDACT_EXTRA_PATTERNS = json.loads(_extra_patterns) if _extra_patterns else []
+except ValueError as error:
+    raise ImproperlyConfigured(f"ACE_REDACT_EXTRA_PATTERNS: not a JSON array of regexes ({error})") from None
+if not isinstance(ACE_REDACT_EXTRA_PATTERNS, list) or not all(isinstance(p, str) for p in ACE_REDACT_EXTRA_PATTERNS):
+    raise ImproperlyConfigured('ACE_REDACT_EXTRA_PATTERNS: a JSON array of regexes, e.g. ["ACME-[0-9a-f]{32}"]')
+try:
+    redaction.configure(extra_keys=ACE_REDACT_EXTRA_KEYS, extra_patterns=ACE_REDACT_EXTRA_PATTERNS)
+except ValueError as error:
+    raise ImproperlyConfigured(f"ACE_REDACT_EXTRA_KEYS / ACE_REDACT_EXTRA_PATTERNS: {error}") from None
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["sessions_app.auth.ApiKeyAuthentication"],

@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory_app.models import Record, RecordRevision
+from platform_kit.redaction import redact, redact_text
 from sessions_app.models import Message, Session, Tenant
 
 logger = logging.getLogger(__name__)
@@ -104,7 +105,9 @@ def record_create(
     actor: str = "api",
 ) -> RecordWrite:
     """Store a record, or merge it into the valid record that already says the same thing: the same text
-    once normalised, or a vector at least ACE_DEDUP_SIMILARITY (cosine) from the new one."""
+    once normalised, or a vector at least ACE_DEDUP_SIMILARITY (cosine) from the new one. Secrets in the text
+    and fields are redacted first, whoever writes (the API, a strategy, the sample data)."""
+    content, fields = redact_text(content), redact(fields)
     embedder, vector = _embed_inline(content)
     with transaction.atomic():
         sessions, messages = _sources(tenant=tenant, session_ids=source_session_ids, message_ids=source_message_ids)
@@ -226,6 +229,10 @@ def record_update(
 ) -> Record:
     """Change a valid record; new sources are added to its provenance. A new revision either way.
     A strategy that changes a record becomes the record's `strategy` (at its version)."""
+    if isinstance(changes.get("content"), str):
+        changes["content"] = redact_text(changes["content"])
+    if "fields" in changes:
+        changes["fields"] = redact(changes["fields"])
     with transaction.atomic():
         record = _open_record(tenant=tenant, record_id=record_id)
         sessions, messages = _sources(tenant=tenant, session_ids=source_session_ids, message_ids=source_message_ids)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memory_app.models import Record
 from memory_app.selectors.recall import Hit, recall_search
+from platform_kit.redaction import redact, redact_text
 from sessions_app.models import Message, Role, Session
 from sessions_app.services.state import state_get
 
@@ -46,8 +47,12 @@ def _recent_records(session: Session, top_k: int) -> list[Hit]:
 
 def session_context(*, session: Session, query: str | None = None, top_k: int = 8) -> SessionContext:
     """State plus the records most relevant to `query` (default: the session's latest user message; with
-    neither, the user's most recent records). Every memory line names its record id."""
+    neither, the user's most recent records). Every memory line names its record id.
+
+    State and records are redacted when written; the prompt is redacted again here, in case a row predates a
+    rule (the rules grow, and a configured pattern may be new)."""
     snapshot = state_get(session=session)
+    state = redact(snapshot.data)
     query = (query or "").strip() or _latest_question(session)
     degraded = False
     if query:
@@ -57,6 +62,7 @@ def session_context(*, session: Session, query: str | None = None, top_k: int = 
         records, degraded = result.results, result.degraded
     else:
         records = _recent_records(session, top_k)
+    records = [replace(hit, text=redact_text(hit.text)) for hit in records]
     types = {
         str(pk): kind for pk, kind in Record.objects.filter(pk__in=[h.id for h in records]).values_list("pk", "type")
     }
@@ -64,13 +70,13 @@ def session_context(*, session: Session, query: str | None = None, top_k: int = 
     if records:
         lines.append("## What we remember about this user")
         lines += [f"- [record:{hit.id}] ({types.get(hit.id, 'record')}) {hit.text}" for hit in records]
-    if snapshot.data:
+    if state:
         if lines:
             lines.append("")
         lines.append(f"## Where this session stands (state v{snapshot.version})")
-        lines += [f"- {key}: {json.dumps(value, ensure_ascii=False)}" for key, value in snapshot.data.items()]
+        lines += [f"- {key}: {json.dumps(value, ensure_ascii=False)}" for key, value in state.items()]
     return SessionContext(
-        state=snapshot.data,
+        state=state,
         state_version=snapshot.version,
         query=query,
         records=records,

@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from platform_kit.db import add_to_rows, copy_insert, unsaved_instance, update_rows
+from platform_kit.redaction import redact_fields
 from sessions_app.accounting import (
     CONVERSATIONS,
     MESSAGES,
@@ -73,6 +74,8 @@ _INPUT_FIELDS = frozenset(MESSAGE_INPUT_FIELDS) - set(TOKEN_FIELDS)
 # What a re-emitted message replaces when it differs (its tokens only grow). Where and when it was said —
 # role, conversation, request, model, created_at — stay as first stored: the counters were kept under them.
 AMENDED_FIELDS = ("content", "thinking", "tool_calls", "finish_reason", "metadata")
+# What a client writes freely, where a credential may hide: redacted before anything is counted or stored.
+REDACTED_FIELDS = ("content", "thinking", "tool_calls", "metadata", "attachments")
 _AMENDED_DEFAULTS = {name: Message._meta.get_field(name).get_default() for name in AMENDED_FIELDS}
 
 
@@ -83,7 +86,8 @@ class _Append:
 
     def __init__(self, session: Session, items: list[dict], now: datetime):
         self.session = session
-        self.items = items
+        # Every message write (the API, turns, every importer) comes through here: secrets go first.
+        self.items = [redact_fields(item, REDACTED_FIELDS) for item in items]
         self.now = now
         self.seq = session.last_seq
         self.conversation_count = session.conversations

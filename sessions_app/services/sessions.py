@@ -8,6 +8,7 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from platform_kit.redaction import redact_fields
 from sessions_app.models import Session, Tenant
 from sessions_app.signals import session_ended
 
@@ -23,17 +24,21 @@ EDITABLE_FIELDS = (
     "started_at",
     "ended_at",
 )
+# What a client writes freely about a session: redacted before it is stored (platform_kit.redaction).
+REDACTED_FIELDS = ("name", "metadata")
 # Usage roll-ups are keyed by tool, user, project and machine: once a session has messages these are facts.
 FIXED_ONCE_USED = ("tool", "user_id", "project", "machine")
 
 
 def session_create(*, tenant: Tenant, **fields) -> Session:
-    return Session.objects.create(tenant=tenant, **{k: v for k, v in fields.items() if k in EDITABLE_FIELDS})
+    fields = redact_fields({k: v for k, v in fields.items() if k in EDITABLE_FIELDS}, REDACTED_FIELDS)
+    return Session.objects.create(tenant=tenant, **fields)
 
 
 @transaction.atomic
 def session_update(*, tenant: Tenant, session_id, **fields) -> Session:
     session = Session.objects.select_for_update().get(pk=session_id, tenant=tenant, deleted_at__isnull=True)
+    fields = redact_fields(fields, REDACTED_FIELDS)
     if session.messages:
         changed = [f for f in FIXED_ONCE_USED if f in fields and fields[f] != getattr(session, f)]
         if changed:

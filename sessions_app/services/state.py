@@ -7,6 +7,7 @@ from datetime import datetime
 
 from django.db import transaction
 
+from platform_kit.redaction import redact
 from sessions_app.models import Session, StateVersion, Tenant
 from sessions_app.signals import state_changed
 
@@ -50,7 +51,7 @@ def _state_write(*, tenant: Tenant, session_id, change: str, if_match: int | Non
         if if_match is not None and if_match != session.state_version:
             raise StaleVersion(expected=if_match, current=session.state_version)
         previous = state_get(session=session)
-        data = compute(previous.data)
+        data = redact(compute(previous.data))  # a value under "password", a key in a note: never stored
         if data == previous.data and session.state_version > 0:
             return previous  # nothing changed: no new version
         row = StateVersion.objects.create(

@@ -25,6 +25,7 @@ from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from platform_kit.redaction import redact, redact_text
 from sessions_app.accounting import total_tokens, turn_answer_usage
 from sessions_app.models import (
     Conversation,
@@ -35,7 +36,6 @@ from sessions_app.models import (
     Turn,
     TurnStatus,
 )
-from sessions_app.redaction import redact_secrets
 from sessions_app.schema import COUNTER_FIELDS, TOKEN_FIELDS
 from sessions_app.search import index_after_commit, needs_index
 from sessions_app.services.messages import messages_append
@@ -129,7 +129,7 @@ def turn_system_ready(*, tenant: Tenant, turn_id, system_prompt: str) -> Turn:
     now = timezone.now()
     with transaction.atomic():
         turn = _open_turn(tenant=tenant, turn_id=turn_id)
-        Message.objects.filter(pk=turn.user_message_id).update(thinking=system_prompt)
+        Message.objects.filter(pk=turn.user_message_id).update(thinking=redact_text(system_prompt))
         turn.system_ready_at = turn.last_activity_at = now
         turn.save(update_fields=["system_ready_at", "last_activity_at"])
     return turn
@@ -140,7 +140,11 @@ def turn_checkpoint(*, tenant: Tenant, turn_id, content: str | None = None, thin
     now = timezone.now()
     with transaction.atomic():
         turn = _open_turn(tenant=tenant, turn_id=turn_id)
-        fields = {name: value for name, value in (("content", content), ("thinking", thinking)) if value is not None}
+        fields = {
+            name: redact_text(value)
+            for name, value in (("content", content), ("thinking", thinking))
+            if value is not None
+        }
         if fields:
             Message.objects.filter(pk=turn.assistant_message_id).update(**fields)
             if needs_index(content):
@@ -186,13 +190,13 @@ def _finish(*, session: Session, turn: Turn, data: dict, status: str, digest: st
     assistant.role = Role.ERROR if data["finish_reason"] == "error" else Role.ASSISTANT
     for field in ("content", "thinking", "model", "max_tokens", "temperature", "finish_reason", "elapsed_ms"):
         if field in data and data[field] is not None:
-            setattr(assistant, field, data[field])
+            setattr(assistant, field, redact_text(data[field]) if field in ("content", "thinking") else data[field])
     for field in TOKEN_FIELDS:
         if data.get(field) is not None:
             setattr(assistant, field, data[field])
     assistant.total_tokens = total_tokens(assistant.input_tokens, assistant.output_tokens, assistant.total_tokens)
     if "tool_calls" in data:
-        assistant.tool_calls = redact_secrets(data["tool_calls"])
+        assistant.tool_calls = redact(data["tool_calls"])
     if "tool_names" in data:
         assistant.tool_names = data["tool_names"]
     elif assistant.tool_calls:
@@ -201,7 +205,7 @@ def _finish(*, session: Session, turn: Turn, data: dict, status: str, digest: st
     # The error of this completion, or none: a late completion replaces the abandoned close's error.
     assistant.metadata = {k: v for k, v in assistant.metadata.items() if k != "error"}
     if data.get("error"):
-        assistant.metadata["error"] = data["error"]
+        assistant.metadata["error"] = redact_text(data["error"])
     assistant.save()
     if needs_index(assistant.content):
         index_after_commit([assistant.pk])
@@ -254,7 +258,7 @@ def _after_commit(turn: Turn, assistant: Message, tool_schema, error: str | None
         input_tokens=assistant.input_tokens,
         output_tokens=assistant.output_tokens,
         tool_calls=assistant.tool_calls if isinstance(assistant.tool_calls, list) else None,
-        tool_schema=redact_secrets(tool_schema) if tool_schema is not None else None,
+        tool_schema=redact(tool_schema) if tool_schema is not None else None,
         error=error,
     )
     turn_completed.send(

@@ -6,8 +6,11 @@ Pure Python (no Django imports), so an extractor can be tested and benchmarked w
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+
+from platform_kit.redaction import REDACTED, holds_secret
 
 RECORD_TYPES = ("profile", "task", "fact", "custom")
 
@@ -44,6 +47,12 @@ class Candidate:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def holds_secret(self) -> bool:
+        """Whether the memory would keep a credential (in its text or fields), or the mark of one redacted at
+        write ("the user's API key is [REDACTED]" is no memory worth having): it is never written."""
+        fields = json.dumps(self.fields, ensure_ascii=False, default=str)
+        return REDACTED in self.content or REDACTED in fields or holds_secret(self.content) or holds_secret(fields)
 
 
 @dataclass

@@ -96,7 +96,10 @@ SYSTEM = (
     "JSON only, matching this JSON Schema:\n" + json.dumps(SCHEMA) + "\n"
     "`source_seqs` are the [seq] numbers of the messages a memory comes from; `invalidates` holds ids of "
     "existing memories (as shown in [brackets]) that the new messages contradict; `fields` are structured "
-    'name/value pairs. Answer {"memories": []} when nothing is worth remembering.'
+    'name/value pairs. Answer {"memories": []} when nothing is worth remembering.\n'
+    "Never make a memory of a secret: no password, passphrase, PIN, API key, access token, private key, recovery "
+    "code, card number or other credential, not even when the user asks you to remember it, and not in `fields`. "
+    "Leave such a statement out entirely (a memory left out is not lost: the messages stay)."
 )
 
 

@@ -176,11 +176,18 @@ def _run_session(run: StrategyRun, session: Session, progress: _Progress) -> Non
                 session_name=session.name,
             )
         )
+        # Whatever the extractor (the rules, a model following a custom prompt), a memory that would keep a
+        # credential is not written; the run's candidate count still says it was proposed.
+        kept = [candidate for candidate in extraction.candidates if not candidate.holds_secret()]
+        if len(kept) < len(extraction.candidates):
+            logger.info(
+                "run %s: %d candidate(s) held a secret and were dropped", run.pk, len(extraction.candidates) - len(kept)
+            )
         decisions = consolidate(
             tenant=run.tenant,
             user_id=session.user_id,
             session=session,
-            candidates=extraction.candidates,
+            candidates=kept,
             strategy=run.strategy.name,
             strategy_version=version.version,
         )

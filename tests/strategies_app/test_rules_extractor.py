@@ -352,8 +352,27 @@ def test_a_repeated_statement_is_one_candidate_with_both_sources_and_the_latest_
     candidate = only(found)
     assert candidate.source_message_ids == ["m1", "m3"]
     assert candidate.content == "Likes spicy food"
-    restated = only(extract("fact", "Remember that the wifi password is hunter2.", "记住 the wifi password is hunter2"))
+    restated = only(
+        extract("fact", "Remember that the wifi router is in the hallway.", "记住 the wifi router is in the hallway")
+    )
     assert restated.source_message_ids == ["m1", "m2"]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Remember that the wifi password is hunter2.",
+        "Remember that my OpenAI API key is sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z and my password is hunter2.",
+        "Please remember my PIN is 4321",
+        "Note that the prod access token is in the vault under deploy/prod.",
+        "Don't forget: my passphrase is correct horse battery staple",
+        "记住我的密码是abc123",
+        "记住，银行卡密码是六个八",
+    ],
+)
+def test_a_sentence_about_a_credential_is_never_a_memory(said):
+    assert extract("fact", said) == []
+    assert extract("profile", said) == []
 
 
 def test_a_change_within_one_batch_keeps_both_in_message_order():

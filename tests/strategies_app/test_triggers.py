@@ -51,7 +51,7 @@ def test_tool_result_message_triggers_a_run(api, chat):
     post(
         api,
         chat,
-        {"role": "user", "content": "Remember that the router admin password is on the fridge."},
+        {"role": "user", "content": "Remember that the router is in the hallway closet."},
         {"role": "assistant", "content": "", "tool_calls": [{"id": "t1", "name": "note"}]},
     )
     assert not StrategyRun.objects.filter(strategy=strategy).exists()  # no tool result yet
@@ -59,7 +59,7 @@ def test_tool_result_message_triggers_a_run(api, chat):
     assert wait_for(lambda: succeeded(strategy, Trigger.TOOL_RESULT).exists())
     run = succeeded(strategy, Trigger.TOOL_RESULT).get()
     assert run.trigger_detail.startswith("toolResult message seq 3") and run.added == 1
-    assert "router admin password" in Record.objects.get(tenant=api.tenant, valid=True).content
+    assert "router is in the hallway closet" in Record.objects.get(tenant=api.tenant, valid=True).content
 
 
 def test_a_completed_turn_with_tool_calls_triggers_a_run(api, chat):

@@ -14,6 +14,7 @@ from django.utils import timezone
 from psycopg.errors import DeadlockDetected, SerializationFailure
 
 from platform_kit.db import update_rows
+from platform_kit.redaction import redact
 from sessions_app.importers import ParseIssue, parse_file
 from sessions_app.importers.dispatch import is_document_log
 from sessions_app.importers.jsonl import is_compressed
@@ -201,7 +202,7 @@ class BatchImporter:
                 continue
             record.tool = parsed.tool
             record.offset = parsed.end_offset
-            record.carry = parsed.carry
+            record.carry = redact(parsed.carry)  # the messages still streaming: stored redacted, as they will be
             record.pending = parsed.pending
             record.head_hash = fingerprint(file.path, parsed.end_offset)
             if parsed.complete:  # the stat says "nothing new" to the next import once the file was read through

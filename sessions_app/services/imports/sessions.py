@@ -15,6 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from platform_kit.db import update_rows
+from platform_kit.redaction import redact, redact_text
 from sessions_app.importers import ParsedSession, ParseResult, describe_layout
 from sessions_app.models import Message, Session
 from sessions_app.services.imports.plan import FileInBatch, ImportOptions
@@ -280,12 +281,13 @@ def describe_session(session: Session, info: ParsedSession, messages, *, has_mes
     name, source = _name_from_log(session, info, messages)
     current = metadata.get("name_source", "" if not session.name else "user")
     if name and current != "user" and _NAME_RANK[source] > _NAME_RANK.get(current, 0):
-        session.name = " ".join(name.split())[:255]
+        session.name = redact_text(" ".join(name.split()))[:255]
         metadata["name_source"] = source
         changed.add("name")
     if info.started_at and info.started_at < session.started_at:
         session.started_at = info.started_at
         changed.add("started_at")
+    metadata = redact(metadata)  # what the log says about the session (a title, an agent's settings) may hold one
     if metadata != session.metadata:
         session.metadata = metadata
         changed.add("metadata")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from platform_kit.redaction import mentions_secret
 from strategies_app.extractors.base import Candidate, Extraction, ExtractionContext, Extractor
 
 from .fact import fact_candidates
@@ -50,7 +51,13 @@ class RulesExtractor(Extractor):
             candidates, scanned = fact_candidates(ordered, strategy_type)
         else:
             candidates, scanned = [], 0
-        candidates = _dedupe(candidates)
+        # What a user says about a credential is never a memory of the profile or fact kind (the fact rules skip
+        # such sentences already); a task's summary may name one ("fix the password reset"), but hold none.
+        candidates = [
+            candidate
+            for candidate in _dedupe(candidates)
+            if not candidate.holds_secret() and (strategy_type == "task" or not mentions_secret(candidate.content))
+        ]
         return Extraction(
             candidates=candidates,
             latency_ms=(time.perf_counter() - started) * 1000,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from platform_kit.redaction import mentions_secret
 from strategies_app.extractors.base import Candidate, SourceMessage
 
 from .text import (
@@ -264,6 +265,8 @@ def fact_candidates(messages: list[SourceMessage], type_: str) -> tuple[list[Can
             continue
         scanned += 1
         for sentence, question in sentences(text):
+            if mentions_secret(sentence):
+                continue  # "remember my password is …": never a memory, whatever else the sentence says
             for candidate in _sentence_candidates(sentence, question, type_):
                 candidate.source_message_ids = [message.id]
                 out.append(candidate)
