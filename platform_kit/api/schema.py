@@ -21,7 +21,6 @@ ERROR_DESCRIPTIONS = {
     400: "Invalid input: `errors` maps each offending field (a dotted path into the body) to its problems.",
     401: "No API key, a malformed Authorization header, or an unknown or revoked key.",
     404: "No such object for this API key's tenant (unknown, deleted, or another tenant's).",
-    405: "This method is not offered here.",
     409: "The object is in a state that does not allow this (closed, disabled, running…).",
     412: "If-Match names a version that is no longer the current one: read again and retry.",
     413: "The body is larger than ACE_MAX_REQUEST_BYTES (an upload: ACE_MAX_UPLOAD_BYTES), refused unread.",
