@@ -52,6 +52,15 @@ class RunRequestSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
             raise serializers.ValidationError("Give `session` (one session) or `user_id` (all of a user's sessions).")
         return attrs
 
+    def openapi_request_schema(self, schema):
+        return {
+            **schema,
+            "anyOf": [
+                {"required": ["session"]},
+                {"required": ["user_id"], "properties": {"user_id": {"type": "string", "minLength": 1}}},
+            ],
+        }
+
 
 class RunAcceptedSerializer(serializers.Serializer):
     run = serializers.UUIDField()

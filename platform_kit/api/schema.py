@@ -12,6 +12,7 @@ Request bodies are closed (`additionalProperties: false`): the serializers refus
 """
 
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import get_doc
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import permissions, serializers
 
@@ -52,8 +53,12 @@ class ApiSchema(AutoSchema):
 
     def _map_serializer(self, serializer, direction, bypass_extensions=False):
         schema = super()._map_serializer(serializer, direction, bypass_extensions)
+        if schema.get("description") == get_doc(RejectUnknownFieldsMixin):
+            del schema["description"]  # the mixin's docstring, not the serializer's
         if direction == "request" and isinstance(serializer, RejectUnknownFieldsMixin):
             schema["additionalProperties"] = False
+        if direction == "request" and hasattr(serializer, "openapi_request_schema"):
+            schema = serializer.openapi_request_schema(schema)  # what its validate() adds to the fields' rules
         return schema
 
     def get_operation(self, path, path_regex, path_prefix, method, registry):

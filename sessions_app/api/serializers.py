@@ -306,6 +306,20 @@ class ToolCallSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     arguments = StoredJSONField(required=False, allow_null=True)
     result = StoredJSONField(required=False, allow_null=True)
 
+    def openapi_request_schema(self, schema):
+        # OpenAI's form names the call inside `function`.
+        function = {
+            "type": "object",
+            "description": "OpenAI's form: {name, arguments} (instead of `name` and `arguments`)",
+            "properties": {"name": schema["properties"]["name"], "arguments": {}},
+            "required": ["name"],
+        }
+        schema = {**schema, "properties": {**schema["properties"], "function": function}}
+        if self.partial:
+            return schema
+        schema.pop("required", None)  # `name` was the only one
+        return {**schema, "anyOf": [{"required": ["name"]}, {"required": ["function"]}]}
+
     def to_internal_value(self, data):
         if isinstance(data, dict) and isinstance(data.get("function"), dict) and "name" not in data:
             function = data["function"]
@@ -335,6 +349,9 @@ class CheckpointSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         if not attrs:
             raise serializers.ValidationError("Send `content` and/or `thinking`.")
         return attrs
+
+    def openapi_request_schema(self, schema):
+        return {**schema, "minProperties": 1}
 
 
 class TurnCompleteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
