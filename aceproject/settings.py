@@ -196,7 +196,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["platform_kit.api.parsers.StrictJSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "platform_kit.api.pagination.CursorPage",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "platform_kit.api.schema.ApiSchema",
     "EXCEPTION_HANDLER": "platform_kit.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DATETIME_FORMAT": "%Y-%m-%dT%H:%M:%S.%fZ",

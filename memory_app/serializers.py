@@ -9,11 +9,12 @@ from platform_kit.api.fields import (
     StrictIntegerField,
     StrictNumberField,
 )
+from platform_kit.api.serializers import ModelSerializer
 
 TYPE_ERROR = f'"{{input}}" is not a record type. Use one of: {", ".join(RecordType.values)}.'
 
 
-class RecordSerializer(serializers.ModelSerializer):
+class RecordSerializer(ModelSerializer):
     source_session_ids = serializers.SerializerMethodField()
     source_message_ids = serializers.SerializerMethodField()
 
@@ -89,7 +90,7 @@ class RecordUpdateSerializer(RecordWriteSerializer):
     confidence = StrictNumberField(required=False, min_value=0, max_value=1)
 
 
-class RecordRevisionSerializer(serializers.ModelSerializer):
+class RecordRevisionSerializer(ModelSerializer):
     class Meta:
         model = RecordRevision
         fields = [

@@ -25,6 +25,7 @@ from memory_app.serializers import (
 from memory_app.services import RecordClosed, record_create, record_invalidate, record_update
 from platform_kit.api.errors import Conflict
 from platform_kit.api.pagination import CursorPage, cursor_page
+from platform_kit.api.schema import error_responses
 from platform_kit.api.views import TenantScopedMixin
 from sessions_app.models import Session
 
@@ -37,8 +38,15 @@ from sessions_app.models import Session
         responses={201: RecordSerializer, 200: RecordSerializer},
         summary="Store a record (a restatement of a valid record merges into it: 200)",
     ),
-    partial_update=extend_schema(request=RecordUpdateSerializer, summary="Change a record (a new revision)"),
-    destroy=extend_schema(summary="Delete: the record stops being recalled at once and stays for audit"),
+    partial_update=extend_schema(
+        request=RecordUpdateSerializer,
+        responses={200: RecordSerializer, **error_responses(409)},
+        summary="Change a record (a new revision)",
+    ),
+    destroy=extend_schema(
+        responses={204: None, **error_responses(409)},
+        summary="Delete: the record stops being recalled at once and stays for audit",
+    ),
 )
 class RecordViewSet(
     TenantScopedMixin,

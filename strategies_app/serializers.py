@@ -1,11 +1,15 @@
 from rest_framework import serializers
 
 from memory_app.models import RecordType
+from platform_kit.api.fields import RejectUnknownFieldsMixin
+from platform_kit.api.serializers import ModelSerializer
 from strategies_app.models import Extractor, RunStatus, Strategy, StrategyRun, StrategyVersion, Trigger
 
 
-class StrategySerializer(serializers.ModelSerializer):
-    periodic_task = serializers.PrimaryKeyRelatedField(read_only=True, help_text="The django-celery-beat task id")
+class StrategySerializer(ModelSerializer):
+    periodic_task = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True, help_text="The django-celery-beat task id"
+    )
 
     class Meta:
         model = Strategy
@@ -17,7 +21,7 @@ class StrategySerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "builtin", "version", "periodic_task", "created_at", "updated_at"]
 
 
-class StrategyWriteSerializer(serializers.Serializer):
+class StrategyWriteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     """Input of create and PATCH; the service validates the combinations (prompt placeholders, ranges)."""
 
     name = serializers.SlugField(max_length=100)
@@ -33,13 +37,13 @@ class StrategyWriteSerializer(serializers.Serializer):
     schedule_minutes = serializers.IntegerField(required=False, allow_null=True)
 
 
-class StrategyVersionSerializer(serializers.ModelSerializer):
+class StrategyVersionSerializer(ModelSerializer):
     class Meta:
         model = StrategyVersion
         fields = ["version", "type", "description", "prompt", "extractor", "settings", "actor", "created_at"]
 
 
-class RunRequestSerializer(serializers.Serializer):
+class RunRequestSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     session = serializers.UUIDField(required=False, help_text="Run over this session's unread messages")
     user_id = serializers.CharField(required=False, max_length=255, help_text="…or over all of a user's sessions")
 
@@ -48,12 +52,21 @@ class RunRequestSerializer(serializers.Serializer):
             raise serializers.ValidationError("Give `session` (one session) or `user_id` (all of a user's sessions).")
         return attrs
 
+    def openapi_request_schema(self, schema):
+        return {
+            **schema,
+            "anyOf": [
+                {"required": ["session"]},
+                {"required": ["user_id"], "properties": {"user_id": {"type": "string", "minLength": 1}}},
+            ],
+        }
+
 
 class RunAcceptedSerializer(serializers.Serializer):
     run = serializers.UUIDField()
 
 
-class StrategyRunSerializer(serializers.ModelSerializer):
+class StrategyRunSerializer(ModelSerializer):
     strategy = serializers.SlugRelatedField(slug_field="name", read_only=True)
     strategy_id = serializers.UUIDField(read_only=True)
     strategy_version = serializers.IntegerField(source="strategy_version.version", read_only=True)

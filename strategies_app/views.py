@@ -8,6 +8,7 @@ from rest_framework.response import Response
 
 from platform_kit.api.errors import Conflict
 from platform_kit.api.pagination import cursor_page
+from platform_kit.api.schema import error_responses
 from platform_kit.api.views import TenantScopedMixin
 from sessions_app.models import Session
 from strategies_app.filters import StrategyRunFilter
@@ -62,16 +63,16 @@ class StrategyViewSet(
         return Response(StrategySerializer(strategy).data)
 
     @extend_schema(responses=StrategyVersionSerializer(many=True), summary="Every version, newest first")
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], pagination_class=cursor_page("-version"))
     def versions(self, request, pk=None):
         strategy = self.get_object()
-        paginator = cursor_page("-version")()
+        paginator = self.paginator
         page = paginator.paginate_queryset(StrategyVersion.objects.filter(strategy=strategy), request, view=self)
         return paginator.get_paginated_response(StrategyVersionSerializer(page, many=True).data)
 
     @extend_schema(
         request=RunRequestSerializer,
-        responses={202: RunAcceptedSerializer},
+        responses={202: RunAcceptedSerializer, **error_responses(409)},
         summary="Run now over a session's unread messages, or over all of a user's sessions",
     )
     @action(detail=True, methods=["post"])

@@ -122,7 +122,9 @@ def bounded_utc(value: datetime) -> datetime | None:
 
 
 class BoundedDateTimeField(serializers.DateTimeField):
-    """A timestamp the database and the API's date arithmetic can hold: in UTC, years 1000 to 9998."""
+    """A timestamp the database and the API's date arithmetic can hold: in UTC, years 1000 to 9998. Written as
+    ISO 8601 in UTC with microseconds (`2026-01-02T03:04:05.000000Z`), the year always in four digits: strftime's
+    `%Y` writes the year 92 as `92`, and rows imported before the bound may hold such a year."""
 
     default_error_messages = {"out_of_range": OUT_OF_RANGE}
 
@@ -131,6 +133,15 @@ class BoundedDateTimeField(serializers.DateTimeField):
         if moment is None:
             self.fail("out_of_range")
         return moment
+
+    def to_representation(self, value):
+        if not value or isinstance(value, str):
+            return value or None
+        try:
+            moment = self.enforce_timezone(value).astimezone(UTC)
+        except (OverflowError, ValueError):  # within hours of year 1 or 9999: the instant as stored
+            moment = value
+        return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 class BoundedIsoDateTimeFormField(IsoDateTimeField):

@@ -43,6 +43,16 @@ class CursorPage(CursorPagination):
         except exceptions.NotFound:
             raise exceptions.ValidationError({"cursor": [self.invalid_cursor_message]}) from None
 
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["description"] = f"Results per page: 1 to {self.max_page_size} (default {self.page_size})."
+                parameter["schema"].update(minimum=1, maximum=self.max_page_size, default=self.page_size)
+            elif parameter["name"] == self.cursor_query_param:
+                parameter["description"] = "The `next` or `previous` link of a page carries it; send it unchanged."
+        return parameters
+
     invalid_cursor_message = "Invalid cursor: use the `next` or `previous` link of a previous page as it is."
 
     @staticmethod

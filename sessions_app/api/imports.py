@@ -24,7 +24,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from platform_kit.api.errors import error_response
+from platform_kit.api.fields import BoundedDateTimeField
 from platform_kit.api.pagination import CursorPage
+from platform_kit.api.schema import ErrorSerializer
 from sessions_app.api.serializers import MACHINE_NAME
 from sessions_app.importers.detect import is_log_name
 from sessions_app.models import ImportedFile, ImportTool
@@ -196,9 +198,11 @@ class ImportUploadView(APIView):
         request={"multipart/form-data": ImportUploadSerializer},
         responses={
             201: ImportSummarySerializer,
-            400: OpenApiResponse(description="A field to fix, an offset beyond what the server holds"),
-            409: OpenApiResponse(description="The bytes before the end of a part differ from the server's copy"),
-            413: OpenApiResponse(description="The files are larger than ACE_MAX_UPLOAD_BYTES"),
+            400: OpenApiResponse(ErrorSerializer, description="A field to fix, an offset beyond what the server holds"),
+            409: OpenApiResponse(
+                ErrorSerializer, description="The bytes before the end of a part differ from the server's copy"
+            ),
+            413: OpenApiResponse(ErrorSerializer, description="The files are larger than ACE_MAX_UPLOAD_BYTES"),
         },
         examples=[
             OpenApiExample(
@@ -311,7 +315,7 @@ class StoredFileSerializer(serializers.Serializer):
     tool = serializers.CharField()
     session = serializers.UUIDField(allow_null=True, source="session_id")
     imported_bytes = serializers.IntegerField(source="offset", help_text="Bytes read by the importer so far")
-    last_imported_at = serializers.DateTimeField(allow_null=True)
+    last_imported_at = BoundedDateTimeField(allow_null=True)
 
 
 class StoredFilesQuerySerializer(serializers.Serializer):

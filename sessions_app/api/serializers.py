@@ -14,6 +14,7 @@ from platform_kit.api.fields import (
     StrictIntegerField,
     StrictNumberField,
 )
+from platform_kit.api.serializers import ModelSerializer
 from sessions_app.models import Conversation, Message, Role, Session, StateVersion, Turn
 from sessions_app.schema import (
     INT32_MAX,
@@ -29,13 +30,14 @@ from sessions_app.schema import (
 )
 
 # A machine label: a host name's characters (a folder name on the server for uploaded files).
+# Empty is allowed (no machine): the pattern says so, for the schema (DRF skips validators on a blank value).
 MACHINE_NAME = RegexValidator(
-    rf"\A{MACHINE_PATTERN}\Z", "Letters, digits, '.', '_' and '-' only, starting with a letter or digit."
+    rf"\A(?:{MACHINE_PATTERN})?\Z", "Letters, digits, '.', '_' and '-' only, starting with a letter or digit."
 )
 
 
 # -- sessions ---------------------------------------------------------------------------------------
-class SessionSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
+class SessionSerializer(RejectUnknownFieldsMixin, ModelSerializer):
     name = StrictCharField(max_length=255, required=False, allow_blank=True)
     tool = StrictCharField(max_length=64, required=False, allow_blank=True)
     agent_session_id = StrictCharField(max_length=255, required=False, allow_blank=True)
@@ -141,7 +143,7 @@ class MessageBatchSerializer(serializers.ListSerializer):
         super().__init__(*args, **kwargs)
 
 
-class MessageSerializer(serializers.ModelSerializer):
+class MessageSerializer(ModelSerializer):
     session = serializers.UUIDField(source="session_id", read_only=True)
     conversation = serializers.UUIDField(source="conversation_id", read_only=True, allow_null=True)
 
@@ -179,7 +181,7 @@ class StatsSerializer(serializers.Serializer):
     total_tokens = serializers.IntegerField()
 
 
-class ConversationSerializer(serializers.ModelSerializer):
+class ConversationSerializer(ModelSerializer):
     session = serializers.UUIDField(source="session_id", read_only=True)
     message_count = serializers.IntegerField(source="messages", read_only=True)
 
@@ -282,7 +284,7 @@ class StateSerializer(serializers.Serializer):
     updated_at = BoundedDateTimeField(allow_null=True)
 
 
-class StateVersionSerializer(serializers.ModelSerializer):
+class StateVersionSerializer(ModelSerializer):
     updated_at = BoundedDateTimeField(source="created_at")
 
     class Meta:
@@ -303,6 +305,20 @@ class ToolCallSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     name = StrictCharField(max_length=255)
     arguments = StoredJSONField(required=False, allow_null=True)
     result = StoredJSONField(required=False, allow_null=True)
+
+    def openapi_request_schema(self, schema):
+        # OpenAI's form names the call inside `function`.
+        function = {
+            "type": "object",
+            "description": "OpenAI's form: {name, arguments} (instead of `name` and `arguments`)",
+            "properties": {"name": schema["properties"]["name"], "arguments": {}},
+            "required": ["name"],
+        }
+        schema = {**schema, "properties": {**schema["properties"], "function": function}}
+        if self.partial:
+            return schema
+        schema.pop("required", None)  # `name` was the only one
+        return {**schema, "anyOf": [{"required": ["name"]}, {"required": ["function"]}]}
 
     def to_internal_value(self, data):
         if isinstance(data, dict) and isinstance(data.get("function"), dict) and "name" not in data:
@@ -334,6 +350,9 @@ class CheckpointSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
             raise serializers.ValidationError("Send `content` and/or `thinking`.")
         return attrs
 
+    def openapi_request_schema(self, schema):
+        return {**schema, "minProperties": 1}
+
 
 class TurnCompleteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     content = StrictCharField(allow_blank=True, trim_whitespace=False)
@@ -364,7 +383,7 @@ class TurnCompleteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     )
 
 
-class TurnSerializer(serializers.ModelSerializer):
+class TurnSerializer(ModelSerializer):
     turn = serializers.UUIDField(source="id", read_only=True)
     conversation = serializers.UUIDField(source="conversation_id", read_only=True)
     session = serializers.UUIDField(source="session_id", read_only=True)
@@ -388,7 +407,7 @@ class TurnSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class TurnProgressSerializer(serializers.ModelSerializer):
+class TurnProgressSerializer(ModelSerializer):
     """What system-ready and checkpoints answer: the turn's state, not the text just sent."""
 
     turn = serializers.UUIDField(source="id", read_only=True)

@@ -7,7 +7,7 @@ import uuid
 
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -17,6 +17,7 @@ from platform_kit.api.errors import Conflict, PreconditionFailed
 from platform_kit.api.fields import stored_json_error
 from platform_kit.api.pagination import CursorPage, cursor_page
 from platform_kit.api.parsers import StrictJSONParser
+from platform_kit.api.schema import error_responses
 from platform_kit.api.views import TenantScopedMixin
 from sessions_app.api.filters import ConversationFilter, MessageFilter, SessionFilter, SessionMessageFilter
 from sessions_app.api.serializers import (
@@ -51,6 +52,20 @@ from sessions_app.services.turns import (
     turn_system_ready,
 )
 
+# POST …/messages/ takes one message or a list, and answers in kind.
+MESSAGE_OR_BATCH_IN = PolymorphicProxySerializer(
+    component_name="MessageInOrBatch",
+    serializers=[MessageInSerializer, MessageInSerializer(many=True)],
+    resource_type_field_name=None,
+    many=False,
+)
+MESSAGE_OR_BATCH = PolymorphicProxySerializer(
+    component_name="MessageOrBatch",
+    serializers=[MessageSerializer, MessageSerializer(many=True)],
+    resource_type_field_name=None,
+    many=False,
+)
+
 IF_MATCH = re.compile(r'^\s*(?:W/)?"?(\d+)"?\s*$')
 
 
@@ -64,6 +79,7 @@ class MergePatchParser(StrictJSONParser):
     retrieve=extend_schema(summary="A session with its counters"),
     partial_update=extend_schema(summary="Change a session's name, metadata…"),
     destroy=extend_schema(summary="Delete a session (hidden from the API, kept for audit)"),
+    update=extend_schema(exclude=True),  # PUT answers 405 "Use PATCH"
 )
 class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
     serializer_class = SessionSerializer
@@ -127,8 +143,8 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
     @extend_schema(
         methods=["POST"],
         summary="Append one message or a batch of up to 1000",
-        request=MessageInSerializer(many=True),
-        responses={201: MessageSerializer(many=True), 200: MessageSerializer(many=True)},
+        request=MESSAGE_OR_BATCH_IN,
+        responses={201: MESSAGE_OR_BATCH, 200: MESSAGE_OR_BATCH},
     )
     @action(detail=True, methods=["get", "post"])
     def messages(self, request, pk=None):
@@ -212,7 +228,7 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
     @extend_schema(
         methods=["PUT"],
         request={"application/json": {"type": "object"}},
-        responses=StateSerializer,
+        responses={200: StateSerializer, **error_responses(412)},
         summary="Replace the state",
         parameters=[
             OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='"n": the version you read')
@@ -221,7 +237,7 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
     @extend_schema(
         methods=["PATCH"],
         request={"application/merge-patch+json": {"type": "object"}, "application/json": {"type": "object"}},
-        responses=StateSerializer,
+        responses={200: StateSerializer, **error_responses(412)},
         summary="Change the state with a JSON merge patch (RFC 7396)",
         parameters=[
             OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='"n": the version you read')
@@ -360,7 +376,9 @@ class TurnViewSet(TenantScopedMixin, mixins.RetrieveModelMixin, viewsets.Generic
             raise Conflict(str(closed)) from None
 
     @extend_schema(
-        request=CheckpointSerializer, responses=TurnProgressSerializer, summary="Checkpoint a stream in progress"
+        request=CheckpointSerializer,
+        responses={200: TurnProgressSerializer, **error_responses(409)},
+        summary="Checkpoint a stream in progress",
     )
     def partial_update(self, request, pk=None):
         # A small answer: checkpoints come many times a second, and the client has the text it just sent.
@@ -371,7 +389,7 @@ class TurnViewSet(TenantScopedMixin, mixins.RetrieveModelMixin, viewsets.Generic
 
     @extend_schema(
         request=SystemReadySerializer,
-        responses=TurnProgressSerializer,
+        responses={200: TurnProgressSerializer, **error_responses(409)},
         summary="Keep the full system prompt on the user message (before the first chunk)",
     )
     @action(detail=True, methods=["post"], url_path="system-ready")
@@ -383,7 +401,7 @@ class TurnViewSet(TenantScopedMixin, mixins.RetrieveModelMixin, viewsets.Generic
 
     @extend_schema(
         request=TurnCompleteSerializer,
-        responses={200: TurnSerializer, 409: None},
+        responses={200: TurnSerializer, **error_responses(409)},
         summary="Complete the turn: both messages and the conversation's aggregates, in one transaction",
     )
     @action(detail=True, methods=["post"])
