@@ -63,6 +63,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "aceproject.middleware.RequestSizeLimitMiddleware",
+    "aceproject.middleware.DatabaseUnavailableMiddleware",  # 503 + Retry-After while PostgreSQL is unreachable
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
