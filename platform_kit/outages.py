@@ -29,6 +29,7 @@ _REASONS = (
     ("too many", "the database server has no connection to spare"),
     ("timeout", "the database server did not answer in time"),
     ("timed out", "the database server did not answer in time"),
+    ("connection failed", "the database server cannot be reached"),
 )
 
 
