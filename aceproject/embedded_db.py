@@ -60,7 +60,7 @@ def ensure_embedded_server(data_dir: Path) -> str:
     """
     with _start_lock:
         if data_dir not in _socket_dirs or not (Path(_socket_dirs[data_dir]) / ".s.PGSQL.5432").exists():
-            _socket_dirs[data_dir] = _start(data_dir)
+            _socket_dirs[data_dir] = _start(data_dir)[0]
         return _socket_dirs[data_dir]
 
 
@@ -84,12 +84,16 @@ def restart_embedded_server_if_down(data_dir: Path) -> str | None:
             return None
         _last_restart[data_dir] = now
         logger.warning("The embedded PostgreSQL in %s is not running: starting it", _pgdata(data_dir))
-        _socket_dirs[data_dir] = _start(data_dir)
-        logger.warning("The embedded PostgreSQL is running again")
+        _socket_dirs[data_dir], started_here = _start(data_dir)
+        # Several processes may find it down at once: pgserver's lock lets one start it, the others reuse it.
+        logger.warning(
+            "The embedded PostgreSQL is running again%s", "" if started_here else " (another process started it)"
+        )
         return _socket_dirs[data_dir]
 
 
-def _start(data_dir: Path) -> str:
+def _start(data_dir: Path) -> tuple[str, bool]:
+    """Start the server unless it runs: (its socket directory, whether this call started it)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     pgserver = _quiet_import()
     was_running = embedded_database_running(data_dir)
@@ -102,6 +106,7 @@ def _start(data_dir: Path) -> str:
             # get_server() hands back the instance this process made before, as it was: once that server has
             # been stopped, only this starts it again (under pgserver's lock, shared by every process).
             with server._lock:
+                was_running = embedded_database_running(data_dir)
                 server.ensure_postgres_running()
         uri = server.get_uri()
         # Tune only a server this process started: restarting one that others use would cut them off.
@@ -112,7 +117,7 @@ def _start(data_dir: Path) -> str:
                 server.ensure_postgres_running()
             uri = server.get_uri()
     # get_uri() gives postgresql://postgres:@/postgres?host=/socket/dir: a Unix socket, no TCP port.
-    return uri.split("?host=", 1)[1]
+    return uri.split("?host=", 1)[1], not was_running
 
 
 def _memory_bytes() -> int:
@@ -209,9 +214,8 @@ def embedded_database_running(data_dir: Path) -> bool:
 def start_embedded_database(data_dir: Path) -> bool:
     """Start the embedded server unless it runs. Returns True when this started it."""
     with _start_lock:
-        running = embedded_database_running(data_dir)
-        _socket_dirs[data_dir] = _start(data_dir)
-    return not running
+        _socket_dirs[data_dir], started = _start(data_dir)
+    return started
 
 
 def stop_embedded_database(data_dir: Path) -> bool:
