@@ -118,9 +118,14 @@ def test_scripts_up_restarts_a_killed_worker_and_ctrl_c_stops_everything_databas
         up.wait(timeout=90)
         stopped_in = time.monotonic() - stopping
     finally:
-        if up.poll() is None:
+        if up.poll() is None:  # the test failed on the way: leave nothing running
             os.killpg(up.pid, signal.SIGKILL)
             up.wait()
+            for pid in re.findall(r"spawned: '\w+' with pid (\d+)", output.text()):
+                try:
+                    os.killpg(int(pid), signal.SIGKILL)  # supervisord gives each program its own group
+                except OSError:
+                    pass
         subprocess.run(
             [str(ROOT / ".venv" / "bin" / "python"), "manage.py", "ace_db", "stop"],
             cwd=ROOT,
