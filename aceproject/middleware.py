@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.http import JsonResponse
 
+from platform_kit.outages import database_unavailable, unavailable_response
+
 # Log uploads (sessions_app.api.imports) have their own, larger limit: ACE_MAX_UPLOAD_BYTES.
 UPLOAD_PATHS = ("/api/v1/imports/",)
 
@@ -34,3 +36,18 @@ class RequestSizeLimitMiddleware:
                 status=413,
             )
         return self.get_response(request)
+
+
+class DatabaseUnavailableMiddleware:
+    """A view (the admin's, /healthz, any outside the API's exception handler) that fails because the
+    database cannot be reached answers 503 with Retry-After, not 500 (platform_kit.outages)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        reason = database_unavailable(exception)
+        return None if reason is None else unavailable_response(reason)

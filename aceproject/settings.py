@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "django_permissions_policy.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "aceproject.middleware.RequestSizeLimitMiddleware",
+    "aceproject.middleware.DatabaseUnavailableMiddleware",  # 503 + Retry-After while PostgreSQL is unreachable
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -116,7 +117,10 @@ DATABASES = {"default": env.db_url_config(DATABASE_URL) if DATABASE_URL else emb
 if DATABASE_URL:
     DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # a connection an outage broke is dropped, not reused
+# A database host that does not answer fails a connection in seconds (a 503, a task retried later), not
+# after the web server's own timeout; ?connect_timeout= in DATABASE_URL overrides it.
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env.int("DB_CONNECT_TIMEOUT", default=5))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -1,10 +1,47 @@
-"""Queuing follow-up work after a write, without ever failing the write."""
+"""The base of every Celery task (retried, not failed, while the database is unreachable), and queuing
+follow-up work after a write without ever failing the write."""
 
 import logging
+import random
 
+import celery
 from celery import current_app
 
+from platform_kit.outages import database_unavailable
+
 logger = logging.getLogger(__name__)
+
+# A task that finds the database unreachable is sent again after 2, 4, 8, ... seconds, then every minute,
+# for about an hour; the periodic sweeps catch up with anything still undone after that.
+OUTAGE_RETRY_FIRST_SECONDS = 2
+OUTAGE_RETRY_MAX_SECONDS = 60
+OUTAGE_MAX_RETRIES = 64
+
+
+class Task(celery.Task):
+    """Every task of the project (aceproject.celery makes it the app's task class).
+
+    A task that fails because the database cannot be reached (stopped, restarting, out of connections) is
+    not a failed task: it is retried with backoff. The retry is a new message published before the one being
+    run is acknowledged (`acks_late`), so nothing is dropped. Retries share the task's count
+    (`request.retries`) with the task's own."""
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return super().__call__(*args, **kwargs)
+        except celery.exceptions.Retry:
+            raise
+        except Exception as error:
+            reason = database_unavailable(error)
+            request = self.request
+            if reason is None or request.called_directly or request.is_eager:
+                raise
+            countdown = min(OUTAGE_RETRY_MAX_SECONDS, OUTAGE_RETRY_FIRST_SECONDS * 2 ** min(request.retries, 10))
+            countdown += random.uniform(0, countdown / 4)  # noqa: S311 - jitter, not a secret
+            logger.warning(
+                "%s[%s]: the database is unavailable (%s); retrying in %.0f s", self.name, request.id, reason, countdown
+            )
+            raise self.retry(exc=error, countdown=countdown, max_retries=OUTAGE_MAX_RETRIES) from error
 
 
 def enqueue_or_leave_to_sweep(task, *args, what: str, sweep: str) -> bool:

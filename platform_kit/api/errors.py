@@ -1,10 +1,14 @@
 """One error shape for the whole API: {"detail": "...", "errors": {field: [...]}}."""
 
+import sys
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from platform_kit.outages import database_unavailable, unavailable_response
 
 
 def _flatten(errors, prefix=""):
@@ -37,7 +41,8 @@ def exception_handler(exc, context):
         exc = exceptions.NotFound(str(exc) or "Not found.")
     response = drf_exception_handler(exc, context)
     if response is None:
-        return None
+        reason = database_unavailable(exc)
+        return None if reason is None else unavailable_response(reason)
     data = response.data
     if isinstance(exc, exceptions.ValidationError):
         flat = _flatten(data)
@@ -58,6 +63,11 @@ def json_404(request, exception=None):
 
 
 def json_500(request):
+    # Django calls this while handling the exception: one raised outside a view (a middleware's query) by an
+    # unreachable database is a 503 too.
+    reason = database_unavailable(sys.exception())
+    if reason is not None:
+        return unavailable_response(reason)
     return JsonResponse({"detail": "Server error.", "errors": {}}, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
 
 

@@ -1,14 +1,21 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from aceproject.embedded_db import embedded_database_running, stop_embedded_database
+from aceproject.embedded_db import (
+    embedded_database_state,
+    start_embedded_database,
+    stop_embedded_database,
+)
 
 
 class Command(BaseCommand):
-    help = "Manage the embedded PostgreSQL (used when DATABASE_URL is unset): `stop` or `status`."
+    help = (
+        "Manage the embedded PostgreSQL (used when DATABASE_URL is unset): `start`, `stop` or `status`. "
+        "While web, worker or beat run, they start it again when they find it stopped: stop them first."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["stop", "status"])
+        parser.add_argument("action", choices=["start", "stop", "status"])
 
     def handle(self, *args, action, **options):
         if settings.DATABASE_URL:
@@ -16,8 +23,13 @@ class Command(BaseCommand):
             return
         pgdata = settings.ACE_DATA_DIR / "pg"
         if action == "status":
-            running = embedded_database_running(settings.ACE_DATA_DIR)
-            self.stdout.write(f"Embedded PostgreSQL in {pgdata}: {'running' if running else 'not running'}.")
+            state = embedded_database_state(settings.ACE_DATA_DIR)
+            described = {"ready": "running", "stopped": "not running"}.get(state, state)
+            self.stdout.write(f"Embedded PostgreSQL in {pgdata}: {described}.")
+            return
+        if action == "start":
+            started = start_embedded_database(settings.ACE_DATA_DIR)
+            self.stdout.write("Started the embedded PostgreSQL." if started else "The embedded PostgreSQL was running.")
             return
         from django.db import connections
 

@@ -1,0 +1,147 @@
+"""scripts/up supervises: a process killed by the kernel is started again while the others keep serving, and
+Ctrl-C stops everything gracefully, the embedded PostgreSQL last.
+
+It runs the real scripts/up (migrate, collectstatic, bootstrap, then supervisord with the Procfile) on a
+free port, with a data folder of its own under the tests' (kept between runs: a first run also creates
+and migrates its database)."""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from aceproject.embedded_db import embedded_database_state
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(bool(settings.DATABASE_URL), reason="scripts/up with the embedded PostgreSQL")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+class Output:
+    """The lines scripts/up prints, collected as they come."""
+
+    def __init__(self, stream):
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream):
+        for line in stream:
+            self.lines.append(line.rstrip("\n"))
+
+    def text(self, since: int = 0) -> str:
+        return "\n".join(self.lines[since:])
+
+    def wait_for(self, pattern: str, *, since: int = 0, seconds: float) -> re.Match:
+        deadline = time.monotonic() + seconds
+        while True:
+            match = re.search(pattern, self.text(since))
+            if match:
+                return match
+            assert time.monotonic() < deadline, f"no {pattern!r} in scripts/up's output:\n{self.text()[-4000:]}"
+            time.sleep(0.2)
+
+
+def test_scripts_up_restarts_a_killed_worker_and_ctrl_c_stops_everything_database_last():
+    data_dir = settings.ACE_DATA_DIR / "up"
+    port = _free_port()
+    env = {
+        **os.environ,
+        "ACE_DATA_DIR": str(data_dir),
+        "ACE_PORT": str(port),
+        "WEB_CONCURRENCY": "1",
+        "CELERY_CONCURRENCY": "1",
+        "ACE_EMBEDDER": "hash",
+        "ACE_ADMIN_PASSWORD": "supervision-test-password",
+    }
+    env.pop("CELERY_BROKER_URL", None)  # the embedded broker, in that folder
+    first_run = not (data_dir / "pg" / "PG_VERSION").exists()
+    up = subprocess.Popen(
+        [str(ROOT / "scripts" / "up")],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group, as in a terminal: Ctrl-C signals the group
+    )
+    output = Output(up.stdout)
+    try:
+        started = time.monotonic()
+        for name in ("web", "worker", "beat"):
+            output.wait_for(rf"success: {name} entered RUNNING state", seconds=150 if first_run else 60)
+        worker_pid = int(output.wait_for(r"spawned: 'worker' with pid (\d+)", seconds=1).group(1))
+        web_pid = int(output.wait_for(r"spawned: 'web' with pid (\d+)", seconds=1).group(1))
+        deadline = time.monotonic() + 30
+        while not _healthy(port):
+            assert time.monotonic() < deadline, output.text()[-4000:]
+            time.sleep(0.5)
+        print(f"\nscripts/up serving after {time.monotonic() - started:.0f} s (first run: {first_run})")
+
+        # The kernel's OOM killer, say.
+        mark = len(output.lines)
+        os.kill(worker_pid, signal.SIGKILL)
+        output.wait_for(r"exited: worker \(terminated by SIGKILL; not expected\)", since=mark, seconds=15)
+        new_pid = int(output.wait_for(r"spawned: 'worker' with pid (\d+)", since=mark, seconds=15).group(1))
+        assert new_pid != worker_pid
+        output.wait_for(r"success: worker entered RUNNING state", since=mark, seconds=30)
+        assert _healthy(port)  # web kept serving
+        assert "exited: web" not in output.text(mark) and "exited: beat" not in output.text(mark)
+        os.kill(web_pid, 0)  # the same web process
+
+        # Ctrl-C.
+        mark = len(output.lines)
+        stopping = time.monotonic()
+        os.killpg(up.pid, signal.SIGINT)
+        up.wait(timeout=90)
+        stopped_in = time.monotonic() - stopping
+    finally:
+        if up.poll() is None:  # the test failed on the way: leave nothing running
+            os.killpg(up.pid, signal.SIGKILL)
+            up.wait()
+            for pid in re.findall(r"spawned: '\w+' with pid (\d+)", output.text()):
+                try:
+                    os.killpg(int(pid), signal.SIGKILL)  # supervisord gives each program its own group
+                except OSError:
+                    pass
+        subprocess.run(
+            [str(ROOT / ".venv" / "bin" / "python"), "manage.py", "ace_db", "stop"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            check=False,
+        )
+    time.sleep(0.5)  # the reader's last lines
+    after = output.text(mark)
+    print(f"stopped in {stopped_in:.0f} s")
+    for name in ("web", "worker", "beat"):
+        assert re.search(rf"stopped: {name} \(exit status 0\)", after), after
+    assert "SIGKILL" not in after, after
+    assert "Traceback" not in after, after
+    # The database last: after every process has stopped.
+    database = after.index("Stopped the embedded PostgreSQL.")
+    assert all(after.index(f"stopped: {name}") < database for name in ("web", "worker", "beat"))
+    assert embedded_database_state(data_dir) == "stopped"
+    assert stopped_in < 60
