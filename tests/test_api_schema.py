@@ -23,6 +23,8 @@ def test_every_operation_documents_its_errors_with_the_error_shape(client, db):
                 continue
             codes = set(operation["responses"])
             assert "401" in codes, (method, path)
+            outage = operation["responses"]["503"]  # the database unreachable: retry later
+            assert outage["headers"]["Retry-After"]["schema"]["type"] == "integer", (method, path)
             if "{" in path:
                 assert "404" in codes, (method, path)
             if "requestBody" in operation:

@@ -4,7 +4,8 @@ The codes every view shares are added here, from what the operation takes, so th
 - 400 when it reads a query, a header or a body (invalid input: `errors` says which field and why);
 - 401 when it needs an API key (every API operation);
 - 404 when its path names an object (unknown, deleted, or another tenant's);
-- 413 when it takes a body (aceproject.middleware refuses one over ACE_MAX_REQUEST_BYTES before parsing).
+- 413 when it takes a body (aceproject.middleware refuses one over ACE_MAX_REQUEST_BYTES before parsing);
+- 503 always, with Retry-After, while the database is unreachable (platform_kit.outages).
 A view adds the codes of its own (409, 412, 413…) with `error_responses(...)` in its `extend_schema`.
 
 Request bodies are closed (`additionalProperties: false`): the serializers refuse unknown fields
@@ -25,6 +26,10 @@ ERROR_DESCRIPTIONS = {
     409: "The object is in a state that does not allow this (closed, disabled, running…).",
     412: "If-Match names a version that is no longer the current one: read again and retry.",
     413: "The body is larger than ACE_MAX_REQUEST_BYTES (an upload: ACE_MAX_UPLOAD_BYTES), refused unread.",
+    503: "The database is unreachable (an outage or a restart); nothing was stored. Retry after `Retry-After` seconds.",
+}
+RETRY_AFTER = {
+    "Retry-After": {"description": "Seconds to wait before retrying", "schema": {"type": "integer", "minimum": 1}}
 }
 
 
@@ -71,6 +76,8 @@ class ApiSchema(AutoSchema):
                 responses[str(code)] = self._get_response_for_code(
                     OpenApiResponse(ErrorSerializer, description=ERROR_DESCRIPTIONS[code]), str(code)
                 )
+                if code == 503:
+                    responses[str(code)]["headers"] = RETRY_AFTER
         operation["responses"] = dict(sorted(responses.items()))
         return operation
 
@@ -88,4 +95,5 @@ class ApiSchema(AutoSchema):
             codes.append(404)
         if operation.get("requestBody"):
             codes.append(413)
+        codes.append(503)
         return codes
