@@ -13,7 +13,18 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
-from platform_kit.admin.display import EMPTY, change_link, changelist_url, number, pretty_json
+from platform_kit.admin.display import (
+    EMPTY,
+    change_url,
+    changelist_url,
+    count_hint,
+    file_size,
+    hint,
+    number,
+    pretty_json,
+    tail,
+    truncated,
+)
 from platform_kit.admin.mixins import ReadOnlyAdminMixin
 from sessions_app.models import ImportedFile, ImportSource
 from sessions_app.services.imports import import_source_scan
@@ -50,7 +61,7 @@ class ImportSourceAdmin(admin.ModelAdmin):
 
     @admin.display(description="last result")
     def last_result(self, obj):
-        return (obj.last_summary or {}).get("summary") or EMPTY
+        return truncated((obj.last_summary or {}).get("summary"), 80)
 
     @admin.display(description="details")
     def last_summary_display(self, obj):
@@ -84,7 +95,7 @@ class ImportSourceAdmin(admin.ModelAdmin):
 @admin.register(ImportedFile)
 class ImportedFileAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
-        "path",
+        "file_name",
         "tool",
         "session_link",
         "progress",
@@ -122,23 +133,33 @@ class ImportedFileAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     )
     readonly_fields = fields
 
+    @admin.display(description="file", ordering="path")
+    def file_name(self, obj):
+        """The path's end (the session's file and its folder tell files apart), the whole path on hover."""
+        return tail(obj.path, 56)
+
     @admin.display(description="session")
     def session_link(self, obj):
-        return change_link(obj.session)
+        if obj.session is None:
+            return EMPTY
+        return format_html('<a href="{}">{}</a>', change_url(obj.session), truncated(str(obj.session), 32))
 
     @admin.display(description="read", ordering="offset")
     def progress(self, obj):
         if not obj.size:
             return EMPTY
-        return f"{number(obj.offset)} of {number(obj.size)} bytes ({100 * obj.offset / obj.size:.0f}%)"
+        return hint(
+            f"{100 * obj.offset / obj.size:.0f}% of {file_size(obj.size)}",
+            f"{number(obj.offset)} of {number(obj.size)} bytes",
+        )
 
     @admin.display(description="messages", ordering="messages_imported")
     def messages_display(self, obj):
-        return number(obj.messages_imported)
+        return count_hint(obj.messages_imported)
 
     @admin.display(description="last error")
     def last_error_short(self, obj):
-        return (obj.last_error[:120] + "…" if len(obj.last_error) > 120 else obj.last_error) or EMPTY
+        return truncated(obj.last_error, 48)
 
     @admin.display(description="carry (the parser's state at the offset)")
     def carry_display(self, obj):

@@ -14,7 +14,7 @@ from django.utils.text import Truncator
 from platform_kit.admin.display import EMPTY, change_link, counter_display, number, parse_uuid, pre, pretty_json
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
-from sessions_app.admin.display import PREVIEW_CHARS, role_badge
+from sessions_app.admin.display import PREVIEW_CHARS, preview, role_badge
 from sessions_app.admin.filters import ModelFilter, SessionFilter, SessionToolFilter
 from sessions_app.links import timeline_url
 from sessions_app.models import Message
@@ -144,13 +144,10 @@ class MessageAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="content")
     def content_preview(self, obj):
-        text = obj.content_head or obj.tool_calls_head or ""
-        text = " ".join(text.split())
-        if len(text) > PREVIEW_CHARS:
-            text = text[:PREVIEW_CHARS] + "…"
+        text = preview(obj.content_head or obj.tool_calls_head, 64)
         if obj.tool_name:
-            return format_html("<code>{}</code> {}", obj.tool_name, text)
-        return text or EMPTY
+            return format_html("<code>{}</code> {}", obj.tool_name, "" if text == EMPTY else text)
+        return text
 
     @admin.display(description="tokens", ordering="total_tokens")
     def tokens(self, obj):
