@@ -126,6 +126,7 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
+FORMAT_MODULE_PATH = ["aceproject.formats"]  # ISO dates in the admin
 USE_I18N = True
 USE_TZ = True
 

@@ -8,6 +8,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
+from django.utils.safestring import mark_safe
 
 from platform_kit.admin.display import EMPTY, badge, hint, pretty_json, truncated
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
@@ -61,7 +62,7 @@ class RunForm(forms.Form):
 @admin.register(Strategy)
 class StrategyAdmin(admin.ModelAdmin):
     form = StrategyForm
-    list_display = ("name", "tenant", "type", "enabled", "version", "extractor", "triggers", "runs_link")
+    list_display = ("name_version", "runs_link", "enabled", "type", "extractor_code", "triggers", "tenant")
     list_filter = ("enabled", "type", "extractor", "builtin", "tenant")
     search_fields = ("name", "description")
     list_select_related = ("tenant",)
@@ -124,7 +125,17 @@ class StrategyAdmin(admin.ModelAdmin):
             parts.append(f"every {obj.schedule_minutes} min")
         if not parts:
             return "manual only"
-        return format_html_join(format_html("<br>"), "{}", ((part,) for part in parts))  # one trigger a line
+        return format_html_join(
+            mark_safe("<br>"), "{}", ((truncated(part, 32),) for part in parts)
+        )  # one trigger a line
+
+    @admin.display(description="strategy", ordering="name")
+    def name_version(self, obj):
+        return f"{obj.name} v{obj.version}"
+
+    @admin.display(description="extractor", ordering="extractor")
+    def extractor_code(self, obj):
+        return hint(obj.extractor, obj.get_extractor_display())
 
     @admin.display(description="runs")
     def runs_link(self, obj):
@@ -223,7 +234,7 @@ class StrategyRunAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin)
     # When, which strategy, did it work, on whose messages, and what it decided (each count on hover).
     list_display = (
         "queued_at", "strategy_label", "status_badge", "trigger", "session_link", "user_id", "message_range",
-        "decision_counts", "duration",
+        "decision_counts",
     )  # fmt: skip
     list_filter = ("status", "trigger", StrategyNameFilter, "tenant")
     search_fields = ("=user_id", "=id")
@@ -260,7 +271,9 @@ class StrategyRunAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin)
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj):
-        return badge(obj.get_status_display(), STATUS_TONES.get(obj.status, "grey"))
+        status = badge(obj.get_status_display(), STATUS_TONES.get(obj.status, "grey"))
+        took = self.duration(obj)
+        return status if took == EMPTY else format_html('<span title="took {}">{}</span>', took, status)
 
     @admin.display(description="session")
     def session_link(self, obj):
@@ -269,7 +282,7 @@ class StrategyRunAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin)
         return format_html(
             '<a href="{}">{}</a>',
             timeline_url(obj.session_id, at_seq=obj.from_seq),
-            truncated(str(obj.session), 32),
+            truncated(str(obj.session), 24),
         )
 
     @admin.display(description="messages (seq)")

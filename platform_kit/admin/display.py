@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 import uuid
 
 from django.contrib import admin
@@ -53,14 +54,25 @@ def count_hint(value, *parts: tuple[str, int | None]):
     return hint(compact(value), f"{number(value)}: {details}" if details else number(value))
 
 
+def width(text: str) -> int:
+    """How many columns text takes on screen: Chinese, Japanese and Korean characters count twice."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
 def truncated(text: str | None, chars: int):
-    """`text` on one line, cut to `chars` characters with the whole on hover."""
+    """`text` on one line, cut to the width of `chars` Latin characters, with the whole on hover."""
     flat = " ".join((text or "").split())
     if not flat:
         return EMPTY
-    if len(flat) <= chars:
+    if width(flat) <= chars:
         return flat
-    return hint(flat[: chars - 1] + "…", flat)
+    cut, used = [], 1  # the ellipsis
+    for c in flat:
+        used += width(c)
+        if used > chars:
+            break
+        cut.append(c)
+    return hint("".join(cut).rstrip() + "…", flat)
 
 
 def tail(text: str | None, chars: int):

@@ -25,7 +25,6 @@ class ConversationAdmin(CounterColumns, ReadOnlyAdminMixin, BigTableAdminMixin, 
         "display_name",
         "session_link",
         "started_at",
-        "last_message_at",
         "messages_summary",
         "tokens_summary",
         "client_ids",
@@ -67,7 +66,7 @@ class ConversationAdmin(CounterColumns, ReadOnlyAdminMixin, BigTableAdminMixin, 
 
     @admin.display(description="session")
     def session_link(self, obj):
-        return change_link(obj.session, truncated(str(obj.session), 40))
+        return change_link(obj.session, truncated(str(obj.session), 32))
 
     @admin.display(description="client's ids")
     def client_ids(self, obj):

@@ -63,7 +63,6 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
         "tool",
         "user_id",
         "started_at",
-        "last_message_at",
         "messages_summary",
         "tokens_summary",
         "app",
@@ -170,7 +169,7 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
 
     @admin.display(description="name", ordering="name")
     def display_name(self, obj):
-        return truncated(obj.name, 48) if obj.name else format_html("<em>{}</em>", str(obj))
+        return truncated(obj.name, 40) if obj.name else format_html("<em>{}</em>", str(obj))
 
     @admin.display(description="status", ordering="ended_at")
     def status(self, obj):

@@ -137,9 +137,9 @@ class ModelPriceAdmin(admin.ModelAdmin):
 
     @admin.display(description="notes")
     def notes_preview(self, obj):
-        return truncated(obj.notes, 40)
+        return truncated(obj.notes, 32)
 
-    input_price = usd_per_mtok("input_usd_per_mtok", "input $/Mtok")
-    output_price = usd_per_mtok("output_usd_per_mtok", "output $/Mtok")
-    cache_read_price = usd_per_mtok("cache_read_usd_per_mtok", "cache read $/Mtok")
-    cache_write_price = usd_per_mtok("cache_write_usd_per_mtok", "cache write $/Mtok")
+    input_price = usd_per_mtok("input_usd_per_mtok", "input $/M")
+    output_price = usd_per_mtok("output_usd_per_mtok", "output $/M")
+    cache_read_price = usd_per_mtok("cache_read_usd_per_mtok", "cache read $/M")
+    cache_write_price = usd_per_mtok("cache_write_usd_per_mtok", "cache write $/M")
