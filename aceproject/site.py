@@ -80,9 +80,10 @@ def rendered(path: str) -> tuple[str, str]:
     slugs: dict[str, int] = {}
     for index, token in enumerate(tokens):
         if token.type == "heading_open":
-            text = tokens[index + 1].content
+            inline = tokens[index + 1].children or ()
+            text = "".join(child.content for child in inline if child.type in ("text", "code_inline"))
             if title == path:
-                title = re.sub(r"[`*_]", "", text)
+                title = text
             token.attrSet("id", unique_slug(text, slugs))
         elif token.type in ("th_open", "td_open") and token.attrGet("style"):
             # Column alignment as a class: the Content-Security-Policy allows no inline style.
@@ -113,9 +114,10 @@ def relink(token, source: str) -> None:
 
 
 def unique_slug(text: str, seen: dict[str, int]) -> str:
-    """GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens, repeats numbered."""
-    text = re.sub(r"[`*_]", "", text).strip().lower()
-    slug = "".join(c for c in text if c in " -" or unicodedata.category(c)[0] in "LNM").replace(" ", "-")
+    """GitHub's heading anchors: the heading's text in lower case, punctuation dropped (but `-` and `_`),
+    spaces as hyphens, repeats numbered."""
+    text = text.strip().lower()
+    slug = "".join(c for c in text if c in " -_" or unicodedata.category(c)[0] in "LNM").replace(" ", "-")
     count = seen.get(slug, 0)
     seen[slug] = count + 1
     return slug if count == 0 else f"{slug}-{count}"
