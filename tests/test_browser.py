@@ -20,8 +20,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from memory_app.sample_data import memory_sample_create
+from sessions_app.models import ImportSource
 from sessions_app.sample_data import sample_data_create
 from sessions_app.services.apikeys import tenant_get_or_create
+from sessions_app.services.imports import import_source_scan
 from strategies_app.models import StrategyRun
 
 CHROMIUM = Path(os.environ.get("ACE_CHROMIUM", "/usr/bin/chromium"))
@@ -29,6 +31,7 @@ SCREENSHOTS = Path(
     os.environ.get("ACE_SCREENSHOT_DIR", Path(__file__).resolve().parent.parent / "artifacts/screenshots")
 )
 WIDTH = 1400
+AGENT_LOGS = Path(__file__).resolve().parent / "data/agent_logs"
 ADMIN_LIST = re.compile(r"^/admin/[a-z_]+/[a-z_]+/$")
 # Views of their own that lists and objects link to.
 OWN_VIEWS = ("dashboard", "timeline", "chat", "similar", "run")
@@ -47,6 +50,8 @@ SHOTS = {
     "usage-dashboard": re.compile(r"/dashboard/$"),
     "usage-hourly": re.compile(r"^/admin/sessions_app/usagehourly/$"),
     "model-prices": re.compile(r"^/admin/sessions_app/modelprice/$"),
+    "imported-files": re.compile(r"^/admin/sessions_app/importedfile/$"),
+    "import-sources": re.compile(r"^/admin/sessions_app/importsource/$"),
     "records": re.compile(r"^/admin/memory_app/record/$"),
     "record": re.compile(r"^/admin/memory_app/record/[^/]+/change/$"),
     "strategy-runs": re.compile(r"^/admin/strategies_app/strategyrun/$"),
@@ -73,6 +78,9 @@ def sample_data(transactional_db, celery_worker, django_user_model):
     demo = tenant_get_or_create(name="demo")
     sample_data_create(tenant=demo)
     memory_sample_create(tenant=demo)
+    # Agent logs of every tool (and a file that is no tool's), imported by a source as the collector does.
+    source = ImportSource.objects.create(tenant=demo, path=str(AGENT_LOGS), user_id="dev")
+    assert import_source_scan(source=source).files_imported > 0
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         runs = StrategyRun.objects.filter(tenant=demo)

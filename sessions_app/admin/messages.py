@@ -152,9 +152,9 @@ class MessageAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="content")
     def content_preview(self, obj):
-        text = preview(obj.content_head or obj.tool_calls_head, 36 if obj.tool_name else 44)
+        text = preview(obj.content_head or obj.tool_calls_head, 28 if obj.tool_name else 40)
         if obj.tool_name:
-            return format_html("<code>{}</code> {}", obj.tool_name, "" if text == EMPTY else text)
+            return format_html("<code>{}</code> {}", truncated(obj.tool_name, 12), "" if text == EMPTY else text)
         return text
 
     @admin.display(description="tokens", ordering="total_tokens")
