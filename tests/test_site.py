@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from django.conf import settings
 from django.contrib.staticfiles import finders
 
 from aceproject.site import DOC_PAGES, doc_url
@@ -51,6 +52,8 @@ def test_the_documentation_is_served_and_its_links_stay_inside_it(client):
             elif not target:  # a section of the same page
                 assert anchor in ids[url], (url, href)
     assert "Your first hour" in pages["/docs/"]
+    on_disk = {f"docs/{path.name}" for path in (settings.BASE_DIR / "docs").glob("*.md")}
+    assert on_disk <= set(DOC_PAGES)  # a new document is served too
     assert client.get("/docs/no-such-page/").status_code == 404
 
 
