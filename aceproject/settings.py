@@ -132,6 +132,7 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
+FORMAT_MODULE_PATH = ["aceproject.formats"]  # ISO dates in the admin
 USE_I18N = True
 USE_TZ = True
 
@@ -209,7 +210,17 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Open ACE API",
-    "DESCRIPTION": "Sessions, conversations, messages, state and usage counts of AI agents and chat apps.",
+    "DESCRIPTION": (
+        "Records what AI agents and chat apps do, and gives them a long-term memory. Every call acts for the "
+        "tenant of its API key (`Authorization: Bearer ace_…`).\n\n"
+        "- **Sessions** and their **conversations** and **messages** (appended in batches, counted exactly), "
+        "a versioned key-value **state** per session (`If-Match` for safe concurrent writes), **chat turns** "
+        "streamed by chat apps, and **imports** of coding agents' log files.\n"
+        "- **Usage**: `stats` grouped by day, tool, model, user, project or machine, and per session.\n"
+        "- **Long-term memory**: **records** with their revisions, hybrid **recall** (vector and keyword), and "
+        "a session's **context** block for a chat app to inject.\n"
+        "- **Memory strategies** that turn messages into records, their versions and their **strategy runs**."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
@@ -223,10 +234,7 @@ SPECTACULAR_SETTINGS = {
         "RoleEnum": "sessions_app.models.Role",
         "TurnStatusEnum": "sessions_app.models.TurnStatus",
     },
-    "SECURITY": [{"ApiKey": []}],
-    "APPEND_COMPONENTS": {
-        "securitySchemes": {"ApiKey": {"type": "http", "scheme": "bearer", "description": "An Open ACE API key"}}
-    },
+    # The ApiKey security scheme comes from the authentication class (sessions_app.auth), once per operation.
 }
 
 # Celery: the app is `aceproject`. Unset CELERY_BROKER_URL means a file-system broker under ACE_DATA_DIR,

@@ -6,11 +6,14 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from aceproject.api_docs import redoc_bundle
 from aceproject.health import healthz
+from aceproject.site import doc, favicon, home
 
 admin.autodiscover()  # the apps' admin modules (aceproject.admin_app.AdminConfig leaves them to the URLs)
 admin.site.site_header = "Open ACE"
 admin.site.site_title = "Open ACE"
 admin.site.index_title = "Sessions, usage and memory"
+# The lists need the width (a 1400-pixel screen would lose a fifth of it); the breadcrumbs lead back to the index.
+admin.site.enable_nav_sidebar = False
 
 # Swagger UI and ReDoc start with an inline script (given the page's nonce) and style their widgets inline;
 # ReDoc's search runs in a worker it makes from a blob. Everything still comes from this origin.
@@ -19,6 +22,10 @@ api_docs_policy = csp_update(
 )
 
 urlpatterns = [
+    path("", home, name="home"),
+    path("favicon.ico", favicon, name="favicon"),
+    path("docs/", doc, name="docs"),
+    path("docs/<slug:page>/", doc, name="doc"),
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include("sessions_app.urls")),
     path("api/v1/", include("memory_app.urls")),

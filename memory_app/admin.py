@@ -10,7 +10,7 @@ from django.utils.text import Truncator
 from memory_app.models import Record, RecordRevision
 from memory_app.selectors.records import nearest_records
 from memory_app.services import RecordClosed, record_invalidate
-from platform_kit.admin.display import EMPTY, badge, parse_uuid, pretty_json
+from platform_kit.admin.display import EMPTY, badge, parse_uuid, pretty_json, truncated
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
 from sessions_app.links import timeline_url
 from sessions_app.search import keyword_filter
@@ -108,7 +108,7 @@ class RecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="content")
     def content_preview(self, record):
-        return Truncator(record.content).chars(100)
+        return truncated(record.content, 56)
 
     @admin.display(description="valid", ordering="valid")
     def validity(self, record):

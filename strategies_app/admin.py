@@ -7,8 +7,10 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
+from django.utils.safestring import mark_safe
 
-from platform_kit.admin.display import EMPTY, badge, pretty_json
+from platform_kit.admin.display import EMPTY, badge, hint, pretty_json, truncated
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
 from sessions_app.links import timeline_url
 from sessions_app.models import Session
@@ -60,7 +62,7 @@ class RunForm(forms.Form):
 @admin.register(Strategy)
 class StrategyAdmin(admin.ModelAdmin):
     form = StrategyForm
-    list_display = ("name", "tenant", "type", "enabled", "version", "extractor", "triggers", "runs_link")
+    list_display = ("name_version", "runs_link", "enabled", "type", "extractor_code", "triggers", "tenant")
     list_filter = ("enabled", "type", "extractor", "builtin", "tenant")
     search_fields = ("name", "description")
     list_select_related = ("tenant",)
@@ -121,12 +123,25 @@ class StrategyAdmin(admin.ModelAdmin):
             parts.append(f"Σ score ≥ {obj.accumulated_threshold:g}")
         if obj.schedule_minutes:
             parts.append(f"every {obj.schedule_minutes} min")
-        return "; ".join(parts) or "manual only"
+        if not parts:
+            return "manual only"
+        return format_html_join(
+            mark_safe("<br>"), "{}", ((truncated(part, 32),) for part in parts)
+        )  # one trigger a line
+
+    @admin.display(description="strategy", ordering="name")
+    def name_version(self, obj):
+        return f"{obj.name} v{obj.version}"
+
+    @admin.display(description="extractor", ordering="extractor")
+    def extractor_code(self, obj):
+        return hint(obj.extractor, obj.get_extractor_display())
 
     @admin.display(description="runs")
     def runs_link(self, obj):
-        url = reverse("admin:strategies_app_strategyrun_changelist") + f"?strategy__id__exact={obj.pk}"
-        return format_html('<a href="{}">runs</a>', url)
+        url = reverse("admin:strategies_app_strategyrun_changelist")
+        query = urlencode({StrategyNameFilter.parameter_name: obj.name, "tenant__id__exact": obj.tenant_id})
+        return format_html('<a href="{}?{}">runs</a>', url, query)
 
     @admin.display(description="schedule (django-celery-beat)")
     def schedule_link(self, obj):
@@ -200,17 +215,32 @@ class StrategyAdmin(admin.ModelAdmin):
         self.message_user(request, f"Queued {queued} run(s).", messages.SUCCESS)
 
 
+class StrategyNameFilter(admin.SimpleListFilter):
+    """Strategies by name: every tenant has its own copy of the built-in ones (the tenant filter tells them apart)."""
+
+    title = "strategy"
+    parameter_name = "strategy_name"
+
+    def lookups(self, request, model_admin):
+        names = Strategy.objects.order_by("name").values_list("name", flat=True).distinct()
+        return [(name, name) for name in names]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(strategy__name=self.value()) if self.value() else queryset
+
+
 @admin.register(StrategyRun)
 class StrategyRunAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
+    # When, which strategy, did it work, on whose messages, and what it decided (each count on hover).
     list_display = (
-        "queued_at", "strategy", "version", "trigger", "status_badge", "session_link", "user_id", "message_range",
-        "added", "updated", "invalidated", "unchanged", "duration_ms",
+        "queued_at", "strategy_label", "status_badge", "trigger", "session_link", "user_id", "message_range",
+        "decision_counts",
     )  # fmt: skip
-    list_filter = ("status", "trigger", "strategy", "tenant")
+    list_filter = ("status", "trigger", StrategyNameFilter, "tenant")
     search_fields = ("=user_id", "=id")
     ordering = ("-queued_at",)
-    list_select_related = ("strategy", "strategy_version")
-    list_defer = ("decisions", "error")
+    list_select_related = ("strategy", "strategy_version", "session")
+    list_defer = ("decisions", "error", "state_changes", "session__metadata")
     readonly_fields = (
         "id", "tenant", "strategy", "version", "trigger", "trigger_detail", "state_changes_display", "status_badge",
         "error", "session_link", "user_id", "extractor", "message_range", "sessions_processed", "messages_processed",
@@ -223,15 +253,37 @@ class StrategyRunAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin)
     def version(self, obj):
         return obj.strategy_version.version
 
+    @admin.display(description="strategy", ordering="strategy__name")
+    def strategy_label(self, obj):
+        return f"{obj.strategy.name} v{obj.strategy_version.version}"
+
+    @admin.display(description="decisions")
+    def decision_counts(self, obj):
+        counts = [(label, getattr(obj, label)) for label in ("added", "updated", "invalidated", "unchanged")]
+        made = ", ".join(f"{value} {label}" for label, value in counts[:3] if value)
+        return hint(made or "no change", " · ".join(f"{value} {label}" for label, value in counts))
+
+    @admin.display(description="took", ordering="duration_ms")
+    def duration(self, obj):
+        if obj.duration_ms is None:
+            return EMPTY
+        return f"{obj.duration_ms:,.0f} ms" if obj.duration_ms < 10_000 else f"{obj.duration_ms / 1000:,.1f} s"
+
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj):
-        return badge(obj.get_status_display(), STATUS_TONES.get(obj.status, "grey"))
+        status = badge(obj.get_status_display(), STATUS_TONES.get(obj.status, "grey"))
+        took = self.duration(obj)
+        return status if took == EMPTY else format_html('<span title="took {}">{}</span>', took, status)
 
     @admin.display(description="session")
     def session_link(self, obj):
         if obj.session_id is None:
             return f"all sessions of {obj.user_id}" if obj.user_id else EMPTY
-        return format_html('<a href="{}">{}</a>', timeline_url(obj.session_id, at_seq=obj.from_seq), obj.session_id)
+        return format_html(
+            '<a href="{}">{}</a>',
+            timeline_url(obj.session_id, at_seq=obj.from_seq),
+            truncated(str(obj.session), 24),
+        )
 
     @admin.display(description="messages (seq)")
     def message_range(self, obj):

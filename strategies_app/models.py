@@ -183,7 +183,7 @@ class StrategyRun(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.strategy_id} {self.trigger} {self.status}"
+        return f"{self.strategy.name} run of {self.queued_at:%Y-%m-%d %H:%M:%S}"
 
 
 class RunRecord(models.Model):

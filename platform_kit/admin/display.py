@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 import uuid
 
 from django.contrib import admin
@@ -17,6 +18,70 @@ EMPTY = "-"  # as Django's own empty_value_display
 def number(value) -> str:
     """Token and message counts with thousands separators: 1234567 → "1,234,567"."""
     return EMPTY if value is None else f"{value:,}"
+
+
+def compact(value) -> str:
+    """A count in at most four characters: 999 → "999", 12345 → "12.3k", 4567890 → "4.6M"."""
+    if value is None:
+        return EMPTY
+    for size, suffix in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")):
+        if abs(value) >= size:
+            scaled = value / size
+            return f"{scaled:.1f}{suffix}" if abs(scaled) < 100 else f"{scaled:.0f}{suffix}"
+    return str(value)
+
+
+def file_size(size: int) -> str:
+    """Bytes for people: 512 → "512 B", 1536 → "1.5 KB", 3_400_000 → "3.2 MB"."""
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
+def hint(text, whole: str):
+    """`text` with `whole` on hover (a dotted underline says there is more)."""
+    if not whole or whole == str(text):
+        return text
+    return format_html('<span class="ace-hint" title="{}">{}</span>', whole, text)
+
+
+def count_hint(value, *parts: tuple[str, int | None]):
+    """A compact count, with the exact figure and a breakdown (`parts`: label, value) on hover."""
+    if value is None:
+        return EMPTY
+    details = " · ".join(f"{number(part)} {label}" for label, part in parts if part)
+    return hint(compact(value), f"{number(value)}: {details}" if details else number(value))
+
+
+def width(text: str) -> int:
+    """How many columns text takes on screen: Chinese, Japanese and Korean characters count twice."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def truncated(text: str | None, chars: int):
+    """`text` on one line, cut to the width of `chars` Latin characters, with the whole on hover."""
+    flat = " ".join((text or "").split())
+    if not flat:
+        return EMPTY
+    if width(flat) <= chars:
+        return flat
+    cut, used = [], 1  # the ellipsis
+    for c in flat:
+        used += width(c)
+        if used > chars:
+            break
+        cut.append(c)
+    return hint("".join(cut).rstrip() + "…", flat)
+
+
+def tail(text: str | None, chars: int):
+    """The end of a long path or name (the part that tells them apart), with the whole on hover."""
+    if not text:
+        return EMPTY
+    if len(text) <= chars:
+        return text
+    return hint("…" + text[-(chars - 1) :], text)
 
 
 def badge(text: str, tone: str = "grey"):
@@ -36,11 +101,14 @@ def pre(text: str):
     return format_html('<pre class="ace-pre-wrap">{}</pre>', text)
 
 
+def change_url(obj) -> str:
+    return reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
+
+
 def change_link(obj, text=None):
     if obj is None:
         return EMPTY
-    url = reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
-    return format_html('<a href="{}">{}</a>', url, text if text is not None else str(obj))
+    return format_html('<a href="{}">{}</a>', change_url(obj), text if text is not None else str(obj))
 
 
 def changelist_url(model, **params) -> str:

@@ -7,10 +7,9 @@ from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 from django.urls import path
-from django.utils.html import format_html
-from django.utils.text import Truncator
+from django.utils.html import format_html, format_html_join
 
-from platform_kit.admin.display import EMPTY, change_link, changelist_url, number, parse_uuid
+from platform_kit.admin.display import EMPTY, change_link, changelist_url, number, parse_uuid, truncated
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin, UuidSearchMixin
 from sessions_app.admin.display import CounterColumns
@@ -25,13 +24,10 @@ class ConversationAdmin(CounterColumns, ReadOnlyAdminMixin, BigTableAdminMixin, 
     list_display = (
         "display_name",
         "session_link",
-        "conversation_id",
-        "feishu_conversation_id",
-        "messages_display",
-        "requests_display",
-        "total_tokens_display",
         "started_at",
-        "last_message_at",
+        "messages_summary",
+        "tokens_summary",
+        "client_ids",
         "chat_column",
     )
     list_filter = (("started_at", DateRangeFilter), "tenant", SessionFilter)
@@ -70,7 +66,13 @@ class ConversationAdmin(CounterColumns, ReadOnlyAdminMixin, BigTableAdminMixin, 
 
     @admin.display(description="session")
     def session_link(self, obj):
-        return change_link(obj.session, Truncator(str(obj.session)).chars(40))
+        return change_link(obj.session, truncated(str(obj.session), 32))
+
+    @admin.display(description="client's ids")
+    def client_ids(self, obj):
+        """The ids the client gave it (its own, Feishu's), cut short; each whole on hover."""
+        ids = [truncated(value, 20) for value in (obj.conversation_id, obj.feishu_conversation_id) if value]
+        return format_html_join(" · ", "{}", ((value,) for value in ids)) if ids else EMPTY
 
     @admin.display(description="timeline")
     def timeline_link(self, obj):

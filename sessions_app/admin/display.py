@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from platform_kit.admin.display import badge, counter_display
+from django.contrib import admin
+
+from platform_kit.admin.display import badge, count_hint, counter_display, truncated
 from sessions_app.models import Role
 
 ROLE_TONES = {
@@ -35,10 +37,55 @@ SESSION_COUNTERS = (
     ("cache_creation_tokens", "cache write tokens"),
     ("total_tokens", "tokens"),
 )
-# `<counter>_display` columns for every counter, shared by the session, conversation and usage admins.
-CounterColumns = type(
-    "CounterColumns", (), {f"{field}_display": counter_display(field, label) for field, label in SESSION_COUNTERS}
+MESSAGES_BY_ROLE = (
+    ("message_user", "user"),
+    ("message_assistant", "assistant"),
+    ("message_toolresult", "tool results"),
+    ("message_error", "errors"),
+    ("message_system", "system"),
+)
+TOKENS_BY_KIND = (
+    ("input_tokens", "input"),
+    ("output_tokens", "output"),
+    ("cache_read_tokens", "cache read"),
+    ("cache_creation_tokens", "cache write"),
 )
 
-# How much of a message's text (or a turn's question's) a list shows.
+
+# `<counter>_display`: one counter in full, for every counter.
+CounterDisplays = type(
+    "CounterDisplays", (), {f"{field}_display": counter_display(field, label) for field, label in SESSION_COUNTERS}
+)
+
+
+class CounterColumns(CounterDisplays):
+    """List columns for the counters shared by the session, conversation and usage admins.
+
+    `<counter>_display` shows one counter in full (change pages); `messages_summary` and `tokens_summary` are
+    the lists' compact columns, with the breakdown (by role, by kind of token) on hover.
+    """
+
+    @admin.display(description="messages", ordering="messages")
+    def messages_summary(self, obj):
+        parts = [(label, getattr(obj, field, None)) for field, label in MESSAGES_BY_ROLE]
+        for field in ("conversations", "requests"):
+            if hasattr(obj, field):
+                parts.append((field, getattr(obj, field)))
+        return count_hint(obj.messages, *parts)
+
+    @admin.display(description="tokens", ordering="total_tokens")
+    def tokens_summary(self, obj):
+        return count_hint(obj.total_tokens, *((label, getattr(obj, field, None)) for field, label in TOKENS_BY_KIND))
+
+
+# How much of a message's text (or a turn's question's) a list reads: its hover shows that much.
 PREVIEW_CHARS = 140
+
+
+def preview(head: str | None, chars: int):
+    """A list's excerpt of a long text (`head`: its first PREVIEW_CHARS + 1 characters) on one line, cut to
+    `chars` characters with the excerpt on hover."""
+    text = " ".join((head or "").split())
+    if len(text) > PREVIEW_CHARS:
+        text = text[:PREVIEW_CHARS] + "…"
+    return truncated(text, chars)

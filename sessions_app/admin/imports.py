@@ -13,7 +13,18 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
-from platform_kit.admin.display import EMPTY, change_link, changelist_url, number, pretty_json
+from platform_kit.admin.display import (
+    EMPTY,
+    change_url,
+    changelist_url,
+    count_hint,
+    file_size,
+    hint,
+    number,
+    pretty_json,
+    tail,
+    truncated,
+)
 from platform_kit.admin.mixins import ReadOnlyAdminMixin
 from sessions_app.models import ImportedFile, ImportSource
 from sessions_app.services.imports import import_source_scan
@@ -36,7 +47,7 @@ class ImportSourceForm(forms.ModelForm):
 @admin.register(ImportSource)
 class ImportSourceAdmin(admin.ModelAdmin):
     form = ImportSourceForm
-    list_display = ("path", "tenant", "tool", "user_id", "enabled", "last_scan_at", "last_result", "files_link")
+    list_display = ("directory", "enabled", "last_scan_at", "last_result", "files_link", "tool_code", "tenant")
     list_filter = ("enabled", "tool", "tenant")
     list_editable = ("enabled",)
     search_fields = ("path", "user_id")
@@ -48,9 +59,17 @@ class ImportSourceAdmin(admin.ModelAdmin):
     )
     actions = ["scan_now", "enable", "disable"]
 
+    @admin.display(description="tool", ordering="tool")
+    def tool_code(self, obj):
+        return hint(obj.tool, obj.get_tool_display())
+
+    @admin.display(description="directory", ordering="path")
+    def directory(self, obj):
+        return tail(obj.path, 40)
+
     @admin.display(description="last result")
     def last_result(self, obj):
-        return (obj.last_summary or {}).get("summary") or EMPTY
+        return truncated((obj.last_summary or {}).get("summary"), 36)
 
     @admin.display(description="details")
     def last_summary_display(self, obj):
@@ -84,14 +103,13 @@ class ImportSourceAdmin(admin.ModelAdmin):
 @admin.register(ImportedFile)
 class ImportedFileAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
-        "path",
+        "file_name",
         "tool",
         "session_link",
+        "last_imported_at",
         "progress",
         "messages_display",
-        "issues",
-        "last_error_short",
-        "last_imported_at",
+        "issues_display",
     )
     list_filter = ("tool", "source", "tenant")
     search_fields = ("path", "agent_session_id")
@@ -122,23 +140,34 @@ class ImportedFileAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     )
     readonly_fields = fields
 
+    @admin.display(description="file", ordering="path")
+    def file_name(self, obj):
+        """The path's end (the session's file and its folder tell files apart), the whole path on hover."""
+        return tail(obj.path, 36)
+
     @admin.display(description="session")
     def session_link(self, obj):
-        return change_link(obj.session)
+        if obj.session is None:
+            return EMPTY
+        return format_html('<a href="{}">{}</a>', change_url(obj.session), truncated(str(obj.session), 24))
 
     @admin.display(description="read", ordering="offset")
     def progress(self, obj):
         if not obj.size:
             return EMPTY
-        return f"{number(obj.offset)} of {number(obj.size)} bytes ({100 * obj.offset / obj.size:.0f}%)"
+        return hint(
+            f"{100 * obj.offset / obj.size:.0f}% of {file_size(obj.size)}",
+            f"{number(obj.offset)} of {number(obj.size)} bytes",
+        )
 
     @admin.display(description="messages", ordering="messages_imported")
     def messages_display(self, obj):
-        return number(obj.messages_imported)
+        return count_hint(obj.messages_imported)
 
-    @admin.display(description="last error")
-    def last_error_short(self, obj):
-        return (obj.last_error[:120] + "…" if len(obj.last_error) > 120 else obj.last_error) or EMPTY
+    @admin.display(description="issues", ordering="issues")
+    def issues_display(self, obj):
+        """How many problems the importer met in the file, the latest one on hover."""
+        return hint(number(obj.issues), obj.last_error) if obj.issues or obj.last_error else "0"
 
     @admin.display(description="carry (the parser's state at the offset)")
     def carry_display(self, obj):

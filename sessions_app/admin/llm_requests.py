@@ -6,12 +6,11 @@ from django.contrib import admin
 from django.contrib.admin.utils import flatten_fieldsets
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.text import Truncator
 
-from platform_kit.admin.display import EMPTY, change_link, counter_display
+from platform_kit.admin.display import EMPTY, change_link, count_hint, counter_display, truncated
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin, UuidSearchMixin
-from sessions_app.admin.display import role_badge
+from sessions_app.admin.display import TOKENS_BY_KIND, role_badge
 from sessions_app.admin.filters import ModelFilter, SessionFilter
 from sessions_app.models import LlmRequest, Message
 from sessions_app.pricing import PriceBook
@@ -19,17 +18,7 @@ from sessions_app.pricing import PriceBook
 
 @admin.register(LlmRequest)
 class LlmRequestAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, admin.ModelAdmin):
-    list_display = (
-        "display_name",
-        "session_link",
-        "auth_type",
-        "model",
-        "input_tokens_display",
-        "output_tokens_display",
-        "cache_read_tokens_display",
-        "total_tokens_display",
-        "created_at",
-    )
+    list_display = ("display_name", "created_at", "model", "tokens_summary", "session_link", "auth_type")
     list_filter = (ModelFilter, ("created_at", DateRangeFilter), "tenant", SessionFilter)
     search_fields = ("=request_id",)
     search_help_text = "An exact request_id or LLM request id."
@@ -65,11 +54,15 @@ class LlmRequestAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, a
 
     @admin.display(description="request")
     def display_name(self, obj):
-        return obj.request_id or format_html("<em>{}</em>", "no request_id")
+        return truncated(obj.request_id, 32) if obj.request_id else format_html("<em>{}</em>", "no request_id")
 
     @admin.display(description="session")
     def session_link(self, obj):
-        return change_link(obj.session, Truncator(str(obj.session)).chars(40))
+        return change_link(obj.session, truncated(str(obj.session), 32))
+
+    @admin.display(description="tokens", ordering="total_tokens")
+    def tokens_summary(self, obj):
+        return count_hint(obj.total_tokens, *((label, getattr(obj, field)) for field, label in TOKENS_BY_KIND))
 
     @admin.display(description="conversation")
     def conversation_link(self, obj):

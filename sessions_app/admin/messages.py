@@ -9,12 +9,20 @@ from django.contrib.admin.utils import flatten_fieldsets
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast, Substr
 from django.utils.html import format_html
-from django.utils.text import Truncator
 
-from platform_kit.admin.display import EMPTY, change_link, counter_display, number, parse_uuid, pre, pretty_json
+from platform_kit.admin.display import (
+    EMPTY,
+    change_link,
+    count_hint,
+    counter_display,
+    parse_uuid,
+    pre,
+    pretty_json,
+    truncated,
+)
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
-from sessions_app.admin.display import PREVIEW_CHARS, role_badge
+from sessions_app.admin.display import PREVIEW_CHARS, preview, role_badge
 from sessions_app.admin.filters import ModelFilter, SessionFilter, SessionToolFilter
 from sessions_app.links import timeline_url
 from sessions_app.models import Message
@@ -26,7 +34,7 @@ IDENTIFIER = re.compile(r"(?=.*[0-9_.:/-])[A-Za-z0-9_.:/-]{4,255}")
 
 @admin.register(Message)
 class MessageAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
-    list_display = ("created_at", "session_link", "seq", "role_display", "content_preview", "model", "tokens")
+    list_display = ("created_at", "session_link", "seq", "role_display", "model", "tokens", "content_preview")
     list_display_links = ("created_at",)
     list_filter = (
         "role",
@@ -122,7 +130,7 @@ class MessageAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="session")
     def session_link(self, obj):
-        return change_link(obj.session, Truncator(str(obj.session)).chars(40))
+        return change_link(obj.session, truncated(str(obj.session), 28))
 
     @admin.display(description="conversation")
     def conversation_link(self, obj):
@@ -144,17 +152,14 @@ class MessageAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="content")
     def content_preview(self, obj):
-        text = obj.content_head or obj.tool_calls_head or ""
-        text = " ".join(text.split())
-        if len(text) > PREVIEW_CHARS:
-            text = text[:PREVIEW_CHARS] + "…"
+        text = preview(obj.content_head or obj.tool_calls_head, 28 if obj.tool_name else 40)
         if obj.tool_name:
-            return format_html("<code>{}</code> {}", obj.tool_name, text)
-        return text or EMPTY
+            return format_html("<code>{}</code> {}", truncated(obj.tool_name, 12), "" if text == EMPTY else text)
+        return text
 
     @admin.display(description="tokens", ordering="total_tokens")
     def tokens(self, obj):
-        return number(obj.total_tokens) if obj.total_tokens is not None else EMPTY
+        return count_hint(obj.total_tokens)
 
     @admin.display(description="content")
     def content_display(self, obj):

@@ -16,7 +16,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from platform_kit.admin.display import EMPTY, badge, changelist_url, counter_display, number
+from platform_kit.admin.display import EMPTY, badge, changelist_url, counter_display, number, truncated
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, LimitedInlineFormSet, ReadOnlyAdminMixin, UuidSearchMixin
 from sessions_app.admin.display import STATUS_TONES, CounterColumns
@@ -55,23 +55,19 @@ SESSION_EDITABLE = ("name", "app", "project", "machine", "metadata")
 
 @admin.register(Session)
 class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.ModelAdmin):
+    # Who worked with which tool, when, how much, and is it still going: the counters per role, the
+    # conversations and the requests are on the messages' hover, the kinds of token on the tokens'.
     list_display = (
         "display_name",
+        "status",
         "tool",
         "user_id",
-        "machine",
-        "app",
-        "tenant",
         "started_at",
-        "status",
-        "requests_display",
-        "conversations_display",
-        "messages_display",
-        "message_user_display",
-        "message_assistant_display",
-        "message_toolresult_display",
-        "message_error_display",
-        "total_tokens_display",
+        "messages_summary",
+        "tokens_summary",
+        "app",
+        "machine",
+        "tenant",
     )
     list_display_links = ("display_name",)
     list_filter = ("tenant", ToolFilter, MachineFilter, ActiveFilter, ("started_at", DateRangeFilter), DeletedFilter)
@@ -173,7 +169,7 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
 
     @admin.display(description="name", ordering="name")
     def display_name(self, obj):
-        return obj.name or format_html("<em>{}</em>", str(obj))
+        return truncated(obj.name, 40) if obj.name else format_html("<em>{}</em>", str(obj))
 
     @admin.display(description="status", ordering="ended_at")
     def status(self, obj):

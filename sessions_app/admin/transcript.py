@@ -14,7 +14,7 @@ from django.utils.html import format_html_join
 
 from platform_kit.admin.display import EMPTY, badge, number, pretty_json
 from sessions_app.admin.display import ROLE_TONES
-from sessions_app.links import chat_url
+from sessions_app.links import chat_url, timeline_url
 from sessions_app.models import Conversation, Message, Role, Turn, TurnStatus
 
 
@@ -223,10 +223,58 @@ def chat_message(message: Message, turn: Turn | None = None) -> Message:
     return m
 
 
+# How far after a tool call its result message is looked for.
+RESULT_LOOKAHEAD = 200
+
+
+def link_tool_results(messages: list[Message]) -> None:
+    """Point each tool call without a result of its own to the toolResult message that answers it.
+
+    Clients store a call's result as a later `toolResult` message of the session: matched by the call's id
+    when the result names it (`tool_call_id`, or Claude Code's `tool_use_id` in its metadata), otherwise by
+    order, to the earliest call still waiting with the same tool name (or any name when the result has none).
+    One query, for the page's calls and up to RESULT_LOOKAHEAD messages past them.
+    """
+    waiting = [(m, block) for m in messages for block in m.tool_call_blocks if not block["has_result"]]
+    if not waiting:
+        return
+    session_id = messages[0].session_id
+    on_page = {m.seq for m in messages}
+    first, last = waiting[0][0].seq, waiting[-1][0].seq
+    results = (
+        Message.objects.filter(session_id=session_id, role=Role.TOOL_RESULT, seq__gt=first)
+        .filter(seq__lte=last + RESULT_LOOKAHEAD)
+        .order_by("seq")
+        .only("seq", "tool_name", "metadata")
+    )
+    open_calls: list[tuple[Message, dict]] = []
+    pending = iter(waiting)
+    upcoming = next(pending, None)
+    for result in results:
+        while upcoming is not None and upcoming[0].seq < result.seq:
+            open_calls.append(upcoming)
+            upcoming = next(pending, None)
+        metadata = result.metadata if isinstance(result.metadata, dict) else {}
+        call_id = metadata.get("tool_call_id") or metadata.get("tool_use_id")
+        match = next((c for c in open_calls if call_id and c[1]["id"] == call_id), None)
+        if match is None and not call_id:
+            match = next((c for c in open_calls if not result.tool_name or c[1]["name"] == result.tool_name), None)
+        if match is None:
+            continue
+        open_calls.remove(match)
+        block = match[1]
+        block["result_seq"] = result.seq
+        block["result_url"] = (
+            f"#seq-{result.seq}" if result.seq in on_page else timeline_url(session_id, at_seq=result.seq)
+        )
+
+
 def chat_messages(messages, turns: dict | None = None) -> list[Message]:
     """A page of messages for the chat templates; their turns are read in one query unless given."""
     turns = turns_by_message(messages) if turns is None else turns
-    return [chat_message(m, turns.get(m.pk)) for m in messages]
+    page = [chat_message(m, turns.get(m.pk)) for m in messages]
+    link_tool_results(page)
+    return page
 
 
 def group_by_conversation(messages) -> list[dict]:

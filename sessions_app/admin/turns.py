@@ -6,12 +6,11 @@ from django.contrib import admin
 from django.contrib.admin.utils import flatten_fieldsets
 from django.db.models.functions import Substr
 from django.utils.html import format_html
-from django.utils.text import Truncator
 
-from platform_kit.admin.display import EMPTY, change_link, number
+from platform_kit.admin.display import EMPTY, change_link, number, truncated
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin, UuidSearchMixin
-from sessions_app.admin.display import PREVIEW_CHARS
+from sessions_app.admin.display import PREVIEW_CHARS, preview
 from sessions_app.admin.filters import ConversationFilter, SessionFilter, TurnStatusFilter
 from sessions_app.admin.transcript import chat_messages, finish_reason_badge, latency, turn_status_badge
 from sessions_app.links import chat_url
@@ -25,14 +24,14 @@ MESSAGE_HEAVY_FIELDS = ("content", "thinking", "tool_calls", "metadata", "attach
 class TurnAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, admin.ModelAdmin):
     list_display = (
         "started_at",
+        "status_display",
+        "question_preview",
         "session_link",
         "conversation_link",
-        "status_display",
         "model_display",
         "tokens",
         "latency_display",
         "finish_display",
-        "question_preview",
     )
     list_display_links = ("started_at",)
     list_filter = (TurnStatusFilter, ("started_at", DateRangeFilter), "tenant", SessionFilter, ConversationFilter)
@@ -95,7 +94,7 @@ class TurnAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, admin.M
 
     @admin.display(description="session")
     def session_link(self, obj):
-        return change_link(obj.session, Truncator(str(obj.session)).chars(40))
+        return change_link(obj.session, truncated(str(obj.session), 28))
 
     @admin.display(description="conversation")
     def conversation_link(self, obj):
@@ -135,7 +134,4 @@ class TurnAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, admin.M
 
     @admin.display(description="question")
     def question_preview(self, obj):
-        text = " ".join((obj.question_head or "").split())
-        if len(text) > PREVIEW_CHARS:
-            text = text[:PREVIEW_CHARS] + "…"
-        return text or EMPTY
+        return preview(obj.question_head, 48)  # the turn's page has the question in full

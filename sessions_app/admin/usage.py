@@ -5,9 +5,8 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models import URLField
 from django.urls import path
-from django.utils.text import Truncator
 
-from platform_kit.admin.display import EMPTY, counter_display
+from platform_kit.admin.display import EMPTY, count_hint, counter_display, truncated
 from platform_kit.admin.mixins import ReadOnlyAdminMixin
 from sessions_app.admin.dashboard import dashboard_view
 from sessions_app.admin.display import SESSION_COUNTERS, CounterColumns
@@ -15,18 +14,17 @@ from sessions_app.models import ModelPrice, UsageDaily, UsageHourly
 
 # What a roll-up row counts under, besides its tenant and its time bucket.
 ROLLUP_KEYS = ("tool", "user_id", "project", "machine", "model")
-MESSAGES_BY_ROLE = ("message_user", "message_assistant", "message_toolresult", "message_error")
 
 
 class UsageAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
     """A roll-up table, read-only: counters per tenant, time bucket, tool, user, project, machine and model.
 
     A subclass names its time column (`bucket`); the list's columns, date hierarchy and ordering and the page's
-    fields follow from it.
+    fields follow from it. The list answers "who used what, when, how much": the messages per role and the
+    kinds of token are on the hover of the compact counts.
     """
 
     bucket = ""  # the time column: "hour" or "day"
-    messages_by_role = False  # the list shows the messages per role too
 
     list_filter = ("tool", "model", "tenant")
     search_fields = ("=user_id", "=project", "=machine")
@@ -35,16 +33,20 @@ class UsageAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_per_page = 100
     sessions_display = counter_display("sessions", "sessions")
 
+    @admin.display(description="requests", ordering="requests")
+    def requests_summary(self, obj):
+        return count_hint(obj.requests)
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        by_role = MESSAGES_BY_ROLE if cls.messages_by_role else ()
-        counters = ("requests", "conversations", "messages", *by_role, "input_tokens", "output_tokens", "total_tokens")
         cls.list_display = (
             cls.bucket,
-            "tenant",
             *ROLLUP_KEYS,
+            "tenant",
             "sessions_display",
-            *(f"{counter}_display" for counter in counters),
+            "requests_summary",
+            "messages_summary",
+            "tokens_summary",
         )
         cls.date_hierarchy = cls.bucket
         cls.ordering = (f"-{cls.bucket}",)
@@ -62,7 +64,6 @@ class UsageHourlyAdmin(UsageAdmin):
     """The roll-ups per UTC hour, which grouped statistics read; the usage dashboard is served from here."""
 
     bucket = "hour"
-    messages_by_role = True
 
     def get_urls(self):
         dashboard = path(
@@ -84,6 +85,21 @@ class UsageDailyAdmin(UsageAdmin):
 admin.site.index_template = "admin/sessions_app/index.html"
 
 
+def usd_per_mtok(field: str, description: str):
+    """A price column without the decimal field's trailing zeros: 0.400000 → 0.40, 0.062500 → 0.0625."""
+
+    @admin.display(description=description, ordering=field)
+    def display(self, obj):
+        value = getattr(obj, field)
+        if value is None:
+            return EMPTY
+        text = f"{value:f}".rstrip("0")
+        whole, _, fraction = text.partition(".")
+        return f"{whole}.{fraction.ljust(2, '0')}"
+
+    return display
+
+
 @admin.register(ModelPrice)
 class ModelPriceAdmin(admin.ModelAdmin):
     """List prices per model: edited here, they change every cost shown at once (costs are never stored)."""
@@ -91,10 +107,10 @@ class ModelPriceAdmin(admin.ModelAdmin):
     list_display = (
         "__str__",
         "provider",
-        "input_usd_per_mtok",
-        "output_usd_per_mtok",
-        "cache_read_usd_per_mtok",
-        "cache_write_usd_per_mtok",
+        "input_price",
+        "output_price",
+        "cache_read_price",
+        "cache_write_price",
         "checked_on",
         "notes_preview",
     )
@@ -121,4 +137,9 @@ class ModelPriceAdmin(admin.ModelAdmin):
 
     @admin.display(description="notes")
     def notes_preview(self, obj):
-        return Truncator(obj.notes).chars(80) or EMPTY
+        return truncated(obj.notes, 32)
+
+    input_price = usd_per_mtok("input_usd_per_mtok", "input $/M")
+    output_price = usd_per_mtok("output_usd_per_mtok", "output $/M")
+    cache_read_price = usd_per_mtok("cache_read_usd_per_mtok", "cache read $/M")
+    cache_write_price = usd_per_mtok("cache_write_usd_per_mtok", "cache write $/M")

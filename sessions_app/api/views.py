@@ -255,7 +255,7 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
             error = stored_json_error(data)
             if error:
                 raise serializers.ValidationError({"data": [error]})
-            if_match = self._if_match(request)
+            if_match = self._if_match(request, session)
             try:
                 if request.method == "PUT":
                     snapshot = state_replace(tenant=self.tenant, session_id=session.pk, data=data, if_match=if_match)
@@ -272,13 +272,20 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
         return response
 
     @staticmethod
-    def _if_match(request) -> int | None:
+    def _if_match(request, session) -> int | None:
         header = request.headers.get("If-Match")
         if header is None or header.strip() == "*":
             return None
         match = IF_MATCH.match(header)
         if not match:
-            raise serializers.ValidationError({"If-Match": ['Send the version you read, as in ETag: "3".']})
+            raise serializers.ValidationError(
+                {
+                    "If-Match": [
+                        "Send the version you read, as the ETag gives it: "
+                        f'"{session.state_version}" for the state as it is now.'
+                    ]
+                }
+            )
         return int(match.group(1))
 
     @extend_schema(responses=StateVersionSerializer(many=True), summary="Every version of the state, newest first")

@@ -41,6 +41,14 @@ def test_weak_and_bare_if_match_forms(api, session):
     assert api.patch(state_url(session), {"d": 4}, format="json", HTTP_IF_MATCH="*").status_code == 200
 
 
+def test_a_malformed_if_match_is_told_the_current_version(api, session):
+    for version in range(1, 8):
+        api.patch(state_url(session), {"n": version}, format="json")
+    response = api.patch(state_url(session), {"n": 0}, format="json", HTTP_IF_MATCH="version seven")
+    assert response.status_code == 400
+    assert '"7" for the state as it is now' in str(response.json())
+
+
 def test_a_write_that_changes_nothing_makes_no_new_version(api, session):
     api.put(state_url(session), {"a": 1}, format="json")
     again = api.put(state_url(session), {"a": 1}, format="json")

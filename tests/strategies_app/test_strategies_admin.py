@@ -6,8 +6,8 @@ import pytest
 
 from memory_app.models import Record
 from sessions_app.services.messages import messages_append
-from strategies_app.models import RunStatus, Strategy, StrategyRun, StrategyVersion
-from strategies_app.services.runs import run_execute
+from strategies_app.models import RunStatus, Strategy, StrategyRun, StrategyVersion, Trigger
+from strategies_app.services.runs import run_execute, run_request
 from tests.factories import SessionFactory
 
 
@@ -98,3 +98,23 @@ def test_adding_a_strategy_in_the_admin(staff, api):
     assert response.status_code == 302, response.content.decode()[:2000]
     created = Strategy.objects.get(tenant=api.tenant, name="recipes")
     assert created.version == 1 and created.versions.get().prompt == "Keep recipes.\n{messages}"
+
+
+def test_runs_are_named_by_their_strategy_and_filtered_by_name_across_tenants(staff, api, other_api):
+    for client in (api, other_api):  # two tenants, each with its own built-in strategies
+        session = SessionFactory(tenant=client.tenant, name="绿茶", user_id="xiaoming")
+        for strategy in Strategy.objects.filter(tenant=client.tenant):
+            run_request(strategy=strategy, trigger=Trigger.MANUAL, session=session, detail="test")
+    run = StrategyRun.objects.filter(tenant=api.tenant).first()
+    page = staff.get(f"/admin/strategies_app/strategyrun/{run.pk}/change/").content.decode()
+    title = f"{run.strategy.name} run of {run.queued_at:%Y-%m-%d %H:%M:%S}"
+    assert f"<h2>{title}</h2>" in page and f"› {title}" in page.replace("&rsaquo;", "›")
+    assert str(run.strategy_id) not in page.split("<h2>")[1].split("</h2>")[0]
+
+    listing = staff.get("/admin/strategies_app/strategyrun/").content.decode()
+    filter_links = listing.split("By strategy")[1].split("</ul>")[0]
+    for name in ("user-profile", "task-progress", "facts-experience"):
+        assert filter_links.count(f">{name}</a>") == 1, name  # once, though both tenants have it
+    by_name = staff.get("/admin/strategies_app/strategyrun/?strategy_name=user-profile").context["cl"].result_list
+    assert {r.strategy.name for r in by_name} == {"user-profile"}
+    assert {r.tenant_id for r in by_name} == {api.tenant.pk, other_api.tenant.pk}
