@@ -33,6 +33,7 @@ DOC_PAGES = {
             "rules-extractor",
             "accounting",
             "operations",
+            "security",
         )
     },  # fmt: skip
     "bench/README.md": "bench",
