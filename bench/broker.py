@@ -55,14 +55,20 @@ def use_broker(url: str, options: dict) -> None:
     app.amqp._producer_pool = None
 
 
-def waiting(conn, queue: str) -> int:
-    """Messages in the queue plus those taken but not acknowledged (Redis keeps them in `unacked`)."""
+def waiting(conn, queue: str, unacked_before: int = 0) -> int:
+    """Messages in the queue plus those taken but not acknowledged since the start (Redis keeps them in
+    `unacked`; others' leftovers, such as a killed worker's, are not ours to wait for)."""
     channel = conn.default_channel
     count = channel._size(queue)
     client = getattr(channel, "client", None)
     if client is not None:
-        count += client.zcard(channel.unacked_index_key)
+        count += max(0, client.zcard(channel.unacked_index_key) - unacked_before)
     return count
+
+
+def unacked(conn) -> int:
+    client = getattr(conn.default_channel, "client", None)
+    return client.zcard(conn.default_channel.unacked_index_key) if client is not None else 0
 
 
 def trivial(name: str, url: str, options: dict, tasks: int, env: dict) -> dict:
@@ -77,18 +83,19 @@ def trivial(name: str, url: str, options: dict, tasks: int, env: dict) -> dict:
     proc = worker({**env, "CELERY_BROKER_URL": url} if url else env, QUEUE, 2)
     try:
         with app.connection_for_write() as conn:
+            before = unacked(conn)
             # Warm-up: the worker is up when it has drained 4 tasks.
             for _ in range(4):
                 app.send_task("celery.accumulate", args=[1], queue=QUEUE, connection=conn)
             deadline = time.monotonic() + 120
-            while waiting(conn, QUEUE) and time.monotonic() < deadline:
+            while waiting(conn, QUEUE, before) and time.monotonic() < deadline:
                 time.sleep(0.05)
             start = time.perf_counter()
             with app.producer_or_acquire() as producer:
                 for i in range(tasks):
                     app.send_task("celery.accumulate", args=[i], queue=QUEUE, producer=producer)
             published = time.perf_counter() - start
-            while waiting(conn, QUEUE):
+            while waiting(conn, QUEUE, before):
                 time.sleep(0.01)
                 if time.perf_counter() - start > 3600:
                     raise RuntimeError(f"{name}: the queue did not drain within an hour")
@@ -197,6 +204,7 @@ def main() -> int:
     parser.add_argument("--embed-tasks", type=int, default=5000)
     parser.add_argument("--skip-embed", action="store_true")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)
     os.environ.pop("CELERY_BROKER_URL", None)  # the default: the embedded broker
     benchlib.setup_django()
     from django.conf import settings
