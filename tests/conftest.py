@@ -52,7 +52,7 @@ TEST_BROKER_URL = __import__("os").environ.get("CELERY_TEST_BROKER_URL", "redis:
 
 
 @contextlib.contextmanager
-def test_broker():
+def on_test_broker():
     """This process publishes to the test broker (Redis at CELERY_TEST_BROKER_URL) while inside."""
     from aceproject.celery import app
 
@@ -94,7 +94,7 @@ def celery_worker(transactional_db):
 
     task_postrun.connect(close_connection, weak=False)
     try:
-        with test_broker(), start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10) as worker:
+        with on_test_broker(), start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10) as worker:
             yield worker
     finally:
         task_postrun.disconnect(close_connection)

@@ -22,7 +22,7 @@ from sessions_app.services.messages import messages_append
 from strategies_app.models import RunRecord, RunStatus, Strategy, StrategyRun, Trigger, Watermark
 from strategies_app.services.runs import run_execute, run_request
 from strategies_app.tasks import runs_requeue
-from tests.conftest import TEST_BROKER_URL, test_broker
+from tests.conftest import TEST_BROKER_URL, on_test_broker
 from tests.fake_llm import FakeLLM
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -78,7 +78,7 @@ def test_a_stalled_worker_taken_for_lost_processes_nothing_twice(api, session, s
     written once, by the attempt that holds it."""
     settings.ACE_RUN_HEARTBEAT_SECONDS, settings.ACE_RUN_LOST_AFTER_SECONDS = 60, 1
     started = threading.Event()
-    with FakeLLM() as llm, test_broker():
+    with FakeLLM() as llm, on_test_broker():
         settings.ACE_LLM_BASE_URL, settings.ACE_LLM_MODEL = llm.base_url, "fake"
         llm.remember = {"window seats": {"content": "Prefers window seats", "about": "preference:seat"}}
         llm.reply = slow_first_answer(llm, 3, started)
@@ -154,7 +154,7 @@ def test_a_run_whose_worker_is_killed_is_finished_by_another_within_a_minute(api
     redis.Redis.from_url(TEST_BROKER_URL).delete("strategies", "unacked", "unacked_index")
     settings.ACE_RUN_HEARTBEAT_SECONDS, settings.ACE_RUN_LOST_AFTER_SECONDS = 1, 4  # as the workers have them
     started = threading.Event()
-    with FakeLLM() as llm, test_broker():
+    with FakeLLM() as llm, on_test_broker():
         settings.ACE_LLM_BASE_URL, settings.ACE_LLM_MODEL = llm.base_url, "fake"
         llm.remember = {"aisle seats": {"content": "Prefers aisle seats", "about": "preference:seat"}}
         llm.reply = slow_first_answer(llm, 30, started)
