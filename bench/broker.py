@@ -196,9 +196,10 @@ def embedding_backlog(tasks: int, env: dict) -> dict:
     texts = list(Message.objects.filter(pk__in=ids).values_list("content", flat=True))
     embedder = get_embedder()
     embedder.embed(["warm up"])  # the model loads once
+    # Alternated, so that the machine's load drifts over both the raw figures and the drains.
     raw = embed_texts(embedder, texts, settings.ACE_EMBEDDER_BATCH)
-    raw_pairs = embed_texts(embedder, texts, 2)
     coalesced = drain(ids, env)
+    raw_pairs = embed_texts(embedder, texts, 2)
     one_by_one = drain(ids, {**env, "ACE_EMBEDDER_BATCH": "2"})
     texts_count = len(ids)
     return {

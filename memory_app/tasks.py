@@ -28,8 +28,8 @@ def embed_records(record_ids: list[str]) -> int:
 @shared_task(bind=True, **RETRY)
 def embed_messages(self, message_ids: list[str]) -> int:
     """Embed the messages, with those of the embed_messages tasks waiting next in the queue (up to
-    ACE_EMBEDDER_BATCH in all): after a burst of writes the model embeds in full batches, several times faster
-    per text than a task per turn's two messages."""
+    ACE_EMBEDDER_BATCH in all): after a burst of writes (a task per turn, two messages each) a backlog costs one
+    embedder call (one HTTP request for a remote embedder) and one write per batch, not per turn."""
     with queued_siblings(self, limit=settings.ACE_EMBEDDER_BATCH - len(message_ids)) as more:
         return messages_embed(message_ids=[*message_ids, *more])
 
