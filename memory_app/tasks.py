@@ -6,7 +6,7 @@ from django.conf import settings
 from memory_app.embedders import EmbedderUnavailable, get_embedder
 from memory_app.embeddings import message_embeddings_reset, messages_embed, records_embed
 from memory_app.selectors.records import pending_messages, pending_records
-from platform_kit.tasks import enqueue_or_leave_to_sweep
+from platform_kit.tasks import enqueue_or_leave_to_sweep, queued_siblings
 
 RETRY = {
     "autoretry_for": (EmbedderUnavailable,),
@@ -25,9 +25,13 @@ def embed_records(record_ids: list[str]) -> int:
     return records_embed(record_ids=record_ids)
 
 
-@shared_task(**RETRY)
-def embed_messages(message_ids: list[str]) -> int:
-    return messages_embed(message_ids=message_ids)
+@shared_task(bind=True, **RETRY)
+def embed_messages(self, message_ids: list[str]) -> int:
+    """Embed the messages, with those of the embed_messages tasks waiting next in the queue (up to
+    ACE_EMBEDDER_BATCH in all): after a burst of writes (a task per turn, two messages each) a backlog costs one
+    embedder call (one HTTP request for a remote embedder) and one write per batch, not per turn."""
+    with queued_siblings(self, limit=settings.ACE_EMBEDDER_BATCH - len(message_ids)) as more:
+        return messages_embed(message_ids=[*message_ids, *more])
 
 
 @shared_task(acks_late=True, time_limit=600, soft_time_limit=540)

@@ -1,6 +1,7 @@
-"""The base of every Celery task (retried, not failed, while the database is unreachable), and queuing
-follow-up work after a write without ever failing the write."""
+"""The base of every Celery task (retried, not failed, while the database is unreachable), queuing follow-up
+work after a write without ever failing the write, and doing small queued tasks in batches."""
 
+import contextlib
 import logging
 import random
 
@@ -59,3 +60,46 @@ def enqueue_or_leave_to_sweep(task, *args, what: str, sweep: str) -> bool:
         logger.warning("could not queue %s; %s will catch up", what, sweep, exc_info=True)
         return False
     return True
+
+
+@contextlib.contextmanager
+def queued_siblings(task, *, limit: int):
+    """Inside a task whose single argument is a list of ids: take up to `limit` more ids from the tasks of the
+    same name waiting next in its queue, so that a backlog of small tasks (a few ids each, one per write) is
+    done in a few large batches. Yields the extra ids. The tasks taken are acknowledged when the block
+    succeeds and put back in the queue when it raises; until then the broker holds them as unacknowledged,
+    so a worker that dies meanwhile loses none (Redis hands them out again; the sweeps catch up).
+
+    Stops at the first waiting task of another name or with a countdown, which stays where it is."""
+    queue = (task.request.delivery_info or {}).get("routing_key")
+    if limit <= 0 or not queue or task.request.is_eager:
+        yield []
+        return
+    taken, ids = [], []
+    with task.app.connection_for_read() as conn:
+        try:
+            channel = conn.default_channel
+            while len(ids) < limit:
+                message = channel.basic_get(queue=queue, no_ack=False)
+                if message is None:
+                    break
+                body = message.decode()
+                args = body[0] if isinstance(body, list | tuple) and body else []
+                if message.headers.get("task") != task.name or message.headers.get("eta") or len(args) != 1:
+                    message.requeue()
+                    break
+                taken.append(message)
+                ids.extend(args[0])
+        except Exception:  # noqa: BLE001 - the broker failed: do this task's own ids only
+            logger.warning("could not take waiting %s tasks from %s", task.name, queue, exc_info=True)
+            for message in taken:
+                message.requeue()
+            taken, ids = [], []
+        try:
+            yield ids
+        except BaseException:
+            for message in taken:
+                message.requeue()
+            raise
+        for message in taken:
+            message.ack()

@@ -245,7 +245,8 @@ class StrategyRunAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin)
         "id", "tenant", "strategy", "version", "trigger", "trigger_detail", "state_changes_display", "status_badge",
         "error", "session_link", "user_id", "extractor", "message_range", "sessions_processed", "messages_processed",
         "candidates", "added", "updated", "invalidated", "unchanged", "decisions_table", "input_tokens",
-        "output_tokens", "llm_latency_ms", "duration_ms", "attempts", "queued_at", "started_at", "finished_at",
+        "output_tokens", "llm_latency_ms", "duration_ms", "attempts", "queued_at", "started_at", "heartbeat_at",
+        "finished_at",
     )  # fmt: skip
     fields = readonly_fields
 

@@ -170,6 +170,11 @@ class StrategyRun(models.Model):
     error = models.TextField(blank=True)
     queued_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Last sign of life: beaten by the worker while the run is running, set when it is queued again",
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -180,6 +185,10 @@ class StrategyRun(models.Model):
             models.Index(fields=["session", "-queued_at"], name="run_session_queued"),
             # "is a run of this strategy for this session already waiting?" (triggers coalesce into it)
             models.Index(fields=["strategy", "session", "trigger"], name="run_waiting", condition=Q(status="queued")),
+            # the sweep of lost runs (every 15 s) reads the unfinished ones only
+            models.Index(
+                fields=["status", "heartbeat_at"], name="run_unfinished", condition=Q(status__in=["queued", "running"])
+            ),
         ]
 
     def __str__(self):

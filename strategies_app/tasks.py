@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from sessions_app.models import Session
 from strategies_app.models import RunStatus, Strategy, StrategyRun, Trigger, Watermark
-from strategies_app.services.runs import run_enqueue, run_execute, run_request
+from strategies_app.services.runs import run_enqueue, run_execute, run_request, runs_lost
 from strategies_app.triggers import enabled_strategies, messages_evaluate
 
 logger = logging.getLogger(__name__)
@@ -34,8 +34,11 @@ def run_strategy(self, run_id: str) -> str:
         logger.warning("strategy run %s no longer exists", run_id)
         return "missing"
     except (Exception, SoftTimeLimitExceeded) as error:  # noqa: BLE001 - the run records it; we retry
+        # Only while this execution still held the run: one that was taken for lost (another worker runs it
+        # now, which leaves it `running`) must not touch it.
+        ours = StrategyRun.objects.filter(pk=run_id).exclude(status=RunStatus.RUNNING)
         if isinstance(error, SoftTimeLimitExceeded):
-            StrategyRun.objects.filter(pk=run_id).update(
+            ours.update(
                 status=RunStatus.FAILED,
                 error=f"Timed out after {self.soft_time_limit or 240} s",
                 finished_at=timezone.now(),
@@ -43,10 +46,11 @@ def run_strategy(self, run_id: str) -> str:
         if self.request.retries >= MAX_RETRIES:
             raise
         countdown = BACKOFF * 2**self.request.retries
-        run = StrategyRun.objects.filter(pk=run_id).first()
+        run = ours.first()
         if run is not None:
-            StrategyRun.objects.filter(pk=run_id).update(
+            ours.update(
                 status=RunStatus.QUEUED,
+                heartbeat_at=timezone.now(),
                 error=f"Attempt {run.attempts} failed: {run.error or error}; retrying in about {countdown} s",
             )
         raise self.retry(exc=error, countdown=countdown) from error
@@ -106,17 +110,12 @@ def strategy_scheduled(strategy_id: str, limit: int = 1000) -> int:
     return queued
 
 
-@shared_task(acks_late=True, time_limit=120, soft_time_limit=100)
-def runs_requeue(older_than_seconds: int = 300) -> int:
-    """Send again the runs still `queued` (never picked up: a broker outage) or `running` long past the
-    time limit (their worker died) after a while. Safe: executing a run twice processes nothing twice."""
-    now = timezone.now()
-    stale = StrategyRun.objects.filter(
-        Q(status=RunStatus.QUEUED, queued_at__lt=now - timedelta(seconds=older_than_seconds), attempts=0)
-        | Q(status=RunStatus.RUNNING, started_at__lt=now - timedelta(seconds=600))
-    ).values_list("pk", flat=True)[:1000]
+@shared_task(acks_late=True, time_limit=60, soft_time_limit=50)
+def runs_requeue() -> int:
+    """Periodic (every 15 s): send again the runs whose worker died (silent for ACE_RUN_LOST_AFTER_SECONDS)
+    and those a broker outage kept from the queue. Safe: executing a run twice processes nothing twice."""
     count = 0
-    for run_id in stale:
+    for run_id in runs_lost():
         run_enqueue(run_id)
         count += 1
     return count

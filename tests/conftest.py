@@ -1,3 +1,5 @@
+import contextlib
+
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -46,14 +48,12 @@ def session(api):
     return SessionFactory(tenant=api.tenant, name="杭州三日游计划", tool="chat", user_id="xiaoming")
 
 
-@pytest.fixture
-def celery_worker(transactional_db):
-    """A real Celery worker (in a thread of this process, so it uses the test database) on a real broker:
-    Redis at CELERY_TEST_BROKER_URL (default redis://127.0.0.1:6379/15). Tests wait for a task's effect."""
-    import os
+TEST_BROKER_URL = __import__("os").environ.get("CELERY_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
 
-    from celery.contrib.testing.worker import start_worker
 
+@contextlib.contextmanager
+def on_test_broker():
+    """This process publishes to the test broker (Redis at CELERY_TEST_BROKER_URL) while inside."""
     from aceproject.celery import app
 
     names = ("broker_url", "broker_write_url", "broker_read_url", "broker_transport_options")
@@ -66,25 +66,38 @@ def celery_worker(transactional_db):
         app._pool = None  # a new pool for the new broker
         app.amqp._producer_pool = None  # whose producers held the old pool's connections
 
-    from celery.signals import task_postrun
-    from django.db import connection
-
-    def close_connection(**kwargs):
-        connection.close()  # the worker thread's own connection: left open, it would block test DB teardown
-
-    task_postrun.connect(close_connection, weak=False)
-    url = os.environ.get("CELERY_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+    url = TEST_BROKER_URL
     app.conf.update(
         broker_url=url, broker_write_url=url, broker_read_url=url, broker_transport_options={}, result_backend=url
     )
     reset_connections()
     try:
-        with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10) as worker:
+        yield url
+    finally:
+        app.conf.update(saved)
+        reset_connections()
+
+
+@pytest.fixture
+def celery_worker(transactional_db):
+    """A real Celery worker (in a thread of this process, so it uses the test database) on a real broker:
+    Redis at CELERY_TEST_BROKER_URL (default redis://127.0.0.1:6379/15), consuming every queue. Tests wait
+    for a task's effect."""
+    from celery.contrib.testing.worker import start_worker
+    from celery.signals import task_postrun
+    from django.db import connection
+
+    from aceproject.celery import app
+
+    def close_connection(**kwargs):
+        connection.close()  # the worker thread's own connection: left open, it would block test DB teardown
+
+    task_postrun.connect(close_connection, weak=False)
+    try:
+        with on_test_broker(), start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10) as worker:
             yield worker
     finally:
         task_postrun.disconnect(close_connection)
-        app.conf.update(saved)
-        reset_connections()
 
 
 # The global provider can be set only once per process: keep the exporter we attached to it here.

@@ -26,7 +26,7 @@ def test_the_embedded_broker_publishes_without_warnings(caplog):
 
     with caplog.at_level("WARNING", logger="kombu"), app.connection_for_write() as conn:
         conn.clone().release()  # what the producer pool does when a process first publishes
-    assert app.conf.broker_url.startswith("filesystem://")
+    assert app.conf.broker_url.startswith("ace-embedded+socket://")  # the default: the embedded broker
     assert [record.getMessage() for record in caplog.records] == []
 
 
@@ -155,6 +155,19 @@ def test_the_secret_key_is_made_on_first_use_and_kept(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["secret_key"]
 
 
-def test_the_embedded_brokers_folders_are_made_when_celery_is_first_used(tmp_path):
+COMMAND = "from django.core.management import call_command; call_command"
+
+
+def test_the_embedded_broker_starts_when_celery_first_connects(tmp_path):
     _run_python("from aceproject.celery import app; print(app.conf.broker_url)", tmp_path)
-    assert sorted(p.name for p in (tmp_path / "broker").iterdir()) == ["control", "processed", "queue"]
+    assert not (tmp_path / "broker").exists()  # configuring Celery starts nothing
+    connect = "from aceproject.celery import app\nwith app.connection_for_write() as c: c.ensure_connection()"
+    try:
+        _run_python(connect, tmp_path)  # that process has exited: the server outlives it, for the others
+        assert (tmp_path / "broker" / "valkey.sock").is_socket()
+        assert "running" in _run_python(
+            "from django.core.management import call_command; call_command('ace_broker', 'status')", tmp_path
+        )
+    finally:
+        _run_python("from django.core.management import call_command; call_command('ace_broker', 'stop')", tmp_path)
+    assert not (tmp_path / "broker" / "valkey.sock").exists()

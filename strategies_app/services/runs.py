@@ -5,17 +5,26 @@ locked (SELECT … FOR UPDATE) for the run's whole transaction — extraction, c
 and the run's figures commit together or not at all — so concurrent runs of one strategy on one session
 queue behind each other, a retried run starts where the last committed one stopped, and no message is
 processed twice or skipped.
+
+A worker that dies mid-run is noticed by its silence: while a run executes, a thread beats its
+`heartbeat_at` every ACE_RUN_HEARTBEAT_SECONDS, and the sweep (`tasks.runs_requeue`) queues again a running
+run whose heartbeat is older than ACE_RUN_LOST_AFTER_SECONDS. Each execution claims the run with a
+conditional UPDATE and holds its attempt number as a token: an execution that finds the run in a live
+attempt's hands does nothing, and one that lost its claim (its worker only stalled) neither beats nor
+finishes the run any more. Either way the watermark lock above keeps every message processed once.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F, Min
+from django.db import connection, transaction
+from django.db.models import F, Min, Q
 from django.utils import timezone
 
 from memory_app.selectors.records import records_related
@@ -82,17 +91,20 @@ class _Progress:
 
 
 def run_execute(run_id) -> StrategyRun:
-    """Execute a queued run. Re-executing a finished run does nothing; a failed attempt leaves no trace
-    but its error on the run (its session transaction rolled back)."""
+    """Execute a queued run. Re-executing a finished run does nothing, nor does executing one that a live
+    worker is running; a failed attempt leaves no trace but its error on the run (its session transaction
+    rolled back)."""
     run = StrategyRun.objects.select_related("strategy", "strategy_version", "session", "tenant").get(pk=run_id)
     if run.status == RunStatus.SUCCEEDED:
         return run
     if not run.strategy.enabled:
         _finish(run, RunStatus.FAILED, error="The strategy was disabled before the run started; nothing was read.")
         return run
-    StrategyRun.objects.filter(pk=run.pk).update(
-        status=RunStatus.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, error=""
-    )
+    attempt = run_claim(run)
+    if attempt is None:
+        logger.info("strategy run %s is running elsewhere (its heartbeat is recent): not started again", run.pk)
+        run.refresh_from_db()
+        return run
     run.refresh_from_db()
     started = time.perf_counter()
     if run.session is not None:
@@ -100,16 +112,68 @@ def run_execute(run_id) -> StrategyRun:
     else:
         sessions = list(Session.objects.filter(tenant=run.tenant, user_id=run.user_id, deleted_at__isnull=True))
     progress = _Progress()
-    try:
-        for session in sessions:
-            _run_session(run, session, progress)
-    except Exception as error:
-        _finish(run, RunStatus.FAILED, error=f"{type(error).__name__}: {error}", started=started)
-        raise
-    _finish(run, RunStatus.SUCCEEDED, started=started)
+    with _Heartbeat(run.pk, attempt):
+        try:
+            for session in sessions:
+                _run_session(run, session, progress)
+        except Exception as error:
+            _finish(run, RunStatus.FAILED, error=f"{type(error).__name__}: {error}", started=started, attempt=attempt)
+            raise
+    _finish(run, RunStatus.SUCCEEDED, started=started, attempt=attempt)
     if progress.more and run.session is not None:
         transaction.on_commit(lambda: _follow_up(run))
     return run
+
+
+def run_claim(run: StrategyRun) -> int | None:
+    """Take the run for this execution: it is not finished, and no live worker holds it (not running, or
+    silent for longer than ACE_RUN_LOST_AFTER_SECONDS). Returns the attempt number that is this execution's
+    token, or None when the run is not to be executed here."""
+    now = timezone.now()
+    lost = now - timedelta(seconds=settings.ACE_RUN_LOST_AFTER_SECONDS)
+    claimed = (
+        StrategyRun.objects.filter(pk=run.pk)
+        .exclude(status=RunStatus.SUCCEEDED)
+        .filter(~Q(status=RunStatus.RUNNING) | Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=lost))
+        .update(status=RunStatus.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1, error="")
+    )
+    if not claimed:
+        return None
+    return StrategyRun.objects.filter(pk=run.pk).values_list("attempts", flat=True).get()
+
+
+class _Heartbeat:
+    """While a run executes, a thread beats its heartbeat_at (its own database connection, outside the run's
+    transaction). It stops beating once another execution has claimed the run."""
+
+    def __init__(self, run_id, attempt: int):
+        self.run_id, self.attempt = run_id, attempt
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._beat, name=f"heartbeat {run_id}", daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopped.set()
+        self.thread.join(timeout=10)
+
+    def _beat(self):
+        try:
+            while not self.stopped.wait(settings.ACE_RUN_HEARTBEAT_SECONDS):
+                try:
+                    held = StrategyRun.objects.filter(
+                        pk=self.run_id, attempts=self.attempt, status=RunStatus.RUNNING
+                    ).update(heartbeat_at=timezone.now())
+                except Exception:  # noqa: BLE001 - a missed beat is retried; the run itself goes on
+                    logger.warning("heartbeat of strategy run %s failed", self.run_id, exc_info=True)
+                    connection.close()
+                    continue
+                if not held:
+                    return  # claimed by another execution (this one was taken for lost), or finished
+        finally:
+            connection.close()  # this thread's own connection
 
 
 def _follow_up(run: StrategyRun) -> None:
@@ -120,13 +184,49 @@ def _follow_up(run: StrategyRun) -> None:
         logger.info("strategy %s was disabled; the rest of session %s stays unread", run.strategy_id, run.session_id)
 
 
-def _finish(run: StrategyRun, status: str, *, error: str = "", started: float | None = None) -> None:
+def _finish(
+    run: StrategyRun, status: str, *, error: str = "", started: float | None = None, attempt: int | None = None
+) -> None:
+    """Record the outcome; an execution that lost its claim (`attempt` no longer the run's) records nothing."""
     run.status, run.error, run.finished_at = status, error[:4000], timezone.now()
     if started is not None:
         run.duration_ms = round((time.perf_counter() - started) * 1000, 2)
-    StrategyRun.objects.filter(pk=run.pk).update(
-        status=run.status, error=run.error, finished_at=run.finished_at, duration_ms=run.duration_ms
+    runs = StrategyRun.objects.filter(pk=run.pk)
+    if attempt is not None:
+        runs = runs.filter(attempts=attempt)
+    runs.update(status=run.status, error=run.error, finished_at=run.finished_at, duration_ms=run.duration_ms)
+
+
+def runs_lost(*, now=None, limit: int = 1000) -> list:
+    """Runs to queue again: running ones whose worker went silent (no heartbeat for
+    ACE_RUN_LOST_AFTER_SECONDS), and queued ones left waiting ACE_RUN_REQUEUE_QUEUED_SECONDS since they were
+    last queued (a broker outage kept them from the queue). Each is marked queued again here, by a
+    conditional UPDATE, so of two sweeps only one sends it."""
+    now = now or timezone.now()
+    lost = now - timedelta(seconds=settings.ACE_RUN_LOST_AFTER_SECONDS)
+    waiting = now - timedelta(seconds=settings.ACE_RUN_REQUEUE_QUEUED_SECONDS)
+    silent = Q(status=RunStatus.RUNNING) & (
+        Q(heartbeat_at__lt=lost) | Q(heartbeat_at__isnull=True, started_at__lt=lost)
     )
+    forgotten = Q(status=RunStatus.QUEUED) & (
+        Q(heartbeat_at__lt=waiting) | Q(heartbeat_at__isnull=True, queued_at__lt=waiting)
+    )
+    candidates = list(StrategyRun.objects.filter(silent | forgotten).values_list("pk", "status")[:limit])
+    sent = []
+    for run_id, status in candidates:
+        condition = silent if status == RunStatus.RUNNING else forgotten
+        changes = {"status": RunStatus.QUEUED, "heartbeat_at": now}
+        if status == RunStatus.RUNNING:
+            changes["error"] = "Its worker stopped answering; queued again"
+        if StrategyRun.objects.filter(condition, pk=run_id).update(**changes):
+            sent.append(run_id)
+    return sent
+
+
+_RUN_FIGURES = [
+    "extractor", "from_seq", "to_seq", "sessions_processed", "messages_processed", "candidates", "added", "updated",
+    "invalidated", "unchanged", "decisions", "input_tokens", "output_tokens", "llm_latency_ms",
+]  # fmt: skip
 
 
 def _run_session(run: StrategyRun, session: Session, progress: _Progress) -> None:
@@ -216,7 +316,8 @@ def _run_session(run: StrategyRun, session: Session, progress: _Progress) -> Non
         run.input_tokens += extraction.input_tokens
         run.output_tokens += extraction.output_tokens
         run.llm_latency_ms += extraction.latency_ms if extractor.calls_model else 0.0
-        run.save()
+        # The figures only: the status and the attempt belong to the claim (another execution may hold it now).
+        run.save(update_fields=_RUN_FIGURES)
         RunRecord.objects.bulk_create(
             [RunRecord(run=run, record_id=d.record, action=d.action) for d in decisions],
             ignore_conflicts=True,
