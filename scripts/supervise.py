@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 _KINDS = {
     "web": {"priority": 100, "stopwaitsecs": 35},
     "worker": {"priority": 200, "stopwaitsecs": 60},
+    "embedder": {"priority": 210, "stopwaitsecs": 60},  # the embedding queue's worker
     "beat": {"priority": 300, "stopwaitsecs": 10},
 }
 _OTHER = {"priority": 250, "stopwaitsecs": 30}

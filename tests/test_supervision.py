@@ -90,7 +90,7 @@ def test_scripts_up_restarts_a_killed_worker_and_ctrl_c_stops_everything_databas
     output = Output(up.stdout)
     try:
         started = time.monotonic()
-        for name in ("web", "worker", "beat"):
+        for name in ("web", "worker", "embedder", "beat"):
             output.wait_for(rf"success: {name} entered RUNNING state", seconds=150 if first_run else 60)
         worker_pid = int(output.wait_for(r"spawned: 'worker' with pid (\d+)", seconds=1).group(1))
         web_pid = int(output.wait_for(r"spawned: 'web' with pid (\d+)", seconds=1).group(1))
@@ -108,7 +108,7 @@ def test_scripts_up_restarts_a_killed_worker_and_ctrl_c_stops_everything_databas
         assert new_pid != worker_pid
         output.wait_for(r"success: worker entered RUNNING state", since=mark, seconds=30)
         assert _healthy(port)  # web kept serving
-        assert "exited: web" not in output.text(mark) and "exited: beat" not in output.text(mark)
+        assert not any(f"exited: {name}" in output.text(mark) for name in ("web", "embedder", "beat"))
         os.kill(web_pid, 0)  # the same web process
 
         # Ctrl-C.
@@ -126,22 +126,24 @@ def test_scripts_up_restarts_a_killed_worker_and_ctrl_c_stops_everything_databas
                     os.killpg(int(pid), signal.SIGKILL)  # supervisord gives each program its own group
                 except OSError:
                     pass
-        subprocess.run(
-            [str(ROOT / ".venv" / "bin" / "python"), "manage.py", "ace_db", "stop"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            check=False,
-        )
+        for command in ("ace_broker", "ace_db"):
+            subprocess.run(
+                [str(ROOT / ".venv" / "bin" / "python"), "manage.py", command, "stop"],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                check=False,
+            )
     time.sleep(0.5)  # the reader's last lines
     after = output.text(mark)
     print(f"stopped in {stopped_in:.0f} s")
-    for name in ("web", "worker", "beat"):
+    for name in ("web", "worker", "embedder", "beat"):
         assert re.search(rf"stopped: {name} \(exit status 0\)", after), after
     assert "SIGKILL" not in after, after
     assert "Traceback" not in after, after
     # The database last: after every process has stopped.
     database = after.index("Stopped the embedded PostgreSQL.")
-    assert all(after.index(f"stopped: {name}") < database for name in ("web", "worker", "beat"))
+    assert all(after.index(f"stopped: {name}") < database for name in ("web", "worker", "embedder", "beat"))
+    assert after.index("stopped: worker") < after.index("Stopped the embedded broker.") < database
     assert embedded_database_state(data_dir) == "stopped"
     assert stopped_in < 60
