@@ -345,6 +345,10 @@ ACE_EMBEDDER_API_KEY = env.str("ACE_EMBEDDER_API_KEY", default="")
 ACE_EMBEDDER_DIMENSIONS = int(env.str("ACE_EMBEDDER_DIMENSIONS", default="").strip() or 0) or None
 ACE_EMBEDDER_TIMEOUT = env.float("ACE_EMBEDDER_TIMEOUT", default=30.0)
 ACE_EMBEDDER_BATCH = env.int("ACE_EMBEDDER_BATCH", default=128)
+# CPU threads the local model may use in this process (0: torch's default, one per core). The Procfile gives web
+# processes one each: a query is one short text, and three web processes with a thread per core each would
+# fight over the cores under load.
+ACE_EMBEDDER_THREADS = env.int("ACE_EMBEDDER_THREADS", default=0)
 # A new record at least this similar (cosine) to a valid record of the same user, scope and type restates
 # it: the two are merged (provenance extended) instead of stored twice. Same text once normalised always is.
 ACE_DEDUP_SIMILARITY = env.float("ACE_DEDUP_SIMILARITY", default=0.92)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from django.conf import settings
 
 from .base import Embedder, EmbedderMisconfigured, check_texts, key_part
 
@@ -109,6 +110,10 @@ class LocalEmbedder(Embedder):
                 model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
             except Exception as exc:  # a broken folder fails in many ways (OSError, ValueError, KeyError...)
                 raise EmbedderMisconfigured(f"Could not load the local model at {self.path}: {exc}") from exc
+            if settings.ACE_EMBEDDER_THREADS > 0:
+                import torch
+
+                torch.set_num_threads(settings.ACE_EMBEDDER_THREADS)
             self._model = model
             return model
 
