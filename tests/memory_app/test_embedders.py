@@ -499,3 +499,21 @@ def test_get_embedder_misconfigured(settings, overrides):
         setattr(settings, name, value)
     with pytest.raises(EmbedderMisconfigured):
         get_embedder()
+
+
+def test_a_web_process_gives_the_local_model_the_threads_it_is_told(local_embedder, settings):
+    """The Procfile runs web processes with ACE_EMBEDDER_THREADS=1: a query is one short text, and several
+    processes each with a thread per core fight over the cores under load."""
+    import torch
+
+    from memory_app.embedders.local import LocalEmbedder
+
+    before = torch.get_num_threads()
+    settings.ACE_EMBEDDER_THREADS = 1
+    try:
+        web = LocalEmbedder()
+        vector = web.embed(["what does the user like for lunch?"])[0]
+        assert torch.get_num_threads() == 1
+        assert vector == pytest.approx(local_embedder.embed(["what does the user like for lunch?"])[0], abs=1e-5)
+    finally:
+        torch.set_num_threads(before)
