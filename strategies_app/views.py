@@ -42,7 +42,7 @@ class StrategyViewSet(
     viewsets.GenericViewSet,
 ):
     serializer_class = StrategySerializer
-    pagination_class = None
+    pagination_class = cursor_page("name")  # a page like every list (names are unique within a tenant)
     model = Strategy
     http_method_names = ["get", "post", "patch", "head", "options"]
 

@@ -8,7 +8,9 @@ from strategies_app.models import Strategy, StrategyRun
 def test_a_new_tenant_has_the_three_builtin_strategies_enabled(api):
     response = api.get("/api/v1/strategies/")
     assert response.status_code == 200
-    rows = {row["name"]: row for row in response.json()}
+    page = response.json()
+    assert page["next"] is None and page["previous"] is None  # a page, like every other list
+    rows = {row["name"]: row for row in page["results"]}
     assert set(rows) == {"user-profile", "task-progress", "facts-experience"}
     assert {row["type"] for row in rows.values()} == {"profile", "task", "fact"}
     assert all(row["enabled"] and row["extractor"] == "auto" and row["version"] == 1 for row in rows.values())
