@@ -205,6 +205,41 @@ def load_sample(api, sample: dict, *, user_id: str, dataset_name: str) -> dict:
     return {"sessions": sessions, "message_ids": message_ids}
 
 
+def strategies_run(api, *, user_id: str, dataset_name: str) -> None:
+    """Run the tenant's enabled strategies (the built-in ones) over every session of the user, in this process
+    (--strategies): Celery runs tasks eagerly, so the triggers that fired while the turns were posted have run
+    too; a manual run per session then takes whatever they left below their thresholds."""
+    from sessions_app.models import Session
+    from sessions_app.services.apikeys import apikey_authenticate
+    from strategies_app.models import Trigger
+    from strategies_app.services.runs import run_request
+    from strategies_app.triggers import enabled_strategies
+
+    tenant = apikey_authenticate(plain_key=api.key).tenant
+    for session in Session.objects.filter(tenant=tenant, user_id=user_id, metadata__dataset=dataset_name):
+        for strategy in enabled_strategies(tenant.pk):
+            run_request(strategy=strategy, trigger=Trigger.MANUAL, session=session, detail="bench/locomo.py")
+
+
+def already_loaded(api, sample: dict, *, user_id: str, dataset_name: str) -> dict | None:
+    """{dia_id: message id} of an earlier in-process run's copy of the sample, when it is complete (--reuse)."""
+    if not api.in_process:
+        return None
+    from sessions_app.models import Message, Session
+    from sessions_app.services.apikeys import apikey_authenticate
+
+    tenant = apikey_authenticate(plain_key=api.key).tenant
+    turns = {str(t["dia_id"]) for _, session_turns, _ in sessions_of(sample["conversation"]) for t in session_turns}
+    rows = Message.objects.filter(
+        tenant=tenant, session__user_id=user_id, session__metadata__dataset=dataset_name
+    ).values_list("external_id", "id")
+    message_ids = {external: str(pk) for external, pk in rows}
+    if set(message_ids) != turns:
+        return None
+    sessions = Session.objects.filter(tenant=tenant, user_id=user_id, metadata__dataset=dataset_name).count()
+    return {"sessions": sessions, "message_ids": message_ids}
+
+
 def embed_messages(message_ids: list[str], *, inline: bool, timeout: float = 600) -> float:
     """Embed the messages here (inline) or wait until a worker has. Returns the seconds it took."""
     from memory_app.embedders import get_embedder
@@ -214,6 +249,12 @@ def embed_messages(message_ids: list[str], *, inline: bool, timeout: float = 600
     embedder = get_embedder()
     start = time.perf_counter()
     if inline:
+        done = set(
+            MessageEmbedding.objects.filter(message_id__in=message_ids, embedding_key=embedder.key).values_list(
+                "message_id", flat=True
+            )
+        )
+        message_ids = [m for m in message_ids if m not in {str(d) for d in done}]
         for i in range(0, len(message_ids), 256):
             messages_embed(message_ids=message_ids[i : i + 256], embedder=embedder)
         return time.perf_counter() - start
@@ -241,7 +282,7 @@ def recall_mode(mode: str):
         with mock.patch.object(recall, "recall_terms", lambda text: None):
             yield
     elif mode == "keyword":
-        with mock.patch.object(recall, "_vector_ids", lambda *args, **kwargs: []):
+        with mock.patch.object(recall, "_vector_scores", lambda *args, **kwargs: []):
             yield
     else:
         raise ValueError(f"unknown mode {mode!r}")
@@ -273,17 +314,31 @@ class Asker:
             with recall_mode(mode):
                 result = _expect(*self.api.post("/api/v1/recall/", body), f"recall {question!r}", ok=(200,))
             elapsed = time.perf_counter() - start
-            return [hit["source_external_ids"] for hit in result["results"]], bool(result["degraded"]), elapsed
+            hits = [
+                (hit["source_external_ids"], [c["external_id"] for c in hit.get("context", [])])
+                for hit in result["results"]
+            ]
+            return hits, bool(result["degraded"]), elapsed
         from memory_app.selectors.recall import recall_search
 
         with recall_mode(mode):
             result = recall_search(tenant=self._tenant_of_key(), **body)
         elapsed = time.perf_counter() - start
-        return [hit.source_external_ids for hit in result.results], result.degraded, elapsed
+        hits = [(hit.source_external_ids, [c["external_id"] for c in hit.context]) for hit in result.results]
+        return hits, result.degraded, elapsed
 
 
-def recall_at(hits: list[list[str]], evidence: list[str], k: int) -> float:
-    found = {ext for hit in hits[:k] for ext in hit}
+def category_label(qa: dict) -> str:
+    """ "2 temporal": the number and its name (the item's own `category_name`, else LoCoMo's)."""
+    number = qa.get("category")
+    name = qa.get("category_name") or (CATEGORY_NAMES.get(number, "") if isinstance(number, int) else "")
+    return f"{number} {name}".strip()
+
+
+def recall_at(hits: list[tuple[list[str], list[str]]], evidence: list[str], k: int, *, context: bool = True) -> float:
+    """The share of the evidence among the top k hits: their sources, and (context=True) the neighbouring turns
+    each message hit brings along."""
+    found = {ext for own, around in hits[:k] for ext in (own + around if context else own)}
     return sum(1 for e in evidence if e in found) / len(evidence)
 
 
@@ -296,6 +351,8 @@ def summarise(rows: list[dict]) -> dict:
     out = {"questions": len(rows)}
     for k in KS:
         out[f"recall@{k}"] = _mean(r[f"recall@{k}"] for r in rows)
+    for k in KS:
+        out[f"own@{k}"] = _mean(r[f"own@{k}"] for r in rows)
     return out
 
 
@@ -308,6 +365,8 @@ def run(
     embed_inline: bool = True,
     user_prefix: str = "",
     details: bool = False,
+    reuse: bool = False,
+    strategies: bool = False,
     progress=print,
 ) -> dict:
     """Load the dataset through `api` (DjangoApi or HttpApi), embed, ask every question in every mode.
@@ -323,7 +382,12 @@ def run(
     sessions = 0
     for sample in samples:
         user_id = f"{user_prefix}{sample['sample_id']}"
-        loaded[str(sample["sample_id"])] = load_sample(api, sample, user_id=user_id, dataset_name=dataset_name)
+        earlier = already_loaded(api, sample, user_id=user_id, dataset_name=dataset_name) if reuse else None
+        loaded[str(sample["sample_id"])] = earlier or load_sample(
+            api, sample, user_id=user_id, dataset_name=dataset_name
+        )
+        if strategies and not earlier:
+            strategies_run(api, user_id=user_id, dataset_name=dataset_name)
         sessions += loaded[str(sample["sample_id"])]["sessions"]
     load_seconds = time.perf_counter() - start
     all_ids = [mid for info in loaded.values() for mid in info["message_ids"].values()]
@@ -354,8 +418,9 @@ def run(
                 row = {
                     "sample_id": sample_id,
                     "qa": index,
-                    "category": qa.get("category"),
+                    "category": category_label(qa),
                     **{f"recall@{k}": recall_at(hits, evidence, k) for k in KS},
+                    **{f"own@{k}": recall_at(hits, evidence, k, context=False) for k in KS},
                 }
                 if details:
                     row |= {"question": qa["question"], "evidence": evidence, "top": [h for h in hits[:10]]}
@@ -396,6 +461,44 @@ def run(
     }
 
 
+SWEEP = {
+    "VECTOR_WEIGHT": (0.25, 0.5, 1.0),
+    "NEIGHBOUR_KEYWORD": (0.25, 0.5, 1.0),
+    "NEIGHBOUR_VECTOR": (0.0, 0.5),
+}
+
+
+def sweep(api, dataset, *, user_prefix: str = "") -> list[dict]:
+    """recall@10 (and own@10) of every combination of the scoring weights in SWEEP, on a dataset loaded
+    before (run it once first), through recall_search in this process with the module's constants patched."""
+    import itertools
+    from unittest import mock
+
+    import memory_app.selectors.recall as recall
+
+    samples = load_dataset(dataset)
+    tenant = Asker(api)._tenant_of_key()
+    questions = []
+    for sample in samples:
+        for qa in sample.get("qa", []):
+            evidence = evidence_ids(qa.get("evidence"))
+            if evidence and str(qa.get("question") or "").strip():
+                questions.append((f"{user_prefix}{sample['sample_id']}", str(qa["question"])[:4000], evidence))
+    rows = []
+    for values in itertools.product(*SWEEP.values()):
+        patches = dict(zip(SWEEP, values, strict=True))
+        with mock.patch.multiple(recall, **patches):
+            found, own = [], []
+            for user_id, question, evidence in questions:
+                result = recall.recall_search(tenant=tenant, query=question, user_id=user_id, top_k=10)
+                hits = [(h.source_external_ids, [c["external_id"] for c in h.context]) for h in result.results]
+                found.append(recall_at(hits, evidence, 10))
+                own.append(recall_at(hits, evidence, 10, context=False))
+        rows.append({**patches, "recall@10": _mean(found), "own@10": _mean(own)})
+        print("  ", rows[-1], flush=True)
+    return sorted(rows, key=lambda row: -row["recall@10"])
+
+
 def print_report(report: dict) -> None:
     modes = list(report["modes"])
     rows = []
@@ -407,31 +510,34 @@ def print_report(report: dict) -> None:
                 mode,
                 overall["questions"],
                 *(f"{overall[f'recall@{k}']:.3f}" for k in KS),
+                f"{overall['own@10']:.3f}",
                 latency["p50_ms"],
                 latency["p95_ms"],
             ]
         )
     benchlib.print_table(
-        ["mode", "questions", *(f"recall@{k}" for k in KS), "p50 ms", "p95 ms"],
+        ["mode", "questions", *(f"recall@{k}" for k in KS), "own@10", "p50 ms", "p95 ms"],
         rows,
         title=f"Evidence recall, {report['dataset']} ({report['embedder']}, {report['api']})",
     )
     categories = sorted({c for mode in modes for c in report["modes"][mode]["by_category"]})
     rows = []
     for category in categories:
-        name = CATEGORY_NAMES.get(int(category), "") if category.isdigit() else ""
         for mode in modes:
             summary = report["modes"][mode]["by_category"].get(category)
             if summary:
                 rows.append(
                     [
-                        f"{category} {name}".strip(),
+                        category,
                         mode,
                         summary["questions"],
                         *(f"{summary[f'recall@{k}']:.3f}" for k in KS),
+                        f"{summary['own@10']:.3f}",
                     ]
                 )
-    benchlib.print_table(["category", "mode", "questions", *(f"recall@{k}" for k in KS)], rows, title="Per category")
+    benchlib.print_table(
+        ["category", "mode", "questions", *(f"recall@{k}" for k in KS), "own@10"], rows, title="Per category"
+    )
     hybrid = report["modes"].get("hybrid", {}).get("overall", {}).get("recall@10")
     others = {m: report["modes"][m]["overall"]["recall@10"] for m in ("vector", "keyword") if m in report["modes"]}
     if hybrid is not None and others:
@@ -474,6 +580,17 @@ def parse_args(argv=None):
         "--user-prefix", default=None, help="prefix of user ids (default: none in-process, a run id with --url)"
     )
     parser.add_argument("--details", action="store_true", help="per-question rows in the JSON")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="in-process: keep the rows of earlier runs and reuse a dataset loaded before",
+    )
+    parser.add_argument(
+        "--strategies",
+        action="store_true",
+        help="in-process: run the built-in strategies over the loaded sessions (Celery tasks run eagerly)",
+    )
+    parser.add_argument("--sweep", action="store_true", help="in-process: recall@10 over a grid of scoring weights")
     parser.add_argument("--name", default=None, help="results name (default <dataset stem>-<embedder>)")
     return parser.parse_args(argv)
 
@@ -487,6 +604,10 @@ def main(argv=None) -> int:
     from django.conf import settings
 
     settings.ACE_EMBEDDER = args.embedder
+    if args.strategies:
+        from aceproject.celery import app
+
+        app.conf.task_always_eager = True  # strategy runs and their embedding, in this process as they are queued
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if args.url:
         api = HttpApi(args.url, args.key)
@@ -498,15 +619,26 @@ def main(argv=None) -> int:
         created = apikey_create(tenant_name=TENANT, name="bench/locomo.py")
         prefix = args.user_prefix or ""
         try:
-            cleanup(Tenant.objects.get(name=TENANT))
+            if not args.reuse:
+                cleanup(Tenant.objects.get(name=TENANT))
         except Exception:  # noqa: BLE001
             prefix = prefix or f"run{datetime.now(UTC):%Y%m%d%H%M%S}-"
         api = DjangoApi(created.plain_key)
     print(f"LoCoMo-layout evidence recall: {args.dataset}, embedder {args.embedder}, {benchlib.database_description()}")
     report = run(
-        api, dataset=args.dataset, modes=modes, embed_inline=args.embed_inline, user_prefix=prefix, details=args.details
+        api,
+        dataset=args.dataset,
+        modes=modes,
+        embed_inline=args.embed_inline,
+        user_prefix=prefix,
+        details=args.details,
+        reuse=args.reuse,
+        strategies=args.strategies,
     )
     print_report(report)
+    if args.sweep:
+        report["sweep"] = sweep(api, args.dataset, user_prefix=prefix)
+        benchlib.print_table(list(report["sweep"][0]), [list(row.values()) for row in report["sweep"]], title="Sweep")
     name = args.name or f"{Path(args.dataset).stem}-{args.embedder}"
     path = benchlib.write_results(f"locomo-{name}", {**report, "machine": benchlib.machine()})
     print(f"\nwrote {path}")

@@ -126,6 +126,15 @@ class RecallQuerySerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     include_messages = serializers.BooleanField(required=False, default=True)
 
 
+class RecallContextSerializer(serializers.Serializer):
+    position = serializers.ChoiceField(choices=["before", "after"])
+    id = serializers.UUIDField()
+    role = serializers.CharField()
+    text = serializers.CharField(allow_blank=True)
+    external_id = serializers.CharField(allow_blank=True)
+    created_at = BoundedDateTimeField()
+
+
 class RecallHitSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["record", "message"])
     id = serializers.UUIDField()
@@ -136,6 +145,12 @@ class RecallHitSerializer(serializers.Serializer):
     source_message_ids = serializers.ListField(child=serializers.UUIDField())
     source_external_ids = serializers.ListField(child=serializers.CharField())
     created_at = BoundedDateTimeField()
+    context = RecallContextSerializer(
+        many=True,
+        required=False,
+        help_text="A message's neighbours in its session (the turn before and the turn after), so the hit reads "
+        "in context; empty for records",
+    )
 
 
 class RecallResultSerializer(serializers.Serializer):

@@ -1,23 +1,34 @@
-"""Recall: hybrid search over a user's records and messages — vectors and keywords, fused by rank.
+"""Recall: hybrid search over a user's records and messages — keywords (BM25) and vectors, on one scale.
 
-Keyword search catches exact names, numbers and rare words that embeddings blur; vectors catch
-paraphrases that share no word. Each side ranks its own candidates; reciprocal rank fusion
-(score = Σ 1 / (RRF_K + rank)) merges them without comparing their incomparable raw scores.
+Keyword search catches exact names, numbers and rare words that embeddings blur; vectors catch paraphrases
+that share no word. Both sides score every candidate on a scale that means the same for a record as for a
+message, so a record is ranked above a message only when it matches the question better:
+
+- keywords: Okapi BM25 over the user's rows (term statistics from this user's matching rows, not a
+  corpus-wide ts_rank), divided by the best score the query's terms could reach, so it lies in [0, 1];
+- vectors: the cosine similarity above the best candidates' floor (the weakest of the nearest rows).
+
+A message is rarely the whole answer: a question is answered by a turn and the one before or after it ("What
+did you do there?" — "We hiked to the lake."). So a message's score adds part of its neighbours' scores (the
+turns before and after it in the same session), and a message hit brings those neighbours along as `context`.
+The weights were fitted on two public benchmarks and checked on held-out ones (bench/locomo.py, bench/README.md).
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import operator
+import math
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.contrib.postgres.search import SearchQuery
 from django.db import connection, transaction
-from django.db.models import Sum
+from django.db.models import Prefetch, Q, Sum, TextField
+from django.db.models.functions import Cast
 
 from memory_app.embedders import EmbedderError, get_embedder
 from memory_app.embeddings import ensure_vector_index
@@ -28,11 +39,19 @@ from sessions_app.search import CJK_RUN, SEARCH_CONFIG
 
 logger = logging.getLogger(__name__)
 
-RRF_K = 60
-CANDIDATES = 50  # per list (vector/keyword × records/messages) before fusion
-KEYWORD_POOL = 2000  # keyword matches ranked per list: the newest ones
+CANDIDATES = 100  # nearest rows per vector list (records, messages) before scoring
+KEYWORD_POOL = 2000  # keyword matches scored per list: the newest ones
 KEYWORD_SCAN_UP_TO = 20_000  # rows a keyword search tests one by one rather than probing the GIN index first
 KEYWORD_PROBE_MS = 40  # above that, matches through the GIN index, if it answers this fast
+
+# BM25's usual constants.
+BM25_K1 = 1.2
+BM25_B = 0.75
+# The score: keyword score + VECTOR_WEIGHT × cosine above the floor; a message adds NEIGHBOUR_KEYWORD and
+# NEIGHBOUR_VECTOR times its neighbours' own. Fitted on LoCoMo and REALTALK (bench/locomo.py --sweep).
+VECTOR_WEIGHT = 0.5
+NEIGHBOUR_KEYWORD = 0.5
+NEIGHBOUR_VECTOR = 0.5
 
 
 @dataclass
@@ -46,6 +65,7 @@ class Hit:
     created_at: datetime
     score: float = 0.0
     matched_by: list[str] = field(default_factory=list)
+    context: list[dict] = field(default_factory=list)  # a message's neighbours: the turns before and after it
 
 
 @dataclass
@@ -57,7 +77,8 @@ class RecallResult:
 
 
 def vector_sql(table: str, where: str, dims: int, *, shortlist: bool) -> str:
-    """The nearest-rows query of `_vector_ids`: parameters (vector, key, *where params, vector).
+    """The nearest-rows query of `_vector_scores` (rows of id and cosine distance, nearest first):
+    parameters (vector, key, *where params, vector).
 
     `shortlist`: for a filter that keeps many rows (a heavy user), rank them first by the Hamming distance of
     their sign bits — read from a covering index, 48 bytes a row — and compute exact distances for the
@@ -72,11 +93,11 @@ def vector_sql(table: str, where: str, dims: int, *, shortlist: bool) -> str:
         return (
             f"WITH shortlist AS (SELECT {id_column} AS id FROM {table} WHERE embedding_key = %s AND {where} "
             f"ORDER BY embedding_bits <~> binary_quantize(%s::vector({dims})) LIMIT {size}) "
-            f"SELECT {id_column} FROM {table} WHERE {id_column} IN (SELECT id FROM shortlist) "
-            f"ORDER BY {distance} LIMIT {CANDIDATES}"
+            f"SELECT {id_column}, {distance} AS distance FROM {table} WHERE {id_column} IN (SELECT id FROM shortlist) "
+            f"ORDER BY distance LIMIT {CANDIDATES}"
         )
     return (
-        f"SELECT id FROM (SELECT {id_column} AS id, {distance} AS distance FROM {table} "
+        f"SELECT id, distance FROM (SELECT {id_column} AS id, {distance} AS distance FROM {table} "
         f"WHERE embedding_key = %s AND {where} ORDER BY {distance} LIMIT {CANDIDATES}) AS nearest "
         "ORDER BY distance"  # relaxed_order may return near-ties slightly out of order
     )
@@ -88,8 +109,10 @@ def count_sql(table: str, where: str) -> str:
     return f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE embedding_key = %s AND {where} LIMIT {limit}) n"
 
 
-def _vector_ids(sql_table: str, where: str, params: list, vector: list[float], dims: int, key: str) -> list[str]:
-    """Nearest rows of one embedder's space under `where`, best first (see vector_sql)."""
+def _vector_scores(
+    sql_table: str, where: str, params: list, vector: list[float], dims: int, key: str
+) -> list[tuple[str, float]]:
+    """Nearest rows of one embedder's space under `where` with their cosine similarity, best first."""
     literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(count_sql(sql_table, where), [key, *params])
@@ -99,17 +122,22 @@ def _vector_ids(sql_table: str, where: str, params: list, vector: list[float], d
         else:
             cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 100")
             cursor.execute(vector_sql(sql_table, where, dims, shortlist=False), [literal, key, *params, literal])
-        return [str(row[0]) for row in cursor.fetchall()]
+        return [(str(pk), 1.0 - float(distance)) for pk, distance in cursor.fetchall()]
+
+
+def _vector_ids(sql_table: str, where: str, params: list, vector: list[float], dims: int, key: str) -> list[str]:
+    """The ids of `_vector_scores`, nearest first."""
+    return [pk for pk, _ in _vector_scores(sql_table, where, params, vector, dims, key)]
 
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'_-]*")
 
 
 def recall_terms(text: str) -> SearchQuery | None:
-    """Any of the query's words (English words stemmed, Chinese as character bigrams), for ranking.
+    """Any of the query's words (English words stemmed, Chinese as character bigrams), for matching.
 
     A question rarely shares all its words with the answer ("what does she like to visit?"), so recall's
-    keyword side matches any term and lets ts_rank order by how many and how close.
+    keyword side matches any term and lets BM25 order by how many, how rare and how often.
     """
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text) if len(w) > 1))[:32]
     grams: list[str] = []
@@ -120,7 +148,81 @@ def recall_terms(text: str) -> SearchQuery | None:
     parts += [SearchQuery(" ".join(gram), search_type="phrase", config=SEARCH_CONFIG) for gram in grams]
     if not parts:
         return None
-    return functools.reduce(operator.or_, parts)
+    query = parts[0]
+    for part in parts[1:]:
+        query = query | part
+    return query
+
+
+# -- BM25 over stored tsvectors ---------------------------------------------------------------------------
+_LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
+_ONE_CJK = re.compile(r"^[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]$")
+
+
+def parse_tsvector(text: str | None) -> dict[str, list[int]]:
+    """A tsvector's text form ('lexeme':1,5 'other':3) as {lexeme: positions}."""
+    out: dict[str, list[int]] = {}
+    for lexeme, positions in _LEXEME.findall(text or ""):
+        out[lexeme.replace("''", "'")] = [int(p.rstrip("ABCD")) for p in positions.split(",")] if positions else [0]
+    return out
+
+
+def query_terms(query: str) -> list[tuple[str, ...]]:
+    """The query's terms as the stored vectors index them: English lexemes (stemmed, stop words out) as
+    1-tuples, and each pair of adjacent CJK characters as a 2-tuple (a character alone when it has no
+    neighbour). Computed by the same `ace_tsvector` as the stored rows, so the two always agree."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT ace_tsvector(%s)::text", [query[:4000]])
+        lexemes = parse_tsvector(cursor.fetchone()[0])
+    terms: list[tuple[str, ...]] = []
+    cjk_at: dict[int, str] = {}
+    for lexeme, positions in lexemes.items():
+        if _ONE_CJK.match(lexeme):
+            cjk_at.update({p: lexeme for p in positions})
+        else:
+            terms.append((lexeme,))
+    for position, char in sorted(cjk_at.items()):
+        following, preceding = cjk_at.get(position + 1), cjk_at.get(position - 1)
+        if following:
+            terms.append((char, following))
+        elif not preceding:
+            terms.append((char,))
+    return list(dict.fromkeys(terms))[:96]
+
+
+def _term_frequency(doc: dict[str, list[int]], term: tuple[str, ...]) -> int:
+    if len(term) == 1:
+        return len(doc.get(term[0], ()))
+    first, second = doc.get(term[0]), doc.get(term[1])
+    if not first or not second:
+        return 0
+    following = set(second)
+    return sum(1 for p in first if p + 1 in following)
+
+
+def bm25_scores(docs: dict[str, dict[str, list[int]]], terms: list[tuple[str, ...]], rows: int) -> dict[str, float]:
+    """Okapi BM25 of each doc for the terms, divided by the best the terms could score (so 0–1).
+
+    `docs` are all the matching rows (each containing at least one term) of a collection of `rows` rows:
+    a term's document frequency is counted among them, exact when every match is there."""
+    if not docs or not terms:
+        return {}
+    freqs = {key: [_term_frequency(doc, term) for term in terms] for key, doc in docs.items()}
+    lengths = {key: sum(len(p) for p in doc.values()) for key, doc in docs.items()}
+    average = sum(lengths.values()) / len(lengths) or 1.0
+    total = max(rows, len(docs))
+    idf = []
+    for i in range(len(terms)):
+        df = sum(1 for f in freqs.values() if f[i])
+        idf.append(math.log(1 + (total - df + 0.5) / (df + 0.5)) if df else 0.0)
+    best = sum(w * (BM25_K1 + 1) for w in idf) or 1.0
+    scores = {}
+    for key, f in freqs.items():
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[key] / average)
+        score = sum(w * tf * (BM25_K1 + 1) / (tf + norm) for w, tf in zip(idf, f, strict=True) if tf)
+        if score > 0:
+            scores[key] = score / best
+    return scores
 
 
 def _window_lookups(column: str, since, until) -> dict:
@@ -135,11 +237,11 @@ def _window(where: list[str], params: list, column: str, since, until) -> None:
         params.append(value)
 
 
-def _keyword_ids(queryset, terms: SearchQuery, *, newest: str, rows: int) -> list[str]:
-    """The best CANDIDATES keyword matches by ts_rank, ranked among the newest KEYWORD_POOL matches.
+def _keyword_matches(queryset, terms: SearchQuery, *, newest: str, rows: int, columns: tuple[str, ...]) -> list:
+    """(pk, *columns, search vector text) of the newest KEYWORD_POOL rows matching any term.
 
-    Ranking reads every match's stored vector; for a user with tens of thousands of matching rows that is
-    most of the query's time, so only the newest pool is ranked (exact for everyone with fewer matches).
+    Scoring reads every match's stored vector; for a user with tens of thousands of matching rows that would
+    be most of the query's time, so only the newest pool is scored (exact for everyone with fewer matches).
 
     Which rows match is found one of two ways, chosen by `rows` (about how many the filter keeps). Recall
     matches *any* query word, and a common word's GIN posting list spans every user: PostgreSQL's estimate
@@ -148,40 +250,61 @@ def _keyword_ids(queryset, terms: SearchQuery, *, newest: str, rows: int) -> lis
     microsecond a row). For a bigger user the GIN index goes first, given KEYWORD_PROBE_MS: quick when the
     words are rare; abandoned for the per-row test when they are not.
     """
-    pool = queryset.filter(search_vector=terms).order_by(f"-{newest}").values_list("pk", flat=True)[:KEYWORD_POOL]
-    ids = None
+    pool = (
+        queryset.filter(search_vector=terms)
+        .order_by(f"-{newest}")
+        .annotate(lexemes=Cast("search_vector", TextField()))
+        .values_list("pk", *columns, "lexemes")[:KEYWORD_POOL]
+    )
+    found = None
     if rows > KEYWORD_SCAN_UP_TO:
-        ids = within_time(
+        found = within_time(
             lambda: list(pool),
             milliseconds=KEYWORD_PROBE_MS,
             using=queryset.db,
             planner={"enable_seqscan": "off", "enable_indexscan": "off"},  # matches from the GIN index
         )
-    if ids is None:
-        ids = within_time(
+    if found is None:
+        found = within_time(
             lambda: list(pool),
             milliseconds=60_000,  # no probe: the settings are only scoped to this query
             using=queryset.db,
             planner={"enable_bitmapscan": "off"},  # the filter's rows through its btree index, tested one by one
         )
-    if not ids:
-        return []
-    ranked = (
-        queryset.model.objects.filter(pk__in=ids)
-        .annotate(rank=SearchRank("search_vector", terms))
-        .order_by("-rank")
-        .values_list("pk", flat=True)[:CANDIDATES]
-    )
-    return [str(pk) for pk in ranked]
+    return found
 
 
-def _fuse(*rankings: tuple[str, list[str]]) -> dict[str, tuple[float, list[str]]]:
-    fused: dict[str, tuple[float, list[str]]] = {}
-    for name, ids in rankings:
-        for rank, item in enumerate(ids, start=1):
-            score, names = fused.get(item, (0.0, []))
-            fused[item] = (score + 1.0 / (RRF_K + rank), [*names, name])
-    return fused
+_query_vectors: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+_query_vectors_lock = threading.Lock()
+QUERY_VECTORS_CACHED = 2048
+
+
+def query_vector(embedder, query: str) -> list[float]:
+    """The query's vector, from a small per-process cache: a chat app asks the same question again (a retry, a
+    context refresh, the same opening line of many sessions), and embedding it is most of a recall's time."""
+    key = (embedder.key, query)
+    with _query_vectors_lock:
+        if key in _query_vectors:
+            _query_vectors.move_to_end(key)
+            return _query_vectors[key]
+    vector = embedder.embed([query])[0]
+    with _query_vectors_lock:
+        _query_vectors[key] = vector
+        while len(_query_vectors) > QUERY_VECTORS_CACHED:
+            _query_vectors.popitem(last=False)
+    return vector
+
+
+@dataclass
+class _Candidate:
+    kind: str
+    pk: str
+    place: tuple[str, int] | None = None  # a message's (session, seq)
+    keyword: float = 0.0
+    cosine: float | None = None
+    matched_by: set[str] = field(default_factory=set)
+    score: float = 0.0
+    around: list[tuple[str, int]] = field(default_factory=list)  # the neighbours a message hit shows
 
 
 def recall_search(
@@ -200,7 +323,7 @@ def recall_search(
     embedder, vector, degraded, detail, embedder_key = None, None, False, "", ""
     try:
         embedder = get_embedder()
-        vector = embedder.embed([query])[0]
+        vector = query_vector(embedder, query)
         embedder_key = embedder.key
         ensure_vector_index(embedder)
     except EmbedderError as error:
@@ -208,8 +331,19 @@ def recall_search(
         embedder, vector = None, None
         degraded, detail = True, f"Embedder unavailable, keyword results only: {error}"
 
-    rankings: list[tuple[str, list[str]]] = []
-    terms = recall_terms(query)
+    candidates: dict[str, _Candidate] = {}
+    docs: dict[str, dict[str, list[int]]] = {}  # keyword matches of both kinds: one collection for BM25
+    rows = 0
+    matcher = recall_terms(query)
+
+    def candidate(kind: str, pk, place=None) -> _Candidate:
+        key = f"{kind[0]}:{pk}"
+        if key not in candidates:
+            candidates[key] = _Candidate(kind=kind, pk=str(pk), place=place)
+        elif place is not None:
+            candidates[key].place = place
+        return candidates[key]
+
     if include_records:
         records = Record.objects.filter(tenant=tenant, user_id=user_id, valid=True)
         if types:
@@ -217,10 +351,12 @@ def recall_search(
         if session is not None:
             records = records.filter(source_sessions=session)
         records = records.filter(**_window_lookups("updated_at", since, until))
-        if terms is not None:
-            rows = records.values("pk")[: KEYWORD_SCAN_UP_TO + 1].count()
-            ids = _keyword_ids(records, terms, newest="updated_at", rows=rows)
-            rankings.append(("keyword", ["r:" + i for i in ids]))
+        if matcher is not None:
+            count = records.values("pk")[: KEYWORD_SCAN_UP_TO + 1].count()
+            rows += count
+            for pk, lexemes in _keyword_matches(records, matcher, newest="updated_at", rows=count, columns=()):
+                candidate("record", pk)
+                docs[f"r:{pk}"] = parse_tsvector(lexemes)
         if vector is not None:
             where, params = ["tenant_id = %s", "user_id = %s", "valid"], [tenant.pk, user_id]
             if types:
@@ -230,51 +366,111 @@ def recall_search(
                 where.append("id IN (SELECT record_id FROM memory_app_record_source_sessions WHERE session_id = %s)")
                 params.append(session)
             _window(where, params, "updated_at", since, until)
-            ids = _vector_ids(
+            for pk, cosine in _vector_scores(
                 Record._meta.db_table, " AND ".join(where), params, vector, embedder.dimensions, embedder.key
-            )
-            rankings.append(("vector", ["r:" + i for i in ids]))
+            ):
+                candidate("record", pk).cosine = cosine
     if include_messages:
         messages = Message.objects.filter(tenant=tenant, session__user_id=user_id, session__deleted_at__isnull=True)
         if session is not None:
             messages = messages.filter(session=session)
         messages = messages.filter(**_window_lookups("created_at", since, until))
-        if terms is not None:
+        if matcher is not None:
             sessions = Session.objects.filter(tenant=tenant, user_id=user_id, deleted_at__isnull=True)
             if session is not None:
                 sessions = sessions.filter(pk=session)
-            rows = sessions.aggregate(rows=Sum("messages"))["rows"] or 0  # the sessions' own counters
-            ids = _keyword_ids(messages, terms, newest="created_at", rows=rows)
-            rankings.append(("keyword", ["m:" + i for i in ids]))
+            count = sessions.aggregate(rows=Sum("messages"))["rows"] or 0  # the sessions' own counters
+            rows += count
+            for pk, session_id, seq, lexemes in _keyword_matches(
+                messages, matcher, newest="created_at", rows=count, columns=("session_id", "seq")
+            ):
+                candidate("message", pk, (str(session_id), seq))
+                docs[f"m:{pk}"] = parse_tsvector(lexemes)
         if vector is not None:
             where, params = ["tenant_id = %s", "user_id = %s"], [tenant.pk, user_id]
             if session is not None:
                 where.append("session_id = %s")
                 params.append(session)
+            where.append(
+                "session_id NOT IN (SELECT id FROM sessions_app_session WHERE tenant_id = %s AND user_id = %s "
+                "AND deleted_at IS NOT NULL)"
+            )
+            params += [tenant.pk, user_id]
             _window(where, params, "created_at", since, until)
-            ids = _vector_ids(
+            nearest = _vector_scores(
                 MessageEmbedding._meta.db_table, " AND ".join(where), params, vector, embedder.dimensions, embedder.key
             )
-            rankings.append(("vector", ["m:" + i for i in ids]))
+            for pk, cosine in nearest:
+                candidate("message", pk).cosine = cosine
+            unplaced = [c.pk for c in candidates.values() if c.kind == "message" and c.place is None]
+            for pk, session_id, seq in Message.objects.filter(pk__in=unplaced).values_list("pk", "session_id", "seq"):
+                candidates[f"m:{pk}"].place = (str(session_id), seq)
 
-    fused = _fuse(*rankings)
-    best = sorted(fused.items(), key=lambda item: -item[1][0])[:top_k]
-    hits = _load_hits([key for key, _ in best])
+    ranked = _score(candidates, bm25_scores(docs, query_terms(query) if docs else [], rows))
+    best = _pick(ranked, top_k)
+    hits = _load_hits(best)
     results = []
-    for key, (score, names) in best:
-        hit = hits.get(key)
+    for c in best:
+        hit = hits.get(f"{c.kind[0]}:{c.pk}")
         if hit is not None:
-            hit.score, hit.matched_by = round(score, 6), sorted(set(names))
+            hit.score, hit.matched_by = round(c.score, 6), sorted(c.matched_by)
             results.append(hit)
     return RecallResult(results=results, degraded=degraded, embedder=embedder_key, detail=detail)
 
 
-def _load_hits(keys: list[str]) -> dict[str, Hit]:
-    record_ids = [k[2:] for k in keys if k.startswith("r:")]
-    message_ids = [k[2:] for k in keys if k.startswith("m:")]
+def _score(candidates: dict[str, _Candidate], keyword: dict[str, float]) -> list[_Candidate]:
+    """Every candidate's score on the one scale (see the module's docstring), best first."""
+    cosines = [c.cosine for c in candidates.values() if c.cosine is not None]
+    floor = min(cosines) if cosines else 0.0  # the weakest of the nearest rows: "not similar"
+    for key, c in candidates.items():
+        c.keyword = keyword.get(key, 0.0)
+        if c.keyword > 0:
+            c.matched_by.add("keyword")
+        if c.cosine is not None:
+            c.matched_by.add("vector")
+    by_place = {c.place: c for c in candidates.values() if c.place is not None}
+
+    def own(c: _Candidate, vector_weight: float, keyword_weight: float = 1.0) -> float:
+        similarity = max((c.cosine if c.cosine is not None else floor) - floor, 0.0)
+        return keyword_weight * c.keyword + vector_weight * similarity
+
+    for c in candidates.values():
+        c.score = own(c, VECTOR_WEIGHT)
+        if c.place is not None:
+            session_id, seq = c.place
+            for neighbour in (by_place.get((session_id, seq - 1)), by_place.get((session_id, seq + 1))):
+                if neighbour is not None:
+                    c.score += own(neighbour, VECTOR_WEIGHT * NEIGHBOUR_VECTOR, NEIGHBOUR_KEYWORD)
+    return sorted(
+        (c for c in candidates.values() if c.score > 0 or c.cosine is not None),
+        key=lambda c: (-c.score, -(c.cosine or 0.0), c.pk),
+    )
+
+
+def _pick(ranked: list[_Candidate], top_k: int) -> list[_Candidate]:
+    """The best `top_k`. A message hit brings the turns around it not shown yet; a message already shown (as a
+    hit or as another hit's context) is not listed again."""
+    picked, shown = [], set()
+    for c in ranked:
+        if c.place is not None:
+            if c.place in shown:
+                continue
+            session_id, seq = c.place
+            c.around = [place for place in ((session_id, seq - 1), (session_id, seq + 1)) if place not in shown]
+            shown.update([c.place, *c.around])
+        picked.append(c)
+        if len(picked) == top_k:
+            break
+    return picked
+
+
+def _load_hits(best: list[_Candidate]) -> dict[str, Hit]:
+    record_ids = [c.pk for c in best if c.kind == "record"]
+    messages = [c for c in best if c.kind == "message"]
     hits: dict[str, Hit] = {}
     if record_ids:
-        records = Record.objects.filter(pk__in=record_ids).prefetch_related("source_sessions", "source_messages")
+        sources = Prefetch("source_messages", queryset=Message.objects.only("id", "session_id", "seq", "external_id"))
+        records = Record.objects.filter(pk__in=record_ids).prefetch_related("source_sessions", sources)
         for record in records:
             sources = sorted(record.source_messages.all(), key=lambda m: (str(m.session_id), m.seq))
             sessions = sorted(str(s.pk) for s in record.source_sessions.all())
@@ -287,11 +483,25 @@ def _load_hits(keys: list[str]) -> dict[str, Hit]:
                 source_external_ids=[m.external_id for m in sources if m.external_id],
                 created_at=record.created_at,
             )
-    if message_ids:
-        for message in Message.objects.filter(pk__in=message_ids).only(
-            "id", "session_id", "content", "external_id", "created_at"
-        ):
-            hits["m:" + str(message.pk)] = Hit(
+    if messages:
+        places = Q()
+        for c in messages:
+            session_id, seq = c.place
+            places |= Q(session_id=session_id, seq__gte=seq - 1, seq__lte=seq + 1)
+        rows = Message.objects.filter(places).only(
+            "id", "session_id", "seq", "role", "content", "external_id", "created_at", "metadata"
+        )
+        by_place = {(str(m.session_id), m.seq): m for m in rows}
+        for c in messages:
+            message = by_place.get(c.place)
+            if message is None:
+                continue
+            context = [
+                _context_entry(by_place[place], "before" if place[1] < c.place[1] else "after")
+                for place in c.around
+                if place in by_place
+            ]
+            hits["m:" + c.pk] = Hit(
                 kind="message",
                 id=str(message.pk),
                 text=message.content,
@@ -299,5 +509,17 @@ def _load_hits(keys: list[str]) -> dict[str, Hit]:
                 source_message_ids=[str(message.pk)],
                 source_external_ids=[message.external_id] if message.external_id else [],
                 created_at=message.created_at,
+                context=context,
             )
     return hits
+
+
+def _context_entry(message: Message, position: str) -> dict:
+    return {
+        "position": position,
+        "id": str(message.pk),
+        "role": message.role,
+        "text": message.content,
+        "external_id": message.external_id or "",
+        "created_at": message.created_at,
+    }

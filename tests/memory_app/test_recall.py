@@ -66,6 +66,67 @@ def test_recall_searches_raw_messages_too(api):
     assert recall(api, "南京 明孝陵", include_messages=False)["results"] == []
 
 
+def chat(api, turns, *, user_id="xiaoming"):
+    """One session of alternating user/assistant turns, embedded; returns the stored messages."""
+    session = SessionFactory(tenant=api.tenant, user_id=user_id)
+    items = [
+        {"role": ("user", "assistant")[i % 2], "content": text, "external_id": f"t{i}"} for i, text in enumerate(turns)
+    ]
+    stored = messages_append(tenant=api.tenant, session_id=session.pk, items=items).messages
+    messages_embed(message_ids=[m.pk for m in stored])
+    return stored
+
+
+def test_a_rare_word_outweighs_a_common_one(api):
+    """BM25 with the user's own statistics: "pizza" is in most of this user's messages, "Lisbon" in one, so
+    the Lisbon turn answers "pizza in Lisbon" — not the turns that say pizza twice."""
+    turns = [f"We had pizza again on day {n}, pizza is our thing" for n in range(12)]
+    turns[7] = "Found a tiny bakery in Lisbon with great pastries, and a pizza place next door"
+    stored = chat(api, turns)
+    top = recall(api, "pizza in Lisbon", top_k=3)["results"][0]
+    assert top["id"] == str(stored[7].pk)
+    assert "keyword" in top["matched_by"]
+
+
+def test_a_message_hit_brings_the_turns_around_it_once(api):
+    stored = chat(
+        api,
+        [
+            "What did you do last weekend?",
+            "We drove up to Lake Tahoe and hiked the Rubicon trail with the kids.",
+            "Sounds lovely! How long was the hike?",
+            "About eight miles, the kids were exhausted.",
+            "By the way, my sister started a pottery class.",
+        ],
+    )
+    results = recall(api, "Where did they hike with the kids?", top_k=3)["results"]
+    top = results[0]
+    seq = {str(m.pk): n for n, m in enumerate(stored)}
+    assert str(stored[1].pk) in [top["id"]] + [c["id"] for c in top["context"]]  # the answer, in the first hit
+    assert [(c["position"], seq[c["id"]], c["external_id"]) for c in top["context"]] == [
+        ("before", seq[top["id"]] - 1, f"t{seq[top['id']] - 1}"),
+        ("after", seq[top["id"]] + 1, f"t{seq[top['id']] + 1}"),
+    ]
+    shown = [r["id"] for r in results] + [c["id"] for r in results for c in r["context"]]
+    assert len(shown) == len(set(shown))  # a turn shown as context is not listed again as a hit
+
+
+def test_records_take_the_top_only_when_they_match_better_than_the_messages(api):
+    """One scale for both kinds: unrelated records do not crowd out the turn that answers the question,
+    and a record that does answer it ranks first."""
+    for content in ["Has a golden retriever named Max", "Works as a nurse", "Plays the violin", "Is vegetarian"]:
+        remember(api.tenant, content, type="fact")
+    stored = chat(api, ["Any plans for the summer?", "I booked a week in Reykjavik to see the northern lights."])
+    results = recall(api, "Where is the summer trip to?", top_k=5)["results"]
+    assert results[0]["kind"] == "message"
+    assert str(stored[1].pk) in [results[0]["id"]] + [c["id"] for c in results[0]["context"]]
+    assert all(r["score"] < results[0]["score"] for r in results if r["kind"] == "record")
+
+    record = remember(api.tenant, "Summer trip: a week in Reykjavik for the northern lights", type="task")
+    results = recall(api, "Where is the summer trip to?", top_k=5)["results"]
+    assert (results[0]["kind"], results[0]["id"]) == ("record", str(record.pk))
+
+
 def test_filters_types_and_sessions(api):
     trip = SessionFactory(tenant=api.tenant, user_id="xiaoming")
     message = messages_append(tenant=api.tenant, session_id=trip.pk, items=[{"role": "user", "content": "x"}]).messages[
@@ -105,12 +166,15 @@ def test_a_selective_filter_still_fills_top_k_through_the_index(api):
     assert all(r["text"].startswith("museum ticket") for r in results)
 
 
+CANDIDATES_FOR_HEAVY_USER = 160  # more than the shortlist, which is more than the candidates
+
+
 def test_a_heavy_user_is_ranked_through_the_sign_bit_shortlist_like_an_exact_scan(api, settings):
     """Above ACE_RECALL_EXACT_UP_TO rows, the nearest by Hamming distance of the sign bits are re-ranked
     exactly: the same best records as computing every exact distance, and never fewer than asked for."""
     places = ["Hangzhou", "Lisbon", "Kyoto", "Chengdu", "Berlin", "Austin", "Lyon", "Xiamen"]
     things = ["museum", "tea house", "night market", "bookshop", "temple", "harbour", "garden", "jazz bar"]
-    for n in range(120):
+    for n in range(CANDIDATES_FOR_HEAVY_USER):
         Record.objects.create(
             tenant=api.tenant,
             user_id="heavy",
@@ -119,7 +183,7 @@ def test_a_heavy_user_is_ranked_through_the_sign_bit_shortlist_like_an_exact_sca
         )
     records_embed(record_ids=list(Record.objects.values_list("pk", flat=True)))
     from memory_app.embedders import get_embedder
-    from memory_app.selectors.recall import _vector_ids
+    from memory_app.selectors.recall import CANDIDATES, _vector_ids
 
     embedder = get_embedder()
     vector = embedder.embed(["which tea house did he visit in Kyoto"])[0]
@@ -142,8 +206,8 @@ def test_a_heavy_user_is_ranked_through_the_sign_bit_shortlist_like_an_exact_sca
         return [round(found[i], 6) for i in ids]
 
     exact = nearest(ACE_RECALL_EXACT_UP_TO=10_000)
-    shortlisted = nearest(ACE_RECALL_EXACT_UP_TO=50, ACE_RECALL_SHORTLIST=70)
-    assert len(exact) == len(shortlisted) == 50  # never fewer than asked for
+    shortlisted = nearest(ACE_RECALL_EXACT_UP_TO=50, ACE_RECALL_SHORTLIST=CANDIDATES + 20)
+    assert len(exact) == len(shortlisted) == CANDIDATES  # never fewer than asked for
     assert distances(shortlisted[:10]) == distances(exact[:10])
     assert distances(exact[:10]) != distances(exact[-10:])  # the query does separate near from far
 
