@@ -86,7 +86,11 @@ def record_embedding_reset(*, record_id) -> None:
 def message_embeddings_reset(*, message_ids: Iterable) -> None:
     """The messages' content changed (an import completed them in place): their old vectors no longer describe
     them. Without one, the periodic sweep (`tasks.embed_pending`) finds them, if the queued task is lost."""
-    MessageEmbedding.objects.filter(message_id__in=list(message_ids)).delete()
+    from memory_app.selectors.status import embedding_progress_lower
+
+    message_ids = list(message_ids)
+    MessageEmbedding.objects.filter(message_id__in=message_ids).delete()
+    embedding_progress_lower(message_ids=message_ids)  # the memory status counts them as waiting again
 
 
 def messages_embed(*, message_ids: Iterable, embedder: Embedder | None = None) -> int:

@@ -337,3 +337,8 @@ def session_memory_forget(*, tenant_id, session_id, actor: str = "session-delete
             _snapshot(record, change=RecordRevision.Change.UPDATE, actor=actor, reason=SOURCES_DELETED)
             unlinked += 1
     return SessionForgotten(message_vectors=vectors, records_invalidated=invalidated, records_unlinked=unlinked)
+
+
+def session_deleted_handler(sender, session_id, tenant_id, **kwargs):
+    # Inside the deleting transaction: the session's vectors and the memories only it supports go with it.
+    session_memory_forget(tenant_id=tenant_id, session_id=session_id)

@@ -6,7 +6,7 @@ from django.conf import settings
 from memory_app.embedders import EmbedderUnavailable, get_embedder
 from memory_app.embeddings import message_embeddings_reset, messages_embed, records_embed
 from memory_app.selectors.records import pending_messages, pending_records
-from memory_app.services import session_memory_forget
+from memory_app.selectors.status import embedding_progress_lower
 from platform_kit.tasks import enqueue_or_leave_to_sweep, queued_siblings
 
 RETRY = {
@@ -84,9 +84,5 @@ def messages_amended_handler(sender, amended, **kwargs):
 def turn_completed_handler(sender, message_ids, **kwargs):
     # The turn's two messages have their final text now (the placeholder was empty when it was appended).
     if settings.ACE_EMBED_MESSAGES:
+        embedding_progress_lower(message_ids=message_ids)  # the memory status counts the new text as waiting
         enqueue(embed_messages, message_ids)
-
-
-def session_deleted_handler(sender, session_id, tenant_id, **kwargs):
-    # Inside the deleting transaction: the session's vectors and the memories only it supports go with it.
-    session_memory_forget(tenant_id=tenant_id, session_id=session_id)
