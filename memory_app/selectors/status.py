@@ -251,6 +251,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return "under a second"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
