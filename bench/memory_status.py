@@ -14,8 +14,8 @@ Timed (p50/p95 over --queries calls, one connection, in-process):
 - `exact`: what a count without the watermarks costs — the tenant's messages of the embedded roles with text in
   live sessions and no vector of the key (the anti-join `pending_messages` runs, without its one-day window), and
   the records count with `embedding_key <> key`;
-- `status cold`: memory_app.selectors.status.memory_status for the tenant with no watermark yet (the first call
-  after this feature is deployed reads every session once);
+- `status cold`: memory_app.selectors.status.memory_status for the tenant with no watermark yet (the first count
+  after a deploy or an embedder change reads every session once; the periodic sweep `embed_pending` does it);
 - `status warm`: the same, every later call (each session's tail after its watermark);
 - per user: memory_status(user_id=…) as every POST /api/v1/recall/ runs it, for the heaviest users and for
   random ones, against the exact anti-join over that user's messages.

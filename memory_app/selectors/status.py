@@ -128,25 +128,51 @@ _VECTOR = MessageEmbedding._meta.db_table
 _PROGRESS = SessionEmbeddingProgress._meta.db_table
 
 
+_WAITING = f"""
+    m.role = ANY(%(roles)s) AND m.content ~ '[^[:space:]]'
+    AND NOT EXISTS (
+        SELECT 1 FROM {_VECTOR} e
+        WHERE e.message_id = m.id AND (%(key)s::text IS NULL OR e.embedding_key = %(key)s)
+    )
+"""
+
+
 def _tails_sql(*, one_user: bool) -> str:
-    """Per live session with messages after its watermark: its last_seq, how many of the tail still wait for a
-    vector, the first of those, and when the oldest was received. Parameters: space, roles, key, tenant[, user]."""
+    """Per live session with a watermark in this space and messages after it: its last_seq, the watermark, how
+    many of the tail still wait for a vector, the first of those, and when the oldest was received. Each tail is
+    read through the (session, seq) index."""
     return f"""
-        SELECT s.id, s.last_seq, COALESCE(p.embedded_through_seq, 0), t.waiting, t.first_seq, t.oldest,
-               statement_timestamp()
+        SELECT s.id, s.last_seq, p.embedded_through_seq, t.waiting, t.first_seq, t.oldest, statement_timestamp()
         FROM {_SESSION} s
-        LEFT JOIN {_PROGRESS} p ON p.session_id = s.id AND p.space = %s
+        JOIN {_PROGRESS} p ON p.session_id = s.id AND p.space = %(space)s
         CROSS JOIN LATERAL (
             SELECT count(*) AS waiting, min(m.seq) AS first_seq, min(m.received_at) AS oldest
             FROM {_MESSAGE} m
-            WHERE m.session_id = s.id AND m.seq > COALESCE(p.embedded_through_seq, 0) AND m.seq <= s.last_seq
-              AND m.role = ANY(%s) AND m.content ~ '[^[:space:]]'
-              AND NOT EXISTS (
-                  SELECT 1 FROM {_VECTOR} e WHERE e.message_id = m.id AND (%s::text IS NULL OR e.embedding_key = %s)
-              )
+            WHERE m.session_id = s.id AND m.seq > p.embedded_through_seq AND m.seq <= s.last_seq AND {_WAITING}
         ) t
-        WHERE s.tenant_id = %s {"AND s.user_id = %s" if one_user else ""} AND s.deleted_at IS NULL
-          AND s.last_seq > COALESCE(p.embedded_through_seq, 0)
+        WHERE s.tenant_id = %(tenant)s {"AND s.user_id = %(user)s" if one_user else ""} AND s.deleted_at IS NULL
+          AND s.last_seq > p.embedded_through_seq
+    """
+
+
+def _unmarked_sql(*, one_user: bool) -> str:
+    """The same for the live sessions with no watermark in this space yet (new sessions; every session after a
+    deploy or an embedder change): their messages are read at once, in one join (hash joins when they are many),
+    rather than session by session."""
+    return f"""
+        WITH unmarked AS (
+            SELECT s.id, s.last_seq FROM {_SESSION} s
+            LEFT JOIN {_PROGRESS} p ON p.session_id = s.id AND p.space = %(space)s
+            WHERE s.tenant_id = %(tenant)s {"AND s.user_id = %(user)s" if one_user else ""}
+              AND s.deleted_at IS NULL AND s.last_seq > 0 AND p.session_id IS NULL
+        )
+        SELECT u.id, u.last_seq, 0, COALESCE(w.waiting, 0), w.first_seq, w.oldest, statement_timestamp()
+        FROM unmarked u LEFT JOIN (
+            SELECT m.session_id, count(*) AS waiting, min(m.seq) AS first_seq, min(m.received_at) AS oldest
+            FROM {_MESSAGE} m JOIN unmarked u2 ON u2.id = m.session_id AND m.seq <= u2.last_seq
+            WHERE m.tenant_id = %(tenant)s AND {_WAITING}
+            GROUP BY m.session_id
+        ) w ON w.session_id = u.id
     """
 
 
@@ -165,11 +191,17 @@ def pending_message_vectors(*, tenant: Tenant, user_id: str | None, key: str | N
     """How many of the tenant's (user's) messages wait for a vector of `key` (None: for any vector), and when the
     oldest of them was received. Moves each session's watermark up to its first waiting message."""
     space = embedding_space(key)
-    params = [space, list(settings.ACE_EMBED_MESSAGE_ROLES), key, key, tenant.pk]
-    if user_id is not None:
-        params.append(user_id)
+    params = {
+        "space": space,
+        "roles": list(settings.ACE_EMBED_MESSAGE_ROLES),
+        "key": key,
+        "tenant": tenant.pk,
+        "user": user_id,
+    }
+    one_user = user_id is not None
     with connection.cursor() as cursor:
-        cursor.execute(_tails_sql(one_user=user_id is not None), params)
+        # One statement, so one snapshot: a session marked meanwhile is counted once, by one of the two.
+        cursor.execute(f"({_tails_sql(one_user=one_user)}) UNION ALL ({_unmarked_sql(one_user=one_user)})", params)
         rows = cursor.fetchall()
     waiting, oldest, advance = 0, None, []
     for session_id, last_seq, done, count, first_seq, first_received, counted_at in rows:
@@ -191,6 +223,21 @@ def pending_message_vectors(*, tenant: Tenant, user_id: str | None, key: str | N
                 ],
             )
     return waiting, oldest
+
+
+def embedding_progress_refresh() -> int:
+    """Count every tenant's waiting messages once, which moves every session's watermark up (the periodic sweep
+    calls it): a session's first count reads its whole history, so it is done here, in a worker, rather than by
+    the first recall or status request after a deploy, an embedder change or a big import."""
+    if not settings.ACE_EMBED_MESSAGES:
+        return 0
+    embedder, _ = embedder_status()
+    if embedder is None:
+        return 0
+    waiting = 0
+    for tenant in Tenant.objects.order_by("name"):
+        waiting += pending_message_vectors(tenant=tenant, user_id=None, key=embedder.key)[0]
+    return waiting
 
 
 def embedding_progress_lower(*, message_ids) -> None:

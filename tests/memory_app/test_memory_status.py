@@ -168,3 +168,17 @@ def test_a_worker_drains_the_backlog_the_status_shows(celery_worker):
     api.post("/api/v1/records/", {"user_id": "xiaoming", "type": "fact", "content": "Likes tea"}, format="json")
     wait_for(lambda: status(api)["complete"])
     assert Record.objects.filter(tenant=api.tenant).exclude(embedding_key="").count() == 1
+
+
+def test_the_periodic_sweep_reads_each_sessions_history_so_requests_only_read_tails(api):
+    from memory_app.models import SessionEmbeddingProgress
+    from memory_app.selectors.status import embedding_progress_refresh
+
+    session = open_session(api)
+    ids = post(api, session, [{"role": "user", "content": f"line {n}"} for n in range(10)])
+    messages_embed(message_ids=ids[:6])
+    assert embedding_progress_refresh() == 4  # what the sweep (tasks.embed_pending) runs, for every tenant
+    assert SessionEmbeddingProgress.objects.get(session_id=session).embedded_through_seq == 6
+    messages_embed(message_ids=ids[6:])
+    assert pending(status(api, user_id="xiaoming"))[0] == 0
+    assert SessionEmbeddingProgress.objects.get(session_id=session).embedded_through_seq == 10
