@@ -212,6 +212,7 @@ def pending_message_vectors(*, tenant: Tenant, user_id: str | None, key: str | N
         if through > done:
             advance.append((session_id, through, counted_at))
     if advance and key is not None:
+        advance.sort()  # rows locked in one order by every count: two at once never deadlock
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
                 _ADVANCE_SQL,
