@@ -9,10 +9,12 @@ from django.utils.text import Truncator
 
 from memory_app.models import Record, RecordRevision
 from memory_app.selectors.records import nearest_records
+from memory_app.selectors.status import embedder_status, memory_status
 from memory_app.services import RecordClosed, record_invalidate
 from platform_kit.admin.display import EMPTY, badge, parse_uuid, pretty_json, truncated
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
 from sessions_app.links import timeline_url
+from sessions_app.models import Tenant
 from sessions_app.search import keyword_filter
 
 
@@ -64,7 +66,29 @@ class RecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
         similar = path(
             "<uuid:object_id>/similar/", self.admin_site.admin_view(self.similar_view), name="memory_app_record_similar"
         )
-        return [similar, *super().get_urls()]
+        status = path("status/", self.admin_site.admin_view(self.status_view), name="memory_app_memory_status")
+        return [similar, status, *super().get_urls()]
+
+    def status_view(self, request):
+        """The memory backlog per tenant (GET /api/v1/memory/status/ for each), or of one user of one tenant."""
+        if not self.has_view_permission(request):
+            raise Http404
+        tenants = Tenant.objects.order_by("name")
+        tenant_id, user_id = parse_uuid(request.GET.get("tenant", "")), request.GET.get("user_id", "").strip()
+        if tenant_id is not None:
+            tenants = tenants.filter(pk=tenant_id)
+        rows = [(tenant, memory_status(tenant=tenant, user_id=user_id or None)) for tenant in tenants[:200]]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Memory status",
+            "rows": rows,
+            "embedder": rows[0][1].embedder if rows else embedder_status()[1],
+            "user_id": user_id,
+            "tenant_id": tenant_id,
+            "tenants": Tenant.objects.order_by("name")[:200],
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/memory_app/status.html", context)
 
     def similar_view(self, request, object_id):
         """The records nearest to this one in the embedder's space: duplicates to merge, contradictions to
@@ -171,3 +195,7 @@ class RecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
         for start in range(0, len(ids), 256):
             enqueue(embed_records, ids[start : start + 256])
         self.message_user(request, f"Queued {len(ids)} record(s) for embedding.")
+
+
+# The admin index links to the memory status (after the usage dashboard's link, which sessions_app adds).
+admin.site.index_template = "admin/memory_app/index.html"

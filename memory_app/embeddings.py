@@ -11,7 +11,7 @@ from django.db import connection, transaction
 
 from memory_app.embedders import Embedder, EmbedderMisconfigured, get_embedder
 from memory_app.models import MessageEmbedding, Record
-from sessions_app.models import Message
+from sessions_app.models import Message, Session
 
 _KEY = re.compile(r"^[A-Za-z0-9:._/@+-]{1,160}$")
 _indexed: set[tuple[str, int]] = set()
@@ -86,7 +86,11 @@ def record_embedding_reset(*, record_id) -> None:
 def message_embeddings_reset(*, message_ids: Iterable) -> None:
     """The messages' content changed (an import completed them in place): their old vectors no longer describe
     them. Without one, the periodic sweep (`tasks.embed_pending`) finds them, if the queued task is lost."""
-    MessageEmbedding.objects.filter(message_id__in=list(message_ids)).delete()
+    from memory_app.selectors.status import embedding_progress_lower
+
+    message_ids = list(message_ids)
+    MessageEmbedding.objects.filter(message_id__in=message_ids).delete()
+    embedding_progress_lower(message_ids=message_ids)  # the memory status counts them as waiting again
 
 
 def messages_embed(*, message_ids: Iterable, embedder: Embedder | None = None) -> int:
@@ -95,7 +99,9 @@ def messages_embed(*, message_ids: Iterable, embedder: Embedder | None = None) -
     embedder = embedder or get_embedder()
     messages = [
         m
-        for m in Message.objects.filter(pk__in=list(message_ids), role__in=settings.ACE_EMBED_MESSAGE_ROLES)
+        for m in Message.objects.filter(
+            pk__in=list(message_ids), role__in=settings.ACE_EMBED_MESSAGE_ROLES, session__deleted_at__isnull=True
+        )
         .select_related("session")
         .only("id", "tenant_id", "session_id", "session__user_id", "content", "created_at")
         if m.content.strip()
@@ -104,21 +110,37 @@ def messages_embed(*, message_ids: Iterable, embedder: Embedder | None = None) -
         return 0
     vectors = _vectors(embedder, [m.content for m in messages])
     ensure_vector_index(embedder)
-    MessageEmbedding.objects.bulk_create(
-        [
-            MessageEmbedding(
-                message_id=m.pk,
-                tenant_id=m.tenant_id,
-                session_id=m.session_id,
-                user_id=m.session.user_id,
-                created_at=m.created_at,
-                embedding=vector,
-                embedding_key=embedder.key,
-            )
-            for m, vector in zip(messages, vectors, strict=True)
-        ],
-        update_conflicts=True,
-        unique_fields=["message"],
-        update_fields=["embedding", "embedding_key", "user_id"],
-    )
-    return len(messages)
+    with transaction.atomic():
+        # A session deleted while its messages were being embedded gets no vector: its live sessions are
+        # share-locked until the vectors commit, so a deletion (which removes the session's vectors in its own
+        # transaction) comes either before this read, or after the vectors are written.
+        live = _live_sessions_locked({m.session_id for m in messages})
+        embedded = [(m, vector) for m, vector in zip(messages, vectors, strict=True) if m.session_id in live]
+        MessageEmbedding.objects.bulk_create(
+            [
+                MessageEmbedding(
+                    message_id=m.pk,
+                    tenant_id=m.tenant_id,
+                    session_id=m.session_id,
+                    user_id=m.session.user_id,
+                    created_at=m.created_at,
+                    embedding=vector,
+                    embedding_key=embedder.key,
+                )
+                for m, vector in embedded
+            ],
+            update_conflicts=True,
+            unique_fields=["message"],
+            update_fields=["embedding", "embedding_key", "user_id"],
+        )
+    return len(embedded)
+
+
+def _live_sessions_locked(session_ids: set) -> set:
+    """The sessions among these that are not deleted, share-locked (in id order) until the transaction ends."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id FROM {Session._meta.db_table} WHERE id = ANY(%s) AND deleted_at IS NULL ORDER BY id FOR SHARE",
+            [sorted(session_ids)],
+        )
+        return {row[0] for row in cursor.fetchall()}

@@ -148,6 +148,14 @@ class Record(models.Model):
                 condition=Q(valid=True),
                 name="record_user_bits",
             ),
+            # The memory status counts a tenant's records still without a vector of the current key: two short
+            # ranges of this index (keys below and above it), whatever the number of embedded records.
+            models.Index(
+                fields=["tenant", "embedding_key"],
+                include=["updated_at"],
+                condition=Q(valid=True),
+                name="record_tenant_embedding_key",
+            ),
         ]
 
     def __str__(self):
@@ -178,6 +186,21 @@ class MessageEmbedding(models.Model):
 
     def __str__(self):
         return f"embedding of {self.message_id}"
+
+
+class SessionEmbeddingProgress(models.Model):
+    """How far a session's messages are known to have their vectors: every embeddable message with `seq` up to
+    `embedded_through_seq` has one in `space` (an embedder key and the embedded roles). Kept by the memory
+    status (memory_app.selectors.status), so counting what still waits reads each session's tail, not its
+    history; lowered when a message's content changes (an import completing it, a turn completing)."""
+
+    session = models.OneToOneField(Session, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    space = models.CharField(max_length=400)
+    embedded_through_seq = models.BigIntegerField()
+    updated_at = models.DateTimeField()
+
+    def __str__(self):
+        return f"{self.session_id} embedded through #{self.embedded_through_seq}"
 
 
 class RecordRevision(models.Model):

@@ -160,6 +160,55 @@ class RecallResultSerializer(serializers.Serializer):
     detail = serializers.CharField(required=False, allow_blank=True)
 
 
+class RecallPendingSerializer(serializers.Serializer):
+    message_vectors = serializers.IntegerField(help_text="The user's messages recall cannot find by meaning yet")
+    record_vectors = serializers.IntegerField(help_text="The user's records recall cannot find by meaning yet")
+    search_index = serializers.IntegerField(help_text="The user's long messages not yet searchable by keyword")
+
+
+class RecallResponseSerializer(RecallResultSerializer):
+    pending = RecallPendingSerializer(help_text="What of this user's data is not fully indexed yet")
+    complete = serializers.BooleanField(
+        help_text="True: every row this recall searched (records; messages unless include_messages=false) is indexed"
+    )
+
+
+class MemoryStatusQuerySerializer(serializers.Serializer):
+    user_id = StrictCharField(max_length=255, required=False, help_text="Only this user's rows")
+
+
+class EmbedderStatusSerializer(serializers.Serializer):
+    provider = serializers.CharField(help_text="ACE_EMBEDDER: local, hash or openai")
+    key = serializers.CharField(allow_null=True, help_text="The vector space: provider, model, dimensions")
+    label = serializers.CharField(allow_null=True)
+    dimensions = serializers.IntegerField(allow_null=True)
+    loaded = serializers.BooleanField(
+        allow_null=True, help_text="Whether this web process has the model in memory (null: not known cheaply)"
+    )
+    messages_embedded = serializers.BooleanField(help_text="ACE_EMBED_MESSAGES: messages get vectors too")
+    embedded_roles = serializers.ListField(child=serializers.CharField(), help_text="ACE_EMBED_MESSAGE_ROLES")
+    error = serializers.CharField(allow_blank=True, help_text="Why the embedder cannot be used, if it cannot")
+
+
+class MemoryStatusSerializer(serializers.Serializer):
+    embedder = EmbedderStatusSerializer()
+    pending_message_vectors = serializers.IntegerField(
+        help_text="Messages of the embedded roles, with text, in live sessions, without a vector of the embedder"
+    )
+    pending_record_vectors = serializers.IntegerField(help_text="Valid records without a vector of the embedder")
+    pending_search_index = serializers.IntegerField(
+        help_text="Long messages whose keyword search vector the indexing queue has not built yet"
+    )
+    oldest_pending_seconds = serializers.FloatField(
+        help_text="Age of the oldest pending row (a message's receipt, a record's last change); 0: nothing pending"
+    )
+    oldest_pending_at = BoundedDateTimeField(allow_null=True)
+    complete = serializers.BooleanField(help_text="True: nothing is pending")
+    detail = serializers.CharField(allow_blank=True, help_text="The same, in one sentence for a person")
+    user_id = serializers.CharField(allow_null=True, help_text="The user counted, or null: the whole tenant")
+    measured_at = BoundedDateTimeField()
+
+
 class ContextQuerySerializer(serializers.Serializer):
     query = serializers.CharField(required=False, max_length=4000)
     top_k = serializers.IntegerField(required=False, min_value=1, max_value=50, default=8)

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from memory_app.models import Record, RecordRevision
+from memory_app.models import MessageEmbedding, Record, RecordRevision
 from platform_kit.redaction import redact, redact_text
 from sessions_app.models import Message, Session, Tenant
 
@@ -42,12 +43,17 @@ def normalized_text(text: str) -> str:
 def _sources(*, tenant: Tenant, session_ids, message_ids) -> tuple[list[Session], list[Message]]:
     """The tenant's sessions and messages named; a message's session is a source too. Unknown ids: 400."""
     session_ids, message_ids = {str(i) for i in session_ids or ()}, {str(i) for i in message_ids or ()}
-    messages = list(Message.objects.filter(tenant=tenant, pk__in=message_ids).only("id", "session_id"))
+    # A deleted session's messages are out of reach through the API: a record cannot cite them either.
+    messages = list(
+        Message.objects.filter(tenant=tenant, pk__in=message_ids, session__deleted_at__isnull=True).only(
+            "id", "session_id"
+        )
+    )
     missing = message_ids - {str(m.pk) for m in messages}
     if missing:
         raise ValidationError({"source_message_ids": [f"Not messages of yours: {', '.join(sorted(missing))}."]})
     session_ids |= {str(m.session_id) for m in messages}
-    sessions = list(Session.objects.filter(tenant=tenant, pk__in=session_ids).only("id"))
+    sessions = list(Session.objects.filter(tenant=tenant, pk__in=session_ids, deleted_at__isnull=True).only("id"))
     missing = session_ids - {str(s.pk) for s in sessions}
     if missing:
         raise ValidationError({"source_session_ids": [f"Not sessions of yours: {', '.join(sorted(missing))}."]})
@@ -283,3 +289,56 @@ def record_invalidate(*, tenant: Tenant, record_id, actor: str = "api", reason: 
         change = RecordRevision.Change.DELETE if reason == "deleted" else RecordRevision.Change.INVALIDATE
         _snapshot(record, change=change, actor=actor, reason=reason[:255])
     return record
+
+
+SOURCES_DELETED = "its source session was deleted"
+
+
+@dataclass(frozen=True)
+class SessionForgotten:
+    message_vectors: int  # vectors of the session's messages removed
+    records_invalidated: int  # records that came only from the session
+    records_unlinked: int  # records that keep other sources and no longer cite the session
+
+
+def session_memory_forget(*, tenant_id, session_id, actor: str = "session-delete") -> SessionForgotten:
+    """What memory derived from a session that was just deleted goes with it, so recall never returns it:
+
+    - the vectors of its messages (the keyword side already skips a deleted session's messages);
+    - a valid record that came only from deleted sessions is invalidated (a new revision says why; it stays
+      for audit, like every invalidated record);
+    - a valid record that also came from a live session stays, and stops citing the deleted session and its
+      messages (the revision before the change still names them, for audit).
+
+    Called inside the deleting transaction (signal session_deleted). Records already invalid are left as
+    they are: audit only, never recalled.
+    """
+    with transaction.atomic():
+        vectors, _ = MessageEmbedding.objects.filter(message__session_id=session_id).delete()
+        record_ids = list(
+            Record.objects.filter(tenant_id=tenant_id, valid=True)
+            .filter(Q(source_sessions=session_id) | Q(source_messages__session_id=session_id))
+            .values_list("pk", flat=True)
+            .distinct()
+            .order_by("pk")
+        )
+        invalidated = unlinked = 0
+        for record_id in record_ids:
+            record = _open_record(tenant=tenant_id, record_id=record_id)
+            if not record.source_sessions.filter(deleted_at__isnull=True).exclude(pk=session_id).exists():
+                record_invalidate(tenant=tenant_id, record_id=record_id, actor=actor, reason=SOURCES_DELETED)
+                invalidated += 1
+                continue
+            record.source_sessions.remove(session_id)
+            record.source_messages.remove(*record.source_messages.filter(session_id=session_id))
+            record.revision += 1
+            record.updated_at = timezone.now()
+            record.save(update_fields=["revision", "updated_at"])
+            _snapshot(record, change=RecordRevision.Change.UPDATE, actor=actor, reason=SOURCES_DELETED)
+            unlinked += 1
+    return SessionForgotten(message_vectors=vectors, records_invalidated=invalidated, records_unlinked=unlinked)
+
+
+def session_deleted_handler(sender, session_id, tenant_id, **kwargs):
+    # Inside the deleting transaction: the session's vectors and the memories only it supports go with it.
+    session_memory_forget(tenant_id=tenant_id, session_id=session_id)

@@ -6,6 +6,7 @@ from django.conf import settings
 from memory_app.embedders import EmbedderUnavailable, get_embedder
 from memory_app.embeddings import message_embeddings_reset, messages_embed, records_embed
 from memory_app.selectors.records import pending_messages, pending_records
+from memory_app.selectors.status import embedding_progress_lower, embedding_progress_refresh
 from platform_kit.tasks import enqueue_or_leave_to_sweep, queued_siblings
 
 RETRY = {
@@ -46,6 +47,7 @@ def embed_pending(batch: int = 256, limit: int = 20_000) -> int:
         embed_records.delay([str(pk) for pk in record_ids[start : start + batch]])
     for start in range(0, len(message_ids), batch):
         embed_messages.delay([str(pk) for pk in message_ids[start : start + batch]])
+    embedding_progress_refresh()  # keeps the memory status's watermarks near the present (selectors.status)
     return len(record_ids) + len(message_ids)
 
 
@@ -83,4 +85,5 @@ def messages_amended_handler(sender, amended, **kwargs):
 def turn_completed_handler(sender, message_ids, **kwargs):
     # The turn's two messages have their final text now (the placeholder was empty when it was appended).
     if settings.ACE_EMBED_MESSAGES:
+        embedding_progress_lower(message_ids=message_ids)  # the memory status counts the new text as waiting
         enqueue(embed_messages, message_ids)

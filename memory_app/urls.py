@@ -9,6 +9,7 @@ router.register("records", views.RecordViewSet, basename="record")
 
 urlpatterns = [
     path("recall/", views.RecallView.as_view(), name="recall"),
+    path("memory/status/", views.MemoryStatusView.as_view(), name="memory-status"),
     path("sessions/<uuid:pk>/context/", views.SessionContextView.as_view(), name="session-context"),
     *router.urls,
 ]

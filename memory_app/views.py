@@ -12,10 +12,14 @@ from memory_app.filters import RecordFilter
 from memory_app.models import Record, RecordRevision
 from memory_app.selectors.context import session_context
 from memory_app.selectors.recall import recall_search
+from memory_app.selectors.status import memory_status
 from memory_app.serializers import (
     ContextQuerySerializer,
     ContextSerializer,
+    MemoryStatusQuerySerializer,
+    MemoryStatusSerializer,
     RecallQuerySerializer,
+    RecallResponseSerializer,
     RecallResultSerializer,
     RecordRevisionSerializer,
     RecordSerializer,
@@ -110,8 +114,10 @@ class RecordViewSet(
 class RecallView(TenantScopedMixin, APIView):
     @extend_schema(
         request=RecallQuerySerializer,
-        responses=RecallResultSerializer,
+        responses=RecallResponseSerializer,
         summary="Hybrid recall (vectors + keywords, fused by rank) over a user's records and messages",
+        description="`complete` is false while some of the user's rows are not indexed yet (`pending` counts them "
+        "and `detail` says so in a sentence): the results may miss them until they are.",
     )
     def post(self, request):
         body = RecallQuerySerializer(data=request.data)
@@ -120,7 +126,40 @@ class RecallView(TenantScopedMixin, APIView):
         if "session" in params and not Session.objects.filter(pk=params["session"], tenant=self.tenant).exists():
             raise ValidationError({"session": ["Not a session of yours."]})
         result = recall_search(tenant=self.tenant, **params)
-        return Response(RecallResultSerializer(result).data)
+        return Response(self._with_backlog(RecallResultSerializer(result).data, params))
+
+    def _with_backlog(self, data: dict, params: dict) -> dict:
+        """The recall answer, with what of the user's data it could not search yet."""
+        backlog = memory_status(tenant=self.tenant, user_id=params["user_id"])
+        messages = params.get("include_messages", True)
+        pending = {
+            "message_vectors": backlog.pending_message_vectors if messages else 0,
+            "record_vectors": backlog.pending_record_vectors,
+            "search_index": backlog.pending_search_index if messages else 0,
+        }
+        line = backlog.detail(messages=messages)
+        return {
+            **data,
+            "detail": " ".join(part for part in (data.get("detail", ""), line) if part),
+            "pending": pending,
+            "complete": not any(pending.values()),
+        }
+
+
+class MemoryStatusView(TenantScopedMixin, APIView):
+    @extend_schema(
+        parameters=[MemoryStatusQuerySerializer],
+        responses=MemoryStatusSerializer,
+        summary="The memory backlog: rows recall cannot find fully yet, and the embedder",
+        description="For the API key's tenant, or one user with `?user_id=`: messages and records still waiting "
+        "for a vector of the configured embedder, long messages waiting for their keyword index, and the age of "
+        "the oldest of them. `complete` is true when nothing waits.",
+    )
+    def get(self, request):
+        query = MemoryStatusQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        status_ = memory_status(tenant=self.tenant, user_id=query.validated_data.get("user_id"))
+        return Response(MemoryStatusSerializer(status_).data)
 
 
 class SessionContextView(TenantScopedMixin, APIView):

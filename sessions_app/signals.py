@@ -1,4 +1,4 @@
-"""Signals other apps subscribe to; sent after the writing transaction commits.
+"""Signals other apps subscribe to; sent after the writing transaction commits (but see session_deleted).
 
 `sessions_app` never imports the memory or strategy apps: they listen here.
 """
@@ -31,3 +31,7 @@ state_changed = Signal()
 session_ended = Signal()
 # sender=Turn class; kwargs: turn_id, session_id, tenant_id, status, tool_names (called), message_ids
 turn_completed = Signal()
+# sender=Session class; kwargs: session_id, tenant_id. Sent INSIDE the deleting transaction (like Django's
+# post_delete): what the other apps derived from the session (message vectors, records citing it) goes with it
+# in the same commit, so no reader ever sees the session deleted and its messages still recallable.
+session_deleted = Signal()

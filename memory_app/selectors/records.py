@@ -28,7 +28,8 @@ def pending_messages(*, embedder: Embedder, limit: int, within: timedelta | None
     messages = (
         Message.objects.all() if within is None else Message.objects.filter(received_at__gte=timezone.now() - within)
     )
-    messages = messages.filter(role__in=settings.ACE_EMBED_MESSAGE_ROLES).exclude(content="")
+    messages = messages.filter(role__in=settings.ACE_EMBED_MESSAGE_ROLES, session__deleted_at__isnull=True)
+    messages = messages.exclude(content="")
     return list(messages.filter(~Exists(embedded)).values_list("pk", flat=True)[:limit])
 
 

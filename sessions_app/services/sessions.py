@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from platform_kit.redaction import redact_fields
 from sessions_app.models import Session, Tenant
-from sessions_app.signals import session_ended
+from sessions_app.signals import session_deleted, session_ended
 
 EDITABLE_FIELDS = (
     "name",
@@ -68,11 +68,15 @@ def session_end(*, tenant: Tenant, session_id, ended_at=None) -> Session:
     return session
 
 
+@transaction.atomic
 def session_delete(*, tenant: Tenant, session_id) -> None:
-    """Hide the session from the API. Its messages stay for audit (admin) and its usage stays counted."""
+    """Hide the session from the API. Its messages stay for audit (admin) and its usage stays counted; what
+    other apps derived from it (vectors, memories) is forgotten in the same transaction (signal
+    session_deleted): a deleted session is never recalled."""
     now = timezone.now()
     updated = Session.objects.filter(pk=session_id, tenant=tenant, deleted_at__isnull=True).update(
         deleted_at=now, ended_at=Coalesce(F("ended_at"), now)
     )
     if not updated:
         raise Session.DoesNotExist
+    session_deleted.send(sender=Session, session_id=session_id, tenant_id=tenant.pk)
