@@ -23,7 +23,7 @@ Questions: each `qa` item with evidence is asked with `POST /api/v1/recall/` (`u
 among the `source_external_ids` of the top k hits (messages, and the source messages of records), averaged
 over items; reported overall and per category. Three modes:
 
-- `hybrid`: the API as it is (vectors + keywords fused by reciprocal rank);
+- `hybrid`: the API as it is (BM25 keywords + vectors on one scale, message hits with their neighbours);
 - `vector`: the same request with the keyword side switched off, and `keyword`: with the vector side
   switched off. The API has no such switch, so these run in this process with memory_app.selectors.recall's
   `recall_terms` (→ None: no keyword lists) or `_vector_ids` (→ []: no vector lists) patched for the
@@ -386,7 +386,7 @@ def run(
         loaded[str(sample["sample_id"])] = earlier or load_sample(
             api, sample, user_id=user_id, dataset_name=dataset_name
         )
-        if strategies and not earlier:
+        if strategies:  # a run reads only what its strategy has not read yet: nothing twice
             strategies_run(api, user_id=user_id, dataset_name=dataset_name)
         sessions += loaded[str(sample["sample_id"])]["sessions"]
     load_seconds = time.perf_counter() - start
@@ -462,40 +462,77 @@ def run(
 
 
 SWEEP = {
-    "VECTOR_WEIGHT": (0.25, 0.5, 1.0),
-    "NEIGHBOUR_KEYWORD": (0.25, 0.5, 1.0),
-    "NEIGHBOUR_VECTOR": (0.0, 0.5),
+    "VECTOR_WEIGHT": (0.25, 0.5, 0.75, 1.0),
+    "NEIGHBOUR_KEYWORD": (0.25, 0.5, 0.75),
+    "NEIGHBOUR_VECTOR": (0.0, 0.5, 1.0),
 }
 
 
 def sweep(api, dataset, *, user_prefix: str = "") -> list[dict]:
     """recall@10 (and own@10) of every combination of the scoring weights in SWEEP, on a dataset loaded
-    before (run it once first), through recall_search in this process with the module's constants patched."""
+    before. In this process: each question's candidates are gathered once (memory_app.selectors.recall.gather,
+    the database part), then scored and picked under each combination with the module's constants patched."""
+    import dataclasses
     import itertools
     from unittest import mock
 
     import memory_app.selectors.recall as recall
+    from memory_app.embedders import get_embedder
+    from memory_app.models import Record
+    from sessions_app.models import Message
 
-    samples = load_dataset(dataset)
     tenant = Asker(api)._tenant_of_key()
+    embedder = get_embedder()
     questions = []
-    for sample in samples:
+    for sample in load_dataset(dataset):
         for qa in sample.get("qa", []):
             evidence = evidence_ids(qa.get("evidence"))
             if evidence and str(qa.get("question") or "").strip():
                 questions.append((f"{user_prefix}{sample['sample_id']}", str(qa["question"])[:4000], evidence))
+    users = {user_id for user_id, _, _ in questions}
+    external = {
+        (str(session_id), seq): ext
+        for session_id, seq, ext in Message.objects.filter(tenant=tenant, session__user_id__in=users).values_list(
+            "session_id", "seq", "external_id"
+        )
+    }
+    cited = {}
+    for record in Record.objects.filter(tenant=tenant, user_id__in=users, valid=True).prefetch_related(
+        "source_messages"
+    ):
+        cited[str(record.pk)] = [m.external_id for m in record.source_messages.all() if m.external_id]
+    gathered = []
+    for user_id, question, evidence in questions:
+        candidates, keyword = recall.gather(
+            tenant=tenant,
+            query=question,
+            user_id=user_id,
+            vector=recall.query_vector(embedder, question),
+            embedder=embedder,
+            types=None,
+            session=None,
+            since=None,
+            until=None,
+            include_messages=True,
+            include_records=True,
+        )
+        gathered.append((candidates, keyword, evidence))
     rows = []
     for values in itertools.product(*SWEEP.values()):
         patches = dict(zip(SWEEP, values, strict=True))
+        found, own = [], []
         with mock.patch.multiple(recall, **patches):
-            found, own = [], []
-            for user_id, question, evidence in questions:
-                result = recall.recall_search(tenant=tenant, query=question, user_id=user_id, top_k=10)
-                hits = [(h.source_external_ids, [c["external_id"] for c in h.context]) for h in result.results]
+            for candidates, keyword, evidence in gathered:
+                fresh = {key: dataclasses.replace(c, matched_by=set(), around=[]) for key, c in candidates.items()}
+                hits = []
+                for c in recall._pick(recall._score(fresh, keyword), 10):
+                    if c.place is None:
+                        hits.append((cited.get(c.pk, []), []))
+                    else:
+                        hits.append(([external.get(c.place, "")], [external.get(p, "") for p in c.around]))
                 found.append(recall_at(hits, evidence, 10))
                 own.append(recall_at(hits, evidence, 10, context=False))
         rows.append({**patches, "recall@10": _mean(found), "own@10": _mean(own)})
-        print("  ", rows[-1], flush=True)
     return sorted(rows, key=lambda row: -row["recall@10"])
 
 

@@ -115,7 +115,8 @@ class RecallView(TenantScopedMixin, APIView):
     @extend_schema(
         request=RecallQuerySerializer,
         responses=RecallResponseSerializer,
-        summary="Hybrid recall (vectors + keywords, fused by rank) over a user's records and messages",
+        summary="Hybrid recall (BM25 keywords + vectors, one score for records and messages; message hits with "
+        "the turns around them) over a user's records and messages",
         description="`complete` is false while some of the user's rows are not indexed yet (`pending` counts them "
         "and `detail` says so in a sentence): the results may miss them until they are.",
     )

@@ -331,6 +331,47 @@ def recall_search(
         embedder, vector = None, None
         degraded, detail = True, f"Embedder unavailable, keyword results only: {error}"
 
+    candidates, keyword = gather(
+        tenant=tenant,
+        query=query,
+        user_id=user_id,
+        vector=vector,
+        embedder=embedder,
+        types=types,
+        session=session,
+        since=since,
+        until=until,
+        include_messages=include_messages,
+        include_records=include_records,
+    )
+    ranked = _score(candidates, keyword)
+    best = _pick(ranked, top_k)
+    hits = _load_hits(best)
+    results = []
+    for c in best:
+        hit = hits.get(f"{c.kind[0]}:{c.pk}")
+        if hit is not None:
+            hit.score, hit.matched_by = round(c.score, 6), sorted(c.matched_by)
+            results.append(hit)
+    return RecallResult(results=results, degraded=degraded, embedder=embedder_key, detail=detail)
+
+
+def gather(
+    *,
+    tenant: Tenant,
+    query: str,
+    user_id: str,
+    vector: list[float] | None,
+    embedder,
+    types: list[str] | None,
+    session,
+    since: datetime | None,
+    until: datetime | None,
+    include_messages: bool,
+    include_records: bool,
+) -> tuple[dict[str, _Candidate], dict[str, float]]:
+    """The candidates of the four lists (keyed "r:<id>" / "m:<id>", with their cosine and, for messages, their
+    place in the session) and the keyword matches' BM25 scores, 0–1, over one collection of both kinds."""
     candidates: dict[str, _Candidate] = {}
     docs: dict[str, dict[str, list[int]]] = {}  # keyword matches of both kinds: one collection for BM25
     rows = 0
@@ -406,16 +447,7 @@ def recall_search(
             for pk, session_id, seq in Message.objects.filter(pk__in=unplaced).values_list("pk", "session_id", "seq"):
                 candidates[f"m:{pk}"].place = (str(session_id), seq)
 
-    ranked = _score(candidates, bm25_scores(docs, query_terms(query) if docs else [], rows))
-    best = _pick(ranked, top_k)
-    hits = _load_hits(best)
-    results = []
-    for c in best:
-        hit = hits.get(f"{c.kind[0]}:{c.pk}")
-        if hit is not None:
-            hit.score, hit.matched_by = round(c.score, 6), sorted(c.matched_by)
-            results.append(hit)
-    return RecallResult(results=results, degraded=degraded, embedder=embedder_key, detail=detail)
+    return candidates, bm25_scores(docs, query_terms(query) if docs else [], rows)
 
 
 def _score(candidates: dict[str, _Candidate], keyword: dict[str, float]) -> list[_Candidate]:
