@@ -26,7 +26,7 @@ over items; reported overall and per category. Three modes:
 - `hybrid`: the API as it is (BM25 keywords + vectors on one scale, message hits with their neighbours);
 - `vector`: the same request with the keyword side switched off, and `keyword`: with the vector side
   switched off. The API has no such switch, so these run in this process with memory_app.selectors.recall's
-  `recall_terms` (→ None: no keyword lists) or `_vector_ids` (→ []: no vector lists) patched for the
+  `terms_query` (→ None: no keyword lists) or `_vector_scores` (→ []: no vector lists) patched for the
   duration of the call; everything else (filters, fusion, top_k, hit loading) is the product's code. In-process
   they still go through the API view; with `--url` they call memory_app.selectors.recall.recall_search directly.
 
@@ -279,7 +279,7 @@ def recall_mode(mode: str):
     if mode == "hybrid":
         yield
     elif mode == "vector":
-        with mock.patch.object(recall, "recall_terms", lambda text: None):
+        with mock.patch.object(recall, "terms_query", lambda terms: None):
             yield
     elif mode == "keyword":
         with mock.patch.object(recall, "_vector_scores", lambda *args, **kwargs: []):

@@ -35,7 +35,6 @@ from memory_app.embeddings import ensure_vector_index
 from memory_app.models import MessageEmbedding, Record
 from platform_kit.db import within_time
 from sessions_app.models import Message, Session, Tenant
-from sessions_app.search import CJK_RUN, SEARCH_CONFIG
 
 logger = logging.getLogger(__name__)
 
@@ -109,49 +108,35 @@ def count_sql(table: str, where: str) -> str:
     return f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE embedding_key = %s AND {where} LIMIT {limit}) n"
 
 
+# Planner settings of a recall's transaction: pgvector's iterative HNSW scan (it keeps reading the graph until
+# LIMIT rows pass the filter, so a selective filter does not silently return too few), and a keyword search
+# that reads the user's rows through their btree index and tests each (see _keyword_matches).
+RECALL_SETTINGS = (
+    "SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 100; "
+    "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off"
+)
+
+
 def _vector_scores(
     sql_table: str, where: str, params: list, vector: list[float], dims: int, key: str
 ) -> list[tuple[str, float]]:
-    """Nearest rows of one embedder's space under `where` with their cosine similarity, best first."""
+    """Nearest rows of one embedder's space under `where` with their cosine similarity, best first. Runs in the
+    recall's transaction (RECALL_SETTINGS)."""
     literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
-    with transaction.atomic(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(count_sql(sql_table, where), [key, *params])
-        shortlist = cursor.fetchone()[0] > settings.ACE_RECALL_EXACT_UP_TO
-        if shortlist:
+        if cursor.fetchone()[0] > settings.ACE_RECALL_EXACT_UP_TO:
             cursor.execute(vector_sql(sql_table, where, dims, shortlist=True), [key, *params, literal, literal])
         else:
-            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 100")
             cursor.execute(vector_sql(sql_table, where, dims, shortlist=False), [literal, key, *params, literal])
         return [(str(pk), 1.0 - float(distance)) for pk, distance in cursor.fetchall()]
 
 
 def _vector_ids(sql_table: str, where: str, params: list, vector: list[float], dims: int, key: str) -> list[str]:
-    """The ids of `_vector_scores`, nearest first."""
-    return [pk for pk, _ in _vector_scores(sql_table, where, params, vector, dims, key)]
-
-
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'_-]*")
-
-
-def recall_terms(text: str) -> SearchQuery | None:
-    """Any of the query's words (English words stemmed, Chinese as character bigrams), for matching.
-
-    A question rarely shares all its words with the answer ("what does she like to visit?"), so recall's
-    keyword side matches any term and lets BM25 order by how many, how rare and how often.
-    """
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text) if len(w) > 1))[:32]
-    grams: list[str] = []
-    for run in CJK_RUN.findall(text):
-        grams += [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
-    grams = list(dict.fromkeys(grams))[:64]
-    parts = [SearchQuery(word, search_type="plain", config=SEARCH_CONFIG) for word in words]
-    parts += [SearchQuery(" ".join(gram), search_type="phrase", config=SEARCH_CONFIG) for gram in grams]
-    if not parts:
-        return None
-    query = parts[0]
-    for part in parts[1:]:
-        query = query | part
-    return query
+    """The ids of `_vector_scores`, nearest first (in a transaction of its own)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(RECALL_SETTINGS)
+        return [pk for pk, _ in _vector_scores(sql_table, where, params, vector, dims, key)]
 
 
 # -- BM25 over stored tsvectors ---------------------------------------------------------------------------
@@ -190,6 +175,25 @@ def query_terms(query: str) -> list[tuple[str, ...]]:
     return list(dict.fromkeys(terms))[:96]
 
 
+def doc_terms(text: str | None, lexemes: list[str]) -> tuple[dict[str, list[int]], int]:
+    """From a stored tsvector's text form ('lexeme':1,5 'other':3), the positions of the given lexemes only,
+    and the row's length in positions: string searches rather than parsing every lexeme of every row."""
+    text = text or ""
+    found: dict[str, list[int]] = {}
+    for lexeme in lexemes:
+        needle = "'" + lexeme.replace("'", "''") + "':"
+        at = text.find(needle)
+        while at > 0 and text[at - 1] != " ":  # the end of another lexeme that ends the same way
+            at = text.find(needle, at + 1)
+        if at < 0:
+            continue
+        start = at + len(needle)
+        end = text.find(" ", start)
+        positions = text[start:] if end < 0 else text[start:end]
+        found[lexeme] = [int(p.rstrip("ABCD")) for p in positions.split(",")]
+    return found, text.count(",") + text.count("':")
+
+
 def _term_frequency(doc: dict[str, list[int]], term: tuple[str, ...]) -> int:
     if len(term) == 1:
         return len(doc.get(term[0], ()))
@@ -200,15 +204,18 @@ def _term_frequency(doc: dict[str, list[int]], term: tuple[str, ...]) -> int:
     return sum(1 for p in first if p + 1 in following)
 
 
-def bm25_scores(docs: dict[str, dict[str, list[int]]], terms: list[tuple[str, ...]], rows: int) -> dict[str, float]:
-    """Okapi BM25 of each doc for the terms, divided by the best the terms could score (so 0–1).
+def bm25_scores(
+    docs: dict[str, tuple[dict[str, list[int]], int]], terms: list[tuple[str, ...]], rows: int
+) -> dict[str, float]:
+    """Okapi BM25 of each doc (its query lexemes' positions, its length) for the terms, divided by the best the
+    terms could score (so 0–1).
 
     `docs` are all the matching rows (each containing at least one term) of a collection of `rows` rows:
     a term's document frequency is counted among them, exact when every match is there."""
     if not docs or not terms:
         return {}
-    freqs = {key: [_term_frequency(doc, term) for term in terms] for key, doc in docs.items()}
-    lengths = {key: sum(len(p) for p in doc.values()) for key, doc in docs.items()}
+    freqs = {key: [_term_frequency(doc, term) for term in terms] for key, (doc, _) in docs.items()}
+    lengths = {key: length for key, (_, length) in docs.items()}
     average = sum(lengths.values()) / len(lengths) or 1.0
     total = max(rows, len(docs))
     idf = []
@@ -225,6 +232,19 @@ def bm25_scores(docs: dict[str, dict[str, list[int]]], terms: list[tuple[str, ..
     return scores
 
 
+def terms_query(terms: list[tuple[str, ...]]) -> SearchQuery | None:
+    """The rows containing any of the terms: a raw tsquery of the lexemes as the stored vectors hold them
+    (`simple`, so nothing is stemmed twice), a CJK pair as a phrase."""
+    if not terms:
+        return None
+
+    def quoted(lexeme: str) -> str:
+        return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+    parts = [" <-> ".join(quoted(lexeme) for lexeme in term) for term in terms]
+    return SearchQuery(" | ".join(f"({part})" for part in parts), search_type="raw", config="simple")
+
+
 def _window_lookups(column: str, since, until) -> dict:
     lookups = {f"{column}__gte": since, f"{column}__lt": until}
     return {lookup: value for lookup, value in lookups.items() if value is not None}
@@ -238,7 +258,8 @@ def _window(where: list[str], params: list, column: str, since, until) -> None:
 
 
 def _keyword_matches(queryset, terms: SearchQuery, *, newest: str, rows: int, columns: tuple[str, ...]) -> list:
-    """(pk, *columns, search vector text) of the newest KEYWORD_POOL rows matching any term.
+    """(pk, *columns, search vector text) of the newest KEYWORD_POOL rows matching any term. Runs in the
+    recall's transaction (RECALL_SETTINGS).
 
     Scoring reads every match's stored vector; for a user with tens of thousands of matching rows that would
     be most of the query's time, so only the newest pool is scored (exact for everyone with fewer matches).
@@ -262,15 +283,11 @@ def _keyword_matches(queryset, terms: SearchQuery, *, newest: str, rows: int, co
             lambda: list(pool),
             milliseconds=KEYWORD_PROBE_MS,
             using=queryset.db,
-            planner={"enable_seqscan": "off", "enable_indexscan": "off"},  # matches from the GIN index
+            # matches from the GIN index (the recall's transaction has bitmap scans off)
+            planner={"enable_seqscan": "off", "enable_indexscan": "off", "enable_bitmapscan": "on"},
         )
     if found is None:
-        found = within_time(
-            lambda: list(pool),
-            milliseconds=60_000,  # no probe: the settings are only scoped to this query
-            using=queryset.db,
-            planner={"enable_bitmapscan": "off"},  # the filter's rows through its btree index, tested one by one
-        )
+        found = list(pool)  # RECALL_SETTINGS: the filter's rows through its btree index, tested one by one
     return found
 
 
@@ -372,10 +389,43 @@ def gather(
 ) -> tuple[dict[str, _Candidate], dict[str, float]]:
     """The candidates of the four lists (keyed "r:<id>" / "m:<id>", with their cosine and, for messages, their
     place in the session) and the keyword matches' BM25 scores, 0–1, over one collection of both kinds."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(RECALL_SETTINGS)
+        return _gather(
+            tenant=tenant,
+            query=query,
+            user_id=user_id,
+            vector=vector,
+            embedder=embedder,
+            types=types,
+            session=session,
+            since=since,
+            until=until,
+            include_messages=include_messages,
+            include_records=include_records,
+        )
+
+
+def _gather(
+    *,
+    tenant: Tenant,
+    query: str,
+    user_id: str,
+    vector: list[float] | None,
+    embedder,
+    types: list[str] | None,
+    session,
+    since: datetime | None,
+    until: datetime | None,
+    include_messages: bool,
+    include_records: bool,
+) -> tuple[dict[str, _Candidate], dict[str, float]]:
     candidates: dict[str, _Candidate] = {}
-    docs: dict[str, dict[str, list[int]]] = {}  # keyword matches of both kinds: one collection for BM25
+    docs: dict[str, tuple[dict[str, list[int]], int]] = {}  # keyword matches of both kinds: one collection
     rows = 0
-    matcher = recall_terms(query)
+    terms = query_terms(query)
+    matcher = terms_query(terms)
+    lexemes = sorted({lexeme for term in terms for lexeme in term})
 
     def candidate(kind: str, pk, place=None) -> _Candidate:
         key = f"{kind[0]}:{pk}"
@@ -395,9 +445,9 @@ def gather(
         if matcher is not None:
             count = records.values("pk")[: KEYWORD_SCAN_UP_TO + 1].count()
             rows += count
-            for pk, lexemes in _keyword_matches(records, matcher, newest="updated_at", rows=count, columns=()):
+            for pk, text in _keyword_matches(records, matcher, newest="updated_at", rows=count, columns=()):
                 candidate("record", pk)
-                docs[f"r:{pk}"] = parse_tsvector(lexemes)
+                docs[f"r:{pk}"] = doc_terms(text, lexemes)
         if vector is not None:
             where, params = ["tenant_id = %s", "user_id = %s", "valid"], [tenant.pk, user_id]
             if types:
@@ -422,11 +472,11 @@ def gather(
                 sessions = sessions.filter(pk=session)
             count = sessions.aggregate(rows=Sum("messages"))["rows"] or 0  # the sessions' own counters
             rows += count
-            for pk, session_id, seq, lexemes in _keyword_matches(
+            for pk, session_id, seq, text in _keyword_matches(
                 messages, matcher, newest="created_at", rows=count, columns=("session_id", "seq")
             ):
                 candidate("message", pk, (str(session_id), seq))
-                docs[f"m:{pk}"] = parse_tsvector(lexemes)
+                docs[f"m:{pk}"] = doc_terms(text, lexemes)
         if vector is not None:
             where, params = ["tenant_id = %s", "user_id = %s"], [tenant.pk, user_id]
             if session is not None:
@@ -447,7 +497,7 @@ def gather(
             for pk, session_id, seq in Message.objects.filter(pk__in=unplaced).values_list("pk", "session_id", "seq"):
                 candidates[f"m:{pk}"].place = (str(session_id), seq)
 
-    return candidates, bm25_scores(docs, query_terms(query) if docs else [], rows)
+    return candidates, bm25_scores(docs, terms, rows)
 
 
 def _score(candidates: dict[str, _Candidate], keyword: dict[str, float]) -> list[_Candidate]:
