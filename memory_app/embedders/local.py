@@ -78,6 +78,7 @@ def model_dimensions(path: Path) -> int | None:
 
 class LocalEmbedder(Embedder):
     provider = "local"
+    sort_by_length = True  # ONNX: batches of similar lengths (torch: sentence-transformers always sorts)
 
     def __init__(
         self,
@@ -146,7 +147,10 @@ class LocalEmbedder(Embedder):
 
     def status(self) -> dict:
         status = super().status()
-        status.update(runtime=self.runtime, model=self.model_name, threads=self.threads or None)
+        loaded_at = None
+        if self.loaded_at is not None:
+            loaded_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.loaded_at))
+        status.update(runtime=self.runtime, model=self.model_name, threads=self.threads or None, loaded_at=loaded_at)
         return status
 
     def _declared_by_model(self) -> int:
@@ -257,7 +261,11 @@ class LocalEmbedder(Embedder):
         encodings = tokenizer.encode_batch(texts)
         lengths = np.array([len(e.ids) for e in encodings])
         out = np.empty((len(texts), self.dimensions), dtype=np.float32)
-        for batch in length_batches(lengths, BATCH_SIZE, BATCH_TOKENS):
+        if self.sort_by_length:
+            batches = length_batches(lengths, BATCH_SIZE, BATCH_TOKENS)
+        else:  # bench/embed_speed.py's baseline: batches in the callers' order
+            batches = [np.arange(i, min(i + BATCH_SIZE, len(texts))) for i in range(0, len(texts), BATCH_SIZE)]
+        for batch in batches:
             width = int(lengths[batch].max())
             ids = np.full((len(batch), width), meta["pad_id"], dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
