@@ -1,6 +1,6 @@
 import os
 
-from celery import Celery
+from celery import Celery, signals
 
 from aceproject.data_folder import make_broker_folders
 
@@ -17,3 +17,22 @@ def _make_embedded_broker_folders(sender, **kwargs):
     """The file-system broker's folders, made when a process first uses Celery (to publish or to consume)."""
     if sender.conf.broker_url.startswith("filesystem://"):
         make_broker_folders(sender.conf.broker_transport_options)
+
+
+@signals.worker_process_init.connect
+def _load_the_embedder(**kwargs):
+    """Each pool process loads the embedder when it starts, not in the first embedding task or recall it runs."""
+    from aceproject.embedder_warmup import warm_up
+
+    warm_up("worker")
+
+
+@signals.worker_init.connect
+def _load_the_embedder_in_a_poolless_worker(sender=None, **kwargs):
+    """A worker without child processes (``--pool solo`` or ``threads``) loads it in its one process."""
+    pool = getattr(sender, "pool_cls", None)
+    name = pool if isinstance(pool, str) else f"{getattr(pool, '__module__', '')}.{getattr(pool, '__name__', '')}"
+    if "prefork" not in name:
+        from aceproject.embedder_warmup import warm_up
+
+        warm_up("worker")

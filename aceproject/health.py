@@ -1,4 +1,5 @@
-"""GET /healthz: is the database reachable, is the broker reachable (no auth); when not, why."""
+"""GET /healthz: is the database reachable, is the broker reachable (no auth); when not, why. And the embedder this
+process uses: which, whether its model is loaded (web processes load it when they start), how long that took."""
 
 from django.db import connection
 from django.http import JsonResponse
@@ -29,9 +30,27 @@ def _broker_problem() -> str | None:
         return f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else 'unreachable'}"
 
 
+def _embedder_status() -> dict:
+    """The configured embedder as this process has it, never loading it (a health probe must stay fast)."""
+    from django.conf import settings
+
+    try:
+        from memory_app.embedders import get_embedder
+
+        status = get_embedder().status()
+    except Exception as error:  # noqa: BLE001 - misconfigured: say so; recall falls back to keywords
+        return {
+            "provider": str(settings.ACE_EMBEDDER),
+            "loaded": False,
+            "error": f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}",
+        }
+    return status
+
+
 @require_GET
 def healthz(request):
     problems = {"database": _database_problem(), "broker": _broker_problem()}
+    embedder = _embedder_status()
     checks = {name: "ok" if problem is None else "down" for name, problem in problems.items()}
     down = {name: problem for name, problem in problems.items() if problem is not None}
     if down:
@@ -40,9 +59,10 @@ def healthz(request):
                 **checks,
                 "detail": "Down: " + "; ".join(f"{name} ({problem})" for name, problem in down.items()) + ".",
                 "reasons": down,
+                "embedder": embedder,
             },
             status=503,
         )
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
-    return JsonResponse(checks)
+    return JsonResponse({**checks, "embedder": embedder})

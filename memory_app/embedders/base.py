@@ -26,6 +26,23 @@ class Embedder(abc.ABC):
     key: str
     dimensions: int
     label: str
+    provider: str = ""
+    loaded: bool = True  # nothing to load unless a provider says otherwise (local: the model)
+    load_seconds: float | None = None
+
+    def load(self) -> float:
+        """Make the next ``embed()`` fast: load what the provider needs (the local model). Seconds it took."""
+        return 0.0
+
+    def status(self) -> dict:
+        """What /healthz and the status pages say about the embedder, without loading or calling anything."""
+        return {
+            "provider": self.provider,
+            "key": self.key,
+            "label": self.label,
+            "loaded": bool(self.loaded),
+            "load_seconds": self.load_seconds,
+        }
 
     @abc.abstractmethod
     def embed(self, texts: Sequence[str]) -> list[list[float]]:

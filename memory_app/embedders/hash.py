@@ -92,6 +92,7 @@ def _slot(feature: str, buckets: int) -> tuple[int, float]:
 class HashEmbedder(Embedder):
     DEFAULT_DIMENSIONS = 384
     VERSION = "hash-v1"
+    provider = "hash"
 
     def __init__(self, dimensions: int = DEFAULT_DIMENSIONS):
         if int(dimensions) < 2:

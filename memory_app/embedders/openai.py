@@ -32,6 +32,8 @@ MAX_RETRY_AFTER = 5.0  # seconds: we honour a server's Retry-After up to this, t
 
 
 class OpenAIEmbedder(Embedder):
+    provider = "openai"
+
     def __init__(
         self,
         *,
@@ -81,6 +83,10 @@ class OpenAIEmbedder(Embedder):
     @property
     def key(self) -> str:
         return f"openai:{key_part(self.model)}:{self.dimensions}"
+
+    def status(self) -> dict:  # without asking the endpoint for its dimension
+        key = f"openai:{key_part(self.model)}:{self._dimensions}" if self._dimensions else None
+        return {"provider": self.provider, "key": key, "label": self.label, "loaded": True, "load_seconds": None}
 
     def __repr__(self) -> str:  # without asking the endpoint for its dimension
         return f"<OpenAIEmbedder openai:{key_part(self.model)}:{self._dimensions or '?'} at {self.url}>"

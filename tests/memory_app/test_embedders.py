@@ -13,6 +13,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memory_app.embedders import (
@@ -511,9 +512,135 @@ def test_a_web_process_gives_the_local_model_the_threads_it_is_told(local_embedd
     before = torch.get_num_threads()
     settings.ACE_EMBEDDER_THREADS = 1
     try:
-        web = LocalEmbedder()
+        web = LocalEmbedder(runtime="torch")
         vector = web.embed(["what does the user like for lunch?"])[0]
         assert torch.get_num_threads() == 1
         assert vector == pytest.approx(local_embedder.embed(["what does the user like for lunch?"])[0], abs=1e-5)
     finally:
         torch.set_num_threads(before)
+
+
+# -- local on ONNX Runtime (ACE_EMBEDDER_RUNTIME) -------------------------------------------------------------------
+
+# Real chat turns (LoCoMo, as bench/locomo.py posts them), a Chinese one, an empty one and one longer than the
+# model's 256 tokens (cut, as sentence-transformers cuts it).
+CHAT_TURNS = [
+    "Jon: Thanks! Appreciate your encouragement - it means a lot! I'm working on my business and some new dance "
+    "routines - rehearsing hard for an upcoming show. [shares a photo: a photo of a woman in a gray dress doing a "
+    "trick]",
+    "Maria: Thanks, John! Your words really mean a lot. It's always nice to know that what I'm doing is making an "
+    "impact.",
+    "John: Wow, sounds fun! I can't wait to hear more about it. Talk to you soon!",
+    "Caroline: Thanks, Melanie. Art gives me a sense of freedom, but so does having supportive people around, "
+    "promoting LGBTQ rights and being true to myself. I want to live authentically and help others to do the same.",
+    "John: Hey Maria, last week was really eye-opening. I visited a veteran's hospital and met some amazing people.",
+    "我现在不喜欢博物馆了，更想去公园散步",
+    "",
+    "ok",
+    " ".join(["Melanie: we camped by the lake and watched the stars all night with the kids."] * 30),
+]
+
+
+@pytest.fixture(scope="module")
+def onnx_embedders(local_embedder):
+    """The three runtimes over the same model; the ONNX ones share the data folder's export."""
+    from memory_app.embedders.local import LocalEmbedder
+
+    torch_embedder = LocalEmbedder(runtime="torch")
+    return torch_embedder, LocalEmbedder(runtime="onnx"), LocalEmbedder(runtime="onnx-int8")
+
+
+def test_onnx_gives_torch_vectors_under_the_same_key(onnx_embedders):
+    torch_embedder, onnx, _int8 = onnx_embedders
+    assert onnx.key == torch_embedder.key == "local:all-MiniLM-L6-v2:384"
+    expected = np.asarray(torch_embedder.embed(CHAT_TURNS))
+    got = np.asarray(onnx.embed(CHAT_TURNS))
+    assert got.shape == (len(CHAT_TURNS), 384)
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-9)
+    assert (got * expected).sum(axis=1).min() > 0.99999  # each text: the same vector, to float precision
+
+
+def test_onnx_int8_is_its_own_space_close_to_torch(onnx_embedders):
+    torch_embedder, _onnx, int8 = onnx_embedders
+    assert int8.key == "local:all-MiniLM-L6-v2-int8:384"  # never compared with fp32 rows
+    expected = np.asarray(torch_embedder.embed(CHAT_TURNS))
+    cosines = (np.asarray(int8.embed(CHAT_TURNS)) * expected).sum(axis=1)
+    # ~0.99 for a sentence; a two-letter text ("ok") moves most (0.946 measured).
+    assert cosines.min() > 0.93 and cosines.mean() > 0.98
+
+
+def test_onnx_batches_by_length_and_keeps_the_callers_order(onnx_embedders):
+    _torch, onnx, _int8 = onnx_embedders
+    texts = [CHAT_TURNS[i % len(CHAT_TURNS)] + f" ({i})" for i in range(150)]  # mixed lengths, several batches
+    together = np.asarray(onnx.embed(texts))
+    alone = np.asarray([onnx.embed([text])[0] for text in texts[::17]])
+    assert np.allclose(together[::17], alone, atol=1e-5)
+
+
+def test_length_batches_pad_less():
+    from memory_app.embedders.local import length_batches
+
+    lengths = np.array([5, 200, 7, 6, 180, 5, 300])
+    batches = length_batches(lengths, size=3, max_tokens=600)
+    assert sorted(i for batch in batches for i in batch.tolist()) == list(range(7))  # every text once
+    assert [lengths[b].tolist() for b in batches] == [[300, 200], [180, 7, 6], [5, 5]]  # longest first, capped
+
+
+def test_onnx_gives_the_model_the_threads_it_is_told(onnx_embedders, settings):
+    from memory_app.embedders.local import LocalEmbedder
+
+    settings.ACE_EMBEDDER_THREADS = 1
+    web = LocalEmbedder(runtime="onnx")
+    web.load()
+    session = web._model[0]
+    assert session.get_session_options().intra_op_num_threads == 1
+    assert web.status()["threads"] == 1
+
+
+def test_unknown_runtime_is_misconfigured(settings):
+    from memory_app.embedders.local import LocalEmbedder
+
+    with pytest.raises(EmbedderMisconfigured, match="ACE_EMBEDDER_RUNTIME"):
+        LocalEmbedder(runtime="tensorflow")
+
+
+PARALLEL_START = """
+import json, os, sys
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aceproject.settings")
+import django
+django.setup()
+from memory_app.embedders import get_embedder
+e = get_embedder()
+vector = e.embed(["Caroline: I went to a LGBTQ support group yesterday."])[0]
+print(json.dumps({"key": e.key, "folder": str(e.export_folder), "vector": vector[:8],
+                  "torch": "torch" in sys.modules, "sentence_transformers": "sentence_transformers" in sys.modules}))
+"""
+
+
+def test_processes_starting_together_export_once_and_never_import_torch(tmp_path):
+    """Four processes start at once with an empty cache: one exports (in a child process) while the others wait
+    on the lock; all read the same complete export; none of them imports torch."""
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "ACE_EMBEDDER": "local",
+        "ACE_EMBEDDER_RUNTIME": "onnx",
+        "ACE_EMBEDDER_CACHE_DIR": str(tmp_path / "models"),
+    }
+    children = [
+        subprocess.Popen([sys.executable, "-c", PARALLEL_START], cwd=root, env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    outputs = []
+    for child in children:
+        out, _ = child.communicate(timeout=600)
+        assert child.returncode == 0
+        outputs.append(json.loads(out.strip().splitlines()[-1]))
+    assert {o["key"] for o in outputs} == {"local:all-MiniLM-L6-v2:384"}
+    assert len({o["folder"] for o in outputs}) == 1
+    assert all(o["vector"] == pytest.approx(outputs[0]["vector"], abs=1e-7) for o in outputs)
+    assert not any(o["torch"] or o["sentence_transformers"] for o in outputs)
+    folders = sorted(p.name for p in (tmp_path / "models").iterdir() if p.is_dir())
+    assert folders == [Path(outputs[0]["folder"]).name]  # no half-written export left beside it
+    assert json.loads((Path(outputs[0]["folder"]) / "meta.json").read_text())["fp32_min_cosine"] > 0.9999

@@ -9,19 +9,29 @@ from memory_app.selectors.records import pending_messages, pending_records
 
 class Command(BaseCommand):
     help = (
-        "Embeddings: `status` (how many rows are in the configured embedder's space), `index` (create its HNSW "
-        "indexes), `reembed` (queue every record not yet in that space; --now embeds here instead)."
+        "Embeddings: `prepare` (load the configured embedder once: exports the local model to ONNX if it never "
+        "was; scripts/up runs it), `status` (how many rows are in the configured embedder's space), `index` (create "
+        "its HNSW indexes), `reembed` (queue every record not yet in that space; --now embeds here instead)."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["status", "index", "reembed"])
+        parser.add_argument("action", choices=["prepare", "status", "index", "reembed"])
         parser.add_argument("--now", action="store_true", help="reembed in this process, not through Celery")
         parser.add_argument("--batch", type=int, default=256)
 
     def handle(self, *args, action, now=False, batch=256, **options):
         embedder = get_embedder()
         self.stdout.write(f"Embedder: {embedder.label} — key {embedder.key}, {embedder.dimensions} dimensions.")
-        if action == "status":
+        if action == "prepare":
+            seconds = embedder.load()
+            status = embedder.status()
+            where = getattr(embedder, "export_folder", None)
+            self.stdout.write(
+                f"Loaded in {seconds:.1f} s"
+                + (f" (runtime {status['runtime']}, export in {where})" if status.get("runtime") else "")
+                + "."
+            )
+        elif action == "status":
             valid = Record.objects.filter(valid=True)
             done = valid.filter(embedding_key=embedder.key).count()
             self.stdout.write(f"Records: {done} of {valid.count()} valid records embedded with this key.")

@@ -1,0 +1,13 @@
+"""gunicorn settings for Open ACE: `gunicorn --config python:aceproject.gunicorn_conf aceproject.wsgi` (Procfile).
+
+Each worker loads the embedder once it has loaded the application and before it accepts a request, so no request
+waits for the model (aceproject/embedder_warmup.py). The application is not preloaded in the master: the model's
+thread pools must be made after the fork.
+"""
+
+
+def post_worker_init(worker):
+    from aceproject.embedder_warmup import warm_up
+
+    worker.notify()  # the master counts --timeout from the last notice: loading (or exporting) the model is work
+    warm_up("web")

@@ -1,0 +1,158 @@
+"""No model loading on a request: web processes (gunicorn, started the Procfile's way) and Celery pool processes load
+the embedder when they start, and /healthz says so before the first request that needs it.
+
+Both run the real commands of the Procfile with ACE_EMBEDDER=local on ONNX Runtime, in a data folder of their own
+under the tests' (its database is migrated on the first run), with the tests' model cache (exported once)."""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "local:all-MiniLM-L6-v2:384"
+
+pytestmark = pytest.mark.skipif(bool(settings.DATABASE_URL), reason="a data folder of its own, embedded PostgreSQL")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _procfile(name: str) -> str:
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        if line.startswith(f"{name}:"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError(f"no {name} in the Procfile")
+
+
+@pytest.fixture(scope="module")
+def env():
+    data_dir = settings.ACE_DATA_DIR / "warmup"
+    env = {
+        **os.environ,
+        "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "ACE_DATA_DIR": str(data_dir),
+        "ACE_EMBEDDER": "local",
+        "ACE_EMBEDDER_RUNTIME": "onnx",
+        "ACE_EMBEDDER_CACHE_DIR": str(settings.ACE_DATA_DIR / "models"),
+        "WEB_CONCURRENCY": "1",
+        "CELERY_EMBED_CONCURRENCY": "1",
+        "DEBUG": "false",
+        "LOG_LEVEL": "INFO",
+    }
+    env.pop("CELERY_BROKER_URL", None)  # the embedded broker, in that folder
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    manage = ["python", "manage.py"]
+    subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=600)
+    # The export first, as scripts/up does, so the processes below only load it.
+    subprocess.run([*manage, "ace_embeddings", "prepare"], cwd=ROOT, env=env, check=True, timeout=600)
+    yield env
+    for command in ("ace_broker", "ace_db"):
+        subprocess.run([*manage, command, "stop"], cwd=ROOT, env=env, capture_output=True, timeout=120)
+
+
+def _start(command: str, env: dict, log: Path) -> subprocess.Popen:
+    handle = open(log, "w")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(
+        ["bash", "-c", f"exec {command}"],
+        cwd=ROOT,
+        env=env,
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def _get(url: str, headers: dict | None = None, body: dict | None = None) -> tuple[int, dict]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def test_a_web_process_loads_the_embedder_before_its_first_request(env, tmp_path):
+    key = (
+        subprocess.run(
+            ["python", "manage.py", "ace_apikey", "create", "--tenant", "warmup"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    port = _free_port()
+    web = _start(_procfile("web").replace("${ACE_PORT:-8000}", str(port)), env, tmp_path / "web.log")
+    try:
+        deadline = time.monotonic() + 180
+        while True:  # the first answer the server gives
+            assert web.poll() is None, (tmp_path / "web.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, (tmp_path / "web.log").read_text()[-3000:]
+            try:
+                status, health = _get(f"http://127.0.0.1:{port}/healthz")
+                break
+            except OSError:
+                time.sleep(0.2)
+        assert status == 200, health
+        embedder = health["embedder"]
+        assert embedder["loaded"] is True  # loaded before the process accepted its first connection
+        assert (embedder["provider"], embedder["runtime"], embedder["key"]) == ("local", "onnx", KEY)
+        assert embedder["threads"] == 1  # the Procfile's --env ACE_EMBEDDER_THREADS=1
+        assert embedder["load_seconds"] < 60
+
+        started = time.monotonic()
+        status, body = _get(
+            f"http://127.0.0.1:{port}/api/v1/recall/",
+            headers={"Authorization": f"Bearer {key}"},
+            body={"query": "what does Caroline paint?", "user_id": "caroline"},
+        )
+        first_recall = time.monotonic() - started
+        assert status == 200, body
+        assert first_recall < 5  # no 7-18 s model load on the first request
+        _, after = _get(f"http://127.0.0.1:{port}/healthz")
+        assert after["embedder"]["loaded_at"] == embedder["loaded_at"]  # the recall loaded nothing
+        log = (tmp_path / "web.log").read_text()
+        assert re.search(rf"Embedder {KEY} loaded in [\d.]+ s \(web process", log), log[-3000:]
+    finally:
+        _stop(web)
+
+
+def test_an_embedding_worker_loads_the_embedder_when_its_pool_process_starts(env, tmp_path):
+    worker = _start(_procfile("embedder").replace("%h", "warmup-test"), env, tmp_path / "worker.log")
+    try:
+        deadline = time.monotonic() + 180
+        log = ""
+        while not re.search(rf"Embedder {KEY} loaded in [\d.]+ s \(worker process", log):
+            assert worker.poll() is None, log[-3000:]
+            assert time.monotonic() < deadline, log[-3000:]
+            time.sleep(0.5)
+            log = (tmp_path / "worker.log").read_text()
+    finally:
+        _stop(worker)
