@@ -118,17 +118,38 @@ RECALL_SETTINGS = (
 
 
 def _vector_scores(
-    sql_table: str, where: str, params: list, vector: list[float], dims: int, key: str
-) -> list[tuple[str, float]]:
-    """Nearest rows of one embedder's space under `where` with their cosine similarity, best first. Runs in the
-    recall's transaction (RECALL_SETTINGS)."""
+    sql_table: str,
+    where: str,
+    params: list,
+    vector: list[float],
+    dims: int,
+    key: str,
+    *,
+    at_most: int | None = None,
+    places: bool = False,
+) -> list[tuple]:
+    """Nearest rows of one embedder's space under `where` with their cosine similarity, best first:
+    (id, similarity), and with `places` (messages) the message's session and seq too. Runs in the recall's
+    transaction (RECALL_SETTINGS). `at_most`: a bound on the rows the filter keeps, known from elsewhere (the
+    sessions' counters); within ACE_RECALL_EXACT_UP_TO it saves counting them."""
     literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
     with connection.cursor() as cursor:
-        cursor.execute(count_sql(sql_table, where), [key, *params])
-        if cursor.fetchone()[0] > settings.ACE_RECALL_EXACT_UP_TO:
-            cursor.execute(vector_sql(sql_table, where, dims, shortlist=True), [key, *params, literal, literal])
+        shortlist = False
+        if at_most is None or at_most > settings.ACE_RECALL_EXACT_UP_TO:
+            cursor.execute(count_sql(sql_table, where), [key, *params])
+            shortlist = cursor.fetchone()[0] > settings.ACE_RECALL_EXACT_UP_TO
+        if shortlist:
+            sql, args = vector_sql(sql_table, where, dims, shortlist=True), [key, *params, literal, literal]
         else:
-            cursor.execute(vector_sql(sql_table, where, dims, shortlist=False), [literal, key, *params, literal])
+            sql, args = vector_sql(sql_table, where, dims, shortlist=False), [literal, key, *params, literal]
+        if places:
+            sql = (
+                f"SELECT nearest.id, nearest.distance, m.session_id, m.seq FROM ({sql}) AS nearest "
+                f"JOIN {Message._meta.db_table} m ON m.id = nearest.id ORDER BY nearest.distance"
+            )
+            cursor.execute(sql, args)
+            return [(str(row[0]), 1.0 - float(row[1]), (str(row[2]), row[3])) for row in cursor.fetchall()]
+        cursor.execute(sql, args)
         return [(str(pk), 1.0 - float(distance)) for pk, distance in cursor.fetchall()]
 
 
@@ -442,9 +463,11 @@ def _gather(
         if session is not None:
             records = records.filter(source_sessions=session)
         records = records.filter(**_window_lookups("updated_at", since, until))
+        record_rows = None
         if matcher is not None:
             count = records.values("pk")[: KEYWORD_SCAN_UP_TO + 1].count()
             rows += count
+            record_rows = count if count <= KEYWORD_SCAN_UP_TO else None
             for pk, text in _keyword_matches(records, matcher, newest="updated_at", rows=count, columns=()):
                 candidate("record", pk)
                 docs[f"r:{pk}"] = doc_terms(text, lexemes)
@@ -458,7 +481,13 @@ def _gather(
                 params.append(session)
             _window(where, params, "updated_at", since, until)
             for pk, cosine in _vector_scores(
-                Record._meta.db_table, " AND ".join(where), params, vector, embedder.dimensions, embedder.key
+                Record._meta.db_table,
+                " AND ".join(where),
+                params,
+                vector,
+                embedder.dimensions,
+                embedder.key,
+                at_most=record_rows,
             ):
                 candidate("record", pk).cosine = cosine
     if include_messages:
@@ -466,12 +495,14 @@ def _gather(
         if session is not None:
             messages = messages.filter(session=session)
         messages = messages.filter(**_window_lookups("created_at", since, until))
+        message_rows = None
         if matcher is not None:
             sessions = Session.objects.filter(tenant=tenant, user_id=user_id, deleted_at__isnull=True)
             if session is not None:
                 sessions = sessions.filter(pk=session)
             count = sessions.aggregate(rows=Sum("messages"))["rows"] or 0  # the sessions' own counters
             rows += count
+            message_rows = count
             for pk, session_id, seq, text in _keyword_matches(
                 messages, matcher, newest="created_at", rows=count, columns=("session_id", "seq")
             ):
@@ -489,13 +520,17 @@ def _gather(
             params += [tenant.pk, user_id]
             _window(where, params, "created_at", since, until)
             nearest = _vector_scores(
-                MessageEmbedding._meta.db_table, " AND ".join(where), params, vector, embedder.dimensions, embedder.key
+                MessageEmbedding._meta.db_table,
+                " AND ".join(where),
+                params,
+                vector,
+                embedder.dimensions,
+                embedder.key,
+                at_most=message_rows,
+                places=True,
             )
-            for pk, cosine in nearest:
-                candidate("message", pk).cosine = cosine
-            unplaced = [c.pk for c in candidates.values() if c.kind == "message" and c.place is None]
-            for pk, session_id, seq in Message.objects.filter(pk__in=unplaced).values_list("pk", "session_id", "seq"):
-                candidates[f"m:{pk}"].place = (str(session_id), seq)
+            for pk, cosine, place in nearest:
+                candidate("message", pk, place).cosine = cosine
 
     return candidates, bm25_scores(docs, terms, rows)
 
