@@ -7,7 +7,7 @@ import re
 from platform_kit.redaction import mentions_secret
 from strategies_app.extractors.base import Candidate, SourceMessage
 
-from .speaker import attribute
+from .speaker import attribute, stands_alone
 from .text import (
     EN_FILLER_TAIL,
     EN_OBJ_CUT,
@@ -122,6 +122,13 @@ _RE_ZH_PROCEDURE = re.compile(
 )
 
 
+_EN_VAGUE_PLACE = re.compile(
+    r"^(?:(?:an?|the|some)\s+(?:event|thing|place|trip)|somewhere|there|here|it|this|that|a|an|the"
+    r"|a\s+few\s+\w+\s+ago)?$",
+    _I,
+)
+
+
 def _fact_candidate(type_: str, content: str, kind: str, confidence: float, reason: str, **extra) -> Candidate | None:
     content = content.strip()
     key = norm_key(content)
@@ -226,6 +233,8 @@ def _sentence_candidates(sentence: str, question: bool, type_: str) -> list[Cand
             continue
         when = _RE_EN_TIME.search(clause)
         rest = EN_FILLER_TAIL.sub("", EN_OBJ_CUT.sub("", m.group("x"))).strip(" ,.!")
+        if _EN_VAGUE_PLACE.match(_RE_EN_TIME.sub("", rest).strip(" ,.")):
+            continue  # "I went to a few weeks ago", "I went to an event": where?
         capitalised = any(word[:1].isupper() for word in rest.split()[:3])
         if not (when or capitalised) or (not rest and "married" not in m.group("verb").lower()):
             continue
@@ -279,6 +288,8 @@ def fact_candidates(messages: list[SourceMessage], type_: str) -> tuple[list[Can
                     and _TO_SOMEONE.match(candidate.content)
                 ):
                     continue  # "Remember to take some nice pictures": said to the other person, not to be kept
+                if not stands_alone(candidate, message.speaker):
+                    continue
                 candidate.source_message_ids = [message.id]
                 out.append(attribute(candidate, message.speaker))
     return out, scanned

@@ -109,6 +109,37 @@ def attributed(content: str, name: str) -> str:
     return f"{name}: {content}"
 
 
+# A record that holds one of these points at something its reader never sees ("worries about them", "hiked this
+# last year", "holds it for 30 seconds", "learned that the hard way"); in a chat between people, "you" is the
+# other person, unnamed.
+_DANGLING = re.compile(
+    r"\b(?:it|its|it's|this|these|those|here|he|she|him|her|hers|them)\b"
+    r"|\bthat(?=\s*$|\s+(?:the\s+hard\s+way|way|time|one|ones|place|thing|things|day|moment|world|stuff|kind|game"
+    r"|book|movie|show|song|guy|girl|idea)\b)",
+    re.IGNORECASE,
+)
+_YOU = re.compile(r"\b(?:you|your|yours|yourself|ya)\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|mine|myself)\b|我", re.IGNORECASE)
+
+
+def stands_alone(candidate: Candidate, speaker: str) -> bool:
+    """Whether the record means something to a reader who never sees the conversation."""
+    kind = candidate.fields.get("kind")
+    if kind == "remember" and not speaker:
+        return True  # what the user asked to be remembered is theirs to word
+    if candidate.type == "task":
+        return True
+    content = candidate.content
+    if _DANGLING.search(content):
+        return False
+    if speaker:
+        if _YOU.search(content):
+            return False
+        if kind == "remember" and not _FIRST_PERSON.search(content):
+            return False  # "remember, just do it!": advice to the other person
+    return True
+
+
 def attribute(candidate: Candidate, name: str) -> Candidate:
     """The candidate as the named speaker's: its text names them and its slot is theirs."""
     if not name:

@@ -37,7 +37,7 @@ _CLAUSE_SPLIT = re.compile(
     r"|\s(?:but|though|although|whereas|however|except\s+that)\s"
     r"|,\s+(?:and|so)\s+(?=(?i:i|i'm|i've|my|also)\b)"
     r"|[,;]\s+(?=(?i:i|i'm|i'd|i've|i'll)\s)"
-    r"|\sand\s+(?=(?i:i|i'm|i've|my)\s|(?:also\s+|really\s+)?(?:hate|love|like|dislike|prefer|enjoy|can't\s+stand"
+    r"|\sand\s+(?=(?i:i(?!\s+(?:are|were|both|all)\b)|i'm|i've|my)\s|(?:also\s+|really\s+)?(?:hate|love|like|dislike|prefer|enjoy|can't\s+stand"
     r"|don't|do\s+not|am|usually|always|never)\b)"
 )
 _EN_FIRST_PERSON_START = re.compile(r"(?:\w+,?\s+){0,2}?i\s", _I)
@@ -196,7 +196,8 @@ EN_OBJ_CUT = re.compile(
     r"(?:\s*[,;:]\s*|\s+)(?:because|cause|cuz|since|as\s+(?:it|they|i|that|long)|so\s+that|so|which|who|but|though"
     r"|although|if|unless|and\s+(?:i|it|that|they|we|my|you|he|she)|whereas|except|lol|haha|hehe)\b.*$"
     r"|\s*,\s*(?:i|i'm|i'd|i've|i'll|it|it's|that's|they|they're|we|we're|which|so)\b.*$"
-    r"|\s*[;(\[—–]\s*.*$|\s+-\s+.*$",
+    r"|\s*,\s*(?:the|a|my|our|their|its)\s+[\w-]+\s+(?:is|are|was|were|look|looks|make|makes)\b.*$"
+    r"|\s*[;(\[—–]\s*.*$|\s*-\s+.*$",
     _I,
 )
 EN_FILLER_TAIL = re.compile(
@@ -220,18 +221,20 @@ _EN_PREP_CUT = re.compile(r"\s+(?:on|in|at|for|with|during|from|by|to|when|while
 EN_BAD_FIRST_WORDS = frozenset(
     "it it's its that that's this these those them they you your yours him her his what how where which who whom "
     "why when everything anything something nothing so too very much yes no not one ones all both either neither "
-    "here there doing being".split()
+    "here there doing being i i'm i've i'd me we we're us".split()
 )
 _EN_BAD_OBJECT = re.compile(
-    r"^(?:a|an|some)\s+(?:new|different|other|few|couple)\b"
+    r"^(?:a|an|some)\s+(?:new|different|other|few|couple)\b|^to\s+(?:hear|see|say|know|think|read|watch|tell)$"
+    r"|^the\s+way\b|^(?:an?\s+)?(?:event|thing|place|something)$|^to$|^the\s+(?:idea|thought|feelings?)\b"
     r"|^(?:the\s+)?(?:idea|plan|suggestion|answer|result|results|option|version|approach|way\s+you|first\s+one"
     r"|second\s+one|last\s+one|other\s+one|new\s+one|one|latter|former|above|previous\s+one|current\s+one)$"
     r"|^the\s+(?:new|old|first|second|third|last|other|current|previous|above|latter|former)\b",
     _I,
 )
+_EN_VOCATIVE = re.compile(r"^((?:the|this|that)\s+[a-z]+)\s+(?-i:[A-Z][a-z]+)$", _I)
 # Words that point at something outside the record: a record holding them means nothing alone.
 _EN_DANGLING = re.compile(
-    r"\b(?:it|it's|its|they|them|they're|this|that|these|those|he|she|him|her|hers|there|here|such|ones?|same"
+    r"\b(?:it|it's|its|they|them|they're|their|theirs|this|that|these|those|he|she|him|her|hers|there|here|such|ones?|same"
     r"|stuff\s+like\s+that)\b",
     _I,
 )
@@ -307,7 +310,7 @@ def clean_en_object(raw: str) -> tuple[str, str, str] | None:
             break
         qualifiers.insert(0, m.group("q"))
         text = text[: m.start()]
-    text = text.strip(" ,.!")
+    text = _EN_VOCATIVE.sub("", text.strip(" ,.!"))  # "the thought Nate": Nate is who it is said to
     if not text:
         return None
     words = text.split()

@@ -11,7 +11,7 @@ import re
 
 from strategies_app.extractors.base import Candidate, SourceMessage
 
-from ..speaker import attribute
+from ..speaker import attribute, stands_alone
 from ..text import LATIN_LETTERS, Keywords, clauses, combine, is_zh, normalise_text, sentences
 from .constraints import en_constraints, zh_constraints
 from .identity import en_identity, zh_identity
@@ -40,7 +40,7 @@ _ZH_PROFILE_KEYWORDS = [
     *"喜欢|爱|偏好|倾向|宁愿|宁可|讨厌|受不了|反感|厌恶|接受不了|不能接受|不想要|以后|今后|往后|从现在起|从今以后|习惯|一般|通常|平时|平常|总是|经常"
     "|老是|每天|每周|每晚|向来|一向|从不|从来不|很少|急性子|慢性子|夜猫子|完美主义|吃货|宅男|宅女|社恐|i人|e人|路痴|工作狂|起床困难户|拖延|的人|叫|名字"
     "|姓名|住在|定居|生活|居住|常住|搬|家在|来自|我是|我在|工作|上班|任职|实习|退休|岁|预算|不超过|不要超过|别超过|不能超过|最多|顶多|控制在|不高于|过敏"
-    "|不吃|不能吃|吃不了|不敢吃|不喝|不能喝|喝不了|忌口|戒了|吃素|素食|全素|纯素|清真|乳糖|糖尿病|兴趣|更想|更愿意|比较想|不再|再也不"
+    "|老家|不吃|不能吃|吃不了|不敢吃|不喝|不能喝|喝不了|忌口|戒了|吃素|素食|全素|纯素|清真|乳糖|糖尿病|兴趣|更想|更愿意|比较想|不再|再也不"
     "|腻了|厌倦".split("|"),
     *combine("我|我的|我家|我家的", "|".join(ZH_RELATIONS)),
 ]
@@ -91,6 +91,8 @@ def profile_candidates(messages: list[SourceMessage]) -> tuple[list[Candidate], 
                 continue
             for clause in clauses(sentence):
                 for candidate in _clause_candidates(clause):
+                    if not stands_alone(candidate, message.speaker):
+                        continue
                     candidate.source_message_ids = [message.id]
                     out.append(attribute(candidate, message.speaker))
     return out, scanned

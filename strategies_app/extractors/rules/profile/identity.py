@@ -223,7 +223,10 @@ def zh_identity(clause: str) -> list[Candidate]:
     m = _RE_ZH_JOB.match(clause)
     if m:
         job = ZH_TAIL.sub("", m.group("job") or m.group("job2") or m.group("job3") or "")
-        if m.group("job2"):
+        doing = bool(m.group("job2"))
+        if m.group("job") and job.startswith("做") and job.endswith("的") and len(job) > 2:
+            job, doing = job[1:-1], True  # "我是做设计的"
+        if doing:
             out.append(_identity_candidate("job", job, f"是做{job}的", 0.8, "zh.job"))
         elif job and ZH_JOB_SUFFIX.search(job) and not ZH_BAD_START.match(job):
             out.append(_identity_candidate("job", job, f"是{job}", 0.85, "zh.job"))

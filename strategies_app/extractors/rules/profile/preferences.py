@@ -87,7 +87,8 @@ _RE_EN_LIKE = re.compile(
     rf"\bi\s+{_EN_ADV}(?P<verb>like|love|enjoy|adore)\s+(?P<obj>.+)"
     rf"|\bi(?:'ve|\s+have)?\s+(?:been\s+)?(?:really\s+)?(?P<verb3>getting\s+into|gotten\s+into|got\s+into)\s+(?P<obj3>.+)"
     r"|\bi(?:'m|\s+am)\s+(?:an?\s+)(?:(?:big|huge|total|massive|real|true|die-hard|longtime|long-time|avid)\s+)*"
-    r"(?P<obj4>[a-z][\w'-]*(?:\s+[a-z][\w'-]*)?)\s+(?P<verb4>fan|lover|enthusiast|buff)\b(?!\s+of)"
+    r"(?P<obj4>(?!(?:big|huge|total|massive|real|true|avid|great|fan)\b)[a-z][\w'-]*(?:\s+[a-z][\w'-]*)?)\s+"
+    r"(?P<verb4>fan|lover|enthusiast|buff)\b(?!\s+of)"
     rf"|\bi(?:'m|\s+am)\s+{_EN_ADV}(?:a\s+(?:big\s+|huge\s+|great\s+)?)?(?P<verb2>into|fan\s+of|fond\s+of|all\s+about|crazy\s+about"
     r"|obsessed\s+with|passionate\s+about|keen\s+on|big\s+on)\s+(?P<obj2>.+)",
     _I,
@@ -129,6 +130,7 @@ _EN_ACT_ADVERBS = re.compile(r"^(?:(?:really|just|even|also|actually|ever|still|
 _EN_HABIT_BAD_VERBS = frozenset(
     "said say told tell ask asked thought think know knew mean meant get got do did does was were am is are be been "
     "will would can could should must want wanted need needed wonder wondered have had understood understand "
+    "imagine imagined expect expected thought believe believed realize realized realise realised "
     "like love prefer enjoy hate eat drink".split()
 )
 _RE_EN_TRAIT = re.compile(
@@ -183,6 +185,18 @@ _EN_LEADING_QUALIFIER = re.compile(
 )
 
 
+# "a job I enjoy every day", "that's what I like to hear": "I" opens a relative clause, not a statement.
+_EN_RELATIVE_BEFORE = re.compile(
+    r"(?:\b(?:a|an|the|this|that|these|those|my|our|your|his|her|their|some|any|every|each|one)\s+[\w-]+(?:\s+[\w-]+)?"
+    r"|\b(?:what|which|whatever|who|whom))\s+$",
+    _I,
+)
+
+
+def _relative(clause: str, m: re.Match) -> bool:
+    return bool(_EN_RELATIVE_BEFORE.search(clause, 0, m.start()))
+
+
 def en_preference(clause: str) -> Candidate | None:
     m = _RE_EN_FAVOURITE.search(clause)
     if m and en_asserted(clause, m):
@@ -190,6 +204,8 @@ def en_preference(clause: str) -> Candidate | None:
         cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
         if cleaned:
             shown, core, _ = cleaned
+            if what and what.lower().split()[0] in ("one", "thing", "part", "bit"):
+                return None  # "my favourite one to jam to is …": one of what?
             if what:
                 topic = en_topic(norm_key(what))
                 return profile_candidate(
@@ -203,7 +219,7 @@ def en_preference(clause: str) -> Candidate | None:
                 )
             return _like_candidate(f"Favourite: {shown}", core, "like", 0.85, "en.favourite")
     m = _RE_EN_DISLIKE.search(clause)
-    if m and en_asserted(clause, m):
+    if m and en_asserted(clause, m) and not _relative(clause, m):
         verb = (m.group("verb") or m.group("verb2")).lower()
         cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
         if cleaned:
@@ -244,7 +260,7 @@ def en_preference(clause: str) -> Candidate | None:
             return profile_candidate(content, f"prefer:{topic}", core, True, fields, 0.9, "en.prefer")
         return None
     m = _RE_EN_LIKE.search(clause)
-    if m and en_asserted(clause, m):
+    if m and en_asserted(clause, m) and not _relative(clause, m):
         verb = SPACES.sub(" ", (m.group("verb") or m.group("verb2") or m.group("verb3") or m.group("verb4")).lower())
         cleaned = clean_en_object(m.group("obj") or m.group("obj2") or m.group("obj3") or m.group("obj4"))
         if cleaned:
@@ -252,7 +268,7 @@ def en_preference(clause: str) -> Candidate | None:
             return _like_candidate(f"{_EN_LIKE_VERBS[verb]} {cleaned[0]}", cleaned[1], "like", confidence, "en.like")
         return None
     m = _RE_EN_HABIT.search(clause)
-    if m and en_asserted(clause, m):
+    if m and en_asserted(clause, m) and not _relative(clause, m):
         adverb = SPACES.sub(" ", m.group("adv").lower())
         act = EN_FILLER_TAIL.sub("", EN_OBJ_CUT.sub("", m.group("act"))).strip(" ,.!")
         act = _EN_ACT_ADVERBS.sub("", act)  # "never really asked": the verb is "asked"
