@@ -11,8 +11,9 @@ records that are fine to make but not required (an activity, a plan). Everything
 against precision: a greeting, a question, a third person's preference worded as the speaker's, a hedge.
 Two-person chat lines (LoCoMo) carry their speaker, as `metadata.speaker` does through the API.
 
-Each utterance is one message of its own session; the profile and fact strategies' rules run over it (the task
-strategy keeps one summary per agent session and has no place in a set of single utterances). Figures are given for
+Each utterance is one message of its own session; the profile and fact strategies' rules run over it. The task
+strategy keeps one summary per agent session, so it runs only on the `task` lines (an agent session's turn each:
+its summary must hold the goal, progress or blocker named, and a greeting must make none). Figures are given for
 the `dev` split (what the rules were improved on) and the `holdout` split (by source: LoCoMo conversations 5–9, the
 DuMeM-derived Chinese lines and every third line of the others), so tuning on the set shows.
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 ROOT = Path(os.environ.get("ACE_EVAL_TREE") or Path(__file__).resolve().parent.parent)  # another tree: a baseline
 sys.path.insert(0, str(ROOT))
 DATA = Path(__file__).resolve().parent / "data" / "extraction_eval.jsonl"
-KINDS = ("profile", "fact")
+KINDS = ("profile", "fact", "task")
 
 
 def load(path: Path = DATA) -> list[dict]:
@@ -46,7 +47,7 @@ def extract(item: dict) -> list[dict]:
     except TypeError:  # an older tree (the baseline) has no speaker: the "Name: " prefix stays in the text
         message = SourceMessage(id="m1", seq=1, role="user", content=item["text"])
     out = []
-    for kind in KINDS:
+    for kind in item.get("strategies") or ("profile", "fact"):
         extraction = RulesExtractor().extract(
             ExtractionContext(strategy_type=kind, prompt="", messages=[message], existing=[], session_id="s1")
         )

@@ -195,7 +195,8 @@ def combine(*parts: str) -> list[str]:
 EN_OBJ_CUT = re.compile(
     r"(?:\s*[,;:]\s*|\s+)(?:because|cause|cuz|since|as\s+(?:it|they|i|that|long)|so\s+that|so|which|who|but|though"
     r"|although|if|unless|and\s+(?:i|it|that|they|we|my|you|he|she)|whereas|except|lol|haha|hehe)\b.*$"
-    r"|\s*,\s*(?:i|i'm|i'd|i've|i'll|it|it's|that's|they|they're|we|we're|which|so)\b.*$"
+    r"|\s*,\s*(?:i|i'm|i'd|i've|i'll|it|it's|that's|they|they're|we|we're|which|so|next|then|after\s+that"
+    r"|afterwards|tomorrow)\b.*$"
     r"|\s*,\s*(?:the|a|my|our|their|its)\s+[\w-]+\s+(?:is|are|was|were|look|looks|make|makes)\b.*$"
     r"|\s*[;(\[—–]\s*.*$|\s*-\s+.*$",
     _I,
