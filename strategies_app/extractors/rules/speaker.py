@@ -118,6 +118,10 @@ _DANGLING = re.compile(
     r"|book|movie|show|song|guy|girl|idea)\b)",
     re.IGNORECASE,
 )
+# The words a fact rule puts before what it captured: "It turned out that …" holds no dangling "it".
+_LABEL = re.compile(
+    r"^(?:it\s+turned\s+out\s+that|in\s+hindsight,|lesson\s+learned:|note\s+to\s+self:)\s*", re.IGNORECASE
+)
 _YOU = re.compile(r"\b(?:you|your|yours|yourself|ya)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|mine|myself)\b|我", re.IGNORECASE)
 
@@ -125,11 +129,11 @@ _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|mine|myself)\b|我",
 def stands_alone(candidate: Candidate, speaker: str) -> bool:
     """Whether the record means something to a reader who never sees the conversation."""
     kind = candidate.fields.get("kind")
-    if kind == "remember" and not speaker:
-        return True  # what the user asked to be remembered is theirs to word
-    if candidate.type == "task":
-        return True
-    content = candidate.content
+    if candidate.type == "task" or kind == "procedure":
+        return True  # a procedure's "unplug it" points at its own goal
+    if not speaker and candidate.type != "profile":
+        return True  # what the user asked to be remembered, or a lesson, is theirs to word
+    content = _LABEL.sub("", candidate.content)
     if _DANGLING.search(content):
         return False
     if speaker:
