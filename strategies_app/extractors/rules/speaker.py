@@ -137,6 +137,8 @@ def stands_alone(candidate: Candidate, speaker: str) -> bool:
     if _DANGLING.search(content):
         return False
     if speaker:
+        if candidate.content.startswith("It turned out that "):
+            return False  # chit-chat's "turns out I'm really good" is no lesson worth keeping
         if _YOU.search(content):
             return False
         if kind == "remember" and not _FIRST_PERSON.search(content):
