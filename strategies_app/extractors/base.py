@@ -24,6 +24,9 @@ class SourceMessage:
     role: str  # "user" | "assistant" | "toolResult" | "error" | "system"
     content: str
     created_at: datetime | None = None
+    # Who said it, when the message names a person (metadata.speaker): in a chat between people (LoCoMo, a
+    # group chat) both sides are people, and every record says whose it is.
+    speaker: str = ""
 
 
 @dataclass

@@ -43,6 +43,17 @@ class StrategyDisabled(Exception):
     """A disabled strategy never runs."""
 
 
+def _speaker(metadata) -> str:
+    """The person a message's metadata names as its speaker ("speaker" or "speaker_name"), or ""."""
+    if not isinstance(metadata, dict):
+        return ""
+    for key in ("speaker", "speaker_name"):
+        value = metadata.get(key)
+        if isinstance(value, str) and 0 < len(value.strip()) <= 60:
+            return value.strip()
+    return ""
+
+
 def run_request(
     *,
     strategy: Strategy,
@@ -242,7 +253,7 @@ def _run_session(run: StrategyRun, session: Session, progress: _Progress) -> Non
         if unfinished is not None:
             pending = pending.filter(seq__lt=unfinished)
         rows = list(
-            pending.order_by("seq").values("id", "seq", "role", "content", "created_at")[
+            pending.order_by("seq").values("id", "seq", "role", "content", "created_at", "metadata")[
                 : settings.ACE_STRATEGY_BATCH + 1
             ]
         )
@@ -253,7 +264,12 @@ def _run_session(run: StrategyRun, session: Session, progress: _Progress) -> Non
         extractor = get_extractor(version.extractor)
         messages = [
             SourceMessage(
-                id=str(r["id"]), seq=r["seq"], role=r["role"], content=r["content"], created_at=r["created_at"]
+                id=str(r["id"]),
+                seq=r["seq"],
+                role=r["role"],
+                content=r["content"],
+                created_at=r["created_at"],
+                speaker=_speaker(r["metadata"]),
             )
             for r in rows
         ]

@@ -9,6 +9,7 @@ from strategies_app.extractors.base import Candidate, Extraction, ExtractionCont
 
 from .fact import fact_candidates
 from .profile import profile_candidates
+from .speaker import with_speakers
 from .task import task_candidates
 
 
@@ -35,13 +36,14 @@ class RulesExtractor(Extractor):
 
     def extract(self, context: ExtractionContext) -> Extraction:
         started = time.perf_counter()
-        ordered = sorted(context.messages, key=lambda message: message.seq)
+        ordered = with_speakers(sorted(context.messages, key=lambda message: message.seq))
         strategy_type = context.strategy_type
         if strategy_type == "profile":
             candidates, scanned = profile_candidates(ordered)
         elif strategy_type == "task":
+            # A chat between named people has no agent task: their greetings and news are no task's progress.
             candidates, scanned = task_candidates(
-                ordered,
+                [message for message in ordered if not message.speaker],
                 existing=context.existing,
                 state=context.state or {},
                 state_changes=context.state_changes or {},

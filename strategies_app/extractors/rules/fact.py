@@ -7,6 +7,7 @@ import re
 from platform_kit.redaction import mentions_secret
 from strategies_app.extractors.base import Candidate, SourceMessage
 
+from .speaker import attribute, stands_alone
 from .text import (
     EN_FILLER_TAIL,
     EN_OBJ_CUT,
@@ -79,7 +80,7 @@ _EN_LESSON_LABEL = (
 )
 _RE_ZH_LESSON = re.compile(
     r"(?P<kw>经验教训|经验|教训|心得|总结一下|结论)(?:是|就是|：|:)[：:，,\s]*(?P<x>.{2,})"
-    r"|(?P<kw2>下次)(?P<mod>一定要|要|得|记得|应该|别|不要|注意|必须)(?P<x2>.{2,})"
+    r"|(?P<kw2>下次)(?P<ctx>[^，。]{0,8}?)(?P<mod>一定要|要|得|记得|应该|别|不要|注意|必须)(?P<x2>.{2,})"
     r"|(?P<kw3>事实证明|结果发现|后来发现|后来才知道|才知道|学到了|原来)[，,\s]*(?P<x3>.{4,})"
 )
 _TIME_EN = (
@@ -118,6 +119,13 @@ _RE_EN_PROCEDURE = re.compile(
 _RE_ZH_PROCEDURE = re.compile(
     r"^(?P<x>[^，。]{2,20}?)的(?:步骤|方法|流程|办法|做法|诀窍|窍门|技巧)(?:是|：|:)[：:\s]*(?P<y>.{2,})$"
     r"|^(?:要|想要|如果要|想)?(?P<x2>[^，。]{2,20})[，,]\s*(?:就)?(?:要)?(?P<y2>(?:先|首先).*(?:然后|再|接着|之后).*)$"
+)
+
+
+_EN_VAGUE_PLACE = re.compile(
+    r"^(?:(?:an?|the|some)\s+(?:event|thing|place|trip)|somewhere|there|here|it|this|that|a|an|the"
+    r"|a\s+few\s+\w+\s+ago)?$",
+    _I,
 )
 
 
@@ -170,7 +178,7 @@ def _sentence_candidates(sentence: str, question: bool, type_: str) -> list[Cand
                 label = "教训：" if "教训" in m.group("kw") else "经验："
                 text = label + _ZH_FACT_TAIL.sub("", m.group("x"))
             elif m.group("kw2"):
-                text = "下次" + m.group("mod") + _ZH_FACT_TAIL.sub("", m.group("x2"))
+                text = "下次" + (m.group("ctx") or "") + m.group("mod") + _ZH_FACT_TAIL.sub("", m.group("x2"))
             else:
                 text = m.group("kw3") + _ZH_FACT_TAIL.sub("", m.group("x3"))
             found = _fact_candidate(type_, text, "lesson", 0.85, "zh.lesson")
@@ -225,6 +233,8 @@ def _sentence_candidates(sentence: str, question: bool, type_: str) -> list[Cand
             continue
         when = _RE_EN_TIME.search(clause)
         rest = EN_FILLER_TAIL.sub("", EN_OBJ_CUT.sub("", m.group("x"))).strip(" ,.!")
+        if _EN_VAGUE_PLACE.match(_RE_EN_TIME.sub("", rest).strip(" ,.")):
+            continue  # "I went to a few weeks ago", "I went to an event": where?
         capitalised = any(word[:1].isupper() for word in rest.split()[:3])
         if not (when or capitalised) or (not rest and "married" not in m.group("verb").lower()):
             continue
@@ -236,6 +246,10 @@ def _sentence_candidates(sentence: str, question: bool, type_: str) -> list[Cand
         if found:
             out.append(found)
     return out
+
+
+# In a chat between people, "remember to …", "don't forget to …", "记得…" address the other person.
+_TO_SOMEONE = re.compile(r"^(?:remember\s+to|to\s|you\b|your\b|yourself\b|记得|你|要|别|不要)", _I)
 
 
 # -- Keyword filter: which messages the fact rules read -----------------------------------------------------
@@ -258,7 +272,7 @@ def fact_candidates(messages: list[SourceMessage], type_: str) -> tuple[list[Can
     """The candidates of the user messages, typed ``type_``, and how many messages passed the keyword filter."""
     out, scanned = [], 0
     for message in messages:
-        if message.role != "user":
+        if message.role != "user" and not (message.speaker and message.role == "assistant"):
             continue
         text = normalise_text(message.content)
         if not _FACT_KEYS(" " + text.lower()):
@@ -268,6 +282,14 @@ def fact_candidates(messages: list[SourceMessage], type_: str) -> tuple[list[Can
             if mentions_secret(sentence):
                 continue  # "remember my password is …": never a memory, whatever else the sentence says
             for candidate in _sentence_candidates(sentence, question, type_):
+                if (
+                    message.speaker
+                    and candidate.fields.get("kind") == "remember"
+                    and _TO_SOMEONE.match(candidate.content)
+                ):
+                    continue  # "Remember to take some nice pictures": said to the other person, not to be kept
+                if not stands_alone(candidate, message.speaker):
+                    continue
                 candidate.source_message_ids = [message.id]
-                out.append(candidate)
+                out.append(attribute(candidate, message.speaker))
     return out, scanned

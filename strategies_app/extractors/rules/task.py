@@ -172,6 +172,13 @@ _STATE_STAGE_KEYS = ("stage", "task_stage", "status")
 _STATE_GOAL_KEYS = ("goal", "task")
 _STATE_DONE_WORDS = frozenset(["done", "completed", "complete", "finished", "success", "完成", "已完成", "结束"])
 
+# "Hey John", "Hi there, long time no see", "你好呀": an opening that asks nothing.
+_GREETING = re.compile(
+    r"^(?:(?:hi|hey|hello|hiya|yo|howdy|greetings|good\s+(?:morning|afternoon|evening)|long\s+time\s+no\s+(?:see|talk)"
+    r"|how\s+are\s+(?:you|ya)|how's\s+it\s+going|what's\s+up|thanks?|thank\s+you)\b[\w\s,!'-]{0,30}$"
+    r"|(?:你好|您好|嗨|哈喽|早上好|晚上好|下午好|好久不见|在吗)[呀啊哈，,！!\s]*$)",
+    _I,
+)
 _STOPWORDS = frozenset(
     "the a an to my our your is are was were be been has have had it of for in on at with and now up its this that "
     "all i we you".split()
@@ -677,7 +684,8 @@ def task_candidates(
         return [], scanned
     if previous is None and not summary.goal and first_user is not None and first_user.seq <= 3:
         # a new session's opening request is its goal, said or not with "help me"
-        first_sentence = next(iter(sentences(normalise_text(first_user.content))), ("", False))[0]
+        opening = [s for s, _ in sentences(normalise_text(first_user.content)) if not _GREETING.match(s)]
+        first_sentence = opening[0] if opening else ""
         if len(first_sentence) >= 8 and not ACKNOWLEDGEMENT.match(first_sentence):
             summary.goal = first_sentence[:120]
     fields = summary.fields(slot)

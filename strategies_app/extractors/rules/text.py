@@ -36,7 +36,8 @@ _CLAUSE_SPLIT = re.compile(
     rf"[，,]\s*(?:但是|但|不过|可是|而且|并且|所以)?(?=\s*[{CJK}])|，|但是|不过|可是"
     r"|\s(?:but|though|although|whereas|however|except\s+that)\s"
     r"|,\s+(?:and|so)\s+(?=(?i:i|i'm|i've|my|also)\b)"
-    r"|\sand\s+(?=(?i:i|i'm|i've|my)\s|(?:also\s+|really\s+)?(?:hate|love|like|dislike|prefer|enjoy|can't\s+stand"
+    r"|[,;]\s+(?=(?i:i|i'm|i'd|i've|i'll)\s)"
+    r"|\sand\s+(?=(?i:i(?!\s+(?:are|were|both|all)\b)|i'm|i've|my)\s|(?:also\s+|really\s+)?(?:hate|love|like|dislike|prefer|enjoy|can't\s+stand"
     r"|don't|do\s+not|am|usually|always|never)\b)"
 )
 _EN_FIRST_PERSON_START = re.compile(r"(?:\w+,?\s+){0,2}?i\s", _I)
@@ -53,7 +54,7 @@ _EN_QUESTION = re.compile(
     _I,
 )
 _ZH_QUESTION = re.compile(
-    r"[吗么]$|呢$|什么|哪|怎么|为什么|为啥|是否|要不要|是不是|有没有|能不能|可不可以|多少|几[个天岁点]|喜不喜欢|[？?]"
+    r"[吗么]$|呢$|(?<![没不])什么|哪|(?<![不没])怎么|为什么|为啥|是否|要不要|是不是|有没有|能不能|可不可以|多少|几[个天岁点]|喜不喜欢|[？?]"
 )
 HYPOTHETICAL_EN = re.compile(
     r"\b(?:if|unless|whether|wonder|doubt|not|never|suppose|imagine|pretend|assume|said|says|asked)\b|n't\b", _I
@@ -67,19 +68,47 @@ ZH_LEAD = (
 )
 
 
+# Dots, question and exclamation marks that end no sentence are masked before the split and restored after:
+# inside URLs, between two word characters ("auth.py", "v1.2.3", "3.14", "e.g"), and after common
+# abbreviations ("Dr. Smith", "e.g. tea", "the U.S. team"). Private-use characters stand in for them.
+_MASK = {".": "\ue000", "?": "\ue001", "!": "\ue002"}
+_UNMASK = str.maketrans({v: k for k, v in _MASK.items()})
+_URL = re.compile(r"\b(?:https?://|www\.)[^\s<>\"'，。！？]+[^\s<>\"'，。！？.,;:!?)\]]", _I)
+_INNER_DOT = re.compile(r"(?<=[\w\ue000])\.(?=[A-Za-z0-9_])")
+_ABBREVIATION = re.compile(
+    r"(?<![\w\ue000])(?:(?:mr|mrs|ms|mx|dr|prof|sr|jr|st|mt|ft|vs|no|nos|approx|dept|est|fig|inc|ltd|co|corp|gen|gov"
+    r"|sgt|capt|lt|col|rev|hon|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)"
+    r"|e\ue000g|i\ue000e|u\ue000s|u\ue000k|u\ue000n|a\ue000m|p\ue000m|ph\ue000d|cf|al|etc)\.(?=\s+[\w(\"'$])",
+    _I,
+)
+# "etc." and "a.m." end a sentence when the next word is capitalised; the others never do.
+_ENDS_BEFORE_CAPITAL = re.compile(r"(?:etc|a\ue000m|p\ue000m)\.$", _I)
+
+
+def _mask(text: str) -> str:
+    if "." not in text and "?" not in text and "!" not in text:
+        return text
+    text = _URL.sub(lambda m: m.group(0).translate(str.maketrans(_MASK)), text)
+    text = _INNER_DOT.sub("\ue000", text)
+
+    def abbreviation(m: re.Match) -> str:
+        following = text[m.end() :].lstrip()[:1]
+        if following.isupper() and _ENDS_BEFORE_CAPITAL.search(m.group(0)):
+            return m.group(0)
+        return m.group(0)[:-1] + "\ue000"
+
+    return _ABBREVIATION.sub(abbreviation, text)
+
+
 def sentences(text: str) -> list[tuple[str, bool]]:
-    """(sentence, is_question) pairs of a message."""
-    parts = _SENTENCE_SPLIT.split(text)
+    """(sentence, is_question) pairs of a message. A dot in a file name, version, decimal, URL or after an
+    abbreviation ends no sentence."""
+    parts = _SENTENCE_SPLIT.split(_mask(text))
     out = []
-    pending = ""
     for i in range(0, len(parts), 2):
-        piece = pending + parts[i]
+        piece = parts[i]
         end = parts[i + 1] if i + 1 < len(parts) else ""
-        if end == "." and piece[-1:].isdigit() and parts[i + 2][:1].isdigit():
-            pending = piece + end  # "3.5", "v2.0": not a sentence end
-            continue
-        pending = ""
-        sentence = piece.strip().lstrip(_TRIM_START).rstrip(_TRIM_END)
+        sentence = piece.strip().lstrip(_TRIM_START).rstrip(_TRIM_END).translate(_UNMASK)
         if not sentence:
             continue
         question = "?" in end or "？" in end or bool(_EN_QUESTION.match(sentence))
@@ -166,12 +195,16 @@ def combine(*parts: str) -> list[str]:
 EN_OBJ_CUT = re.compile(
     r"(?:\s*[,;:]\s*|\s+)(?:because|cause|cuz|since|as\s+(?:it|they|i|that|long)|so\s+that|so|which|who|but|though"
     r"|although|if|unless|and\s+(?:i|it|that|they|we|my|you|he|she)|whereas|except|lol|haha|hehe)\b.*$"
-    r"|\s*[;(\[—–]\s*.*$|\s+-\s+.*$",
+    r"|\s*,\s*(?:i|i'm|i'd|i've|i'll|it|it's|that's|they|they're|we|we're|which|so|next|then|after\s+that"
+    r"|afterwards|tomorrow)\b.*$"
+    r"|\s*,\s*(?:the|a|my|our|their|its)\s+[\w-]+\s+(?:is|are|was|were|look|looks|make|makes)\b.*$"
+    r"|\s*[;(\[—–]\s*.*$|\s*-\s+.*$",
     _I,
 )
 EN_FILLER_TAIL = re.compile(
     r"(?:[\s,]+(?:please|pls|now|right now|nowadays|these days|anymore|any more|instead|though|too|as well|a lot"
-    r"|a bit|so much|very much|really|actually|honestly|lately|for now|in general|generally|overall|most of all"
+    r"|a bit|so much|very much|really|actually|honestly|lately|recently|for now|in general|generally|overall"
+    r"|most of all"
     r"|the most|more|best|thanks|thank you|thx|lol|haha|to be honest|tbh|i think|i guess|i suppose|personally"
     r"|myself|then|also|either|anyway|:\)|:d)|[\s,.!~]+)+$",
     _I,
@@ -189,13 +222,26 @@ _EN_PREP_CUT = re.compile(r"\s+(?:on|in|at|for|with|during|from|by|to|when|while
 EN_BAD_FIRST_WORDS = frozenset(
     "it it's its that that's this these those them they you your yours him her his what how where which who whom "
     "why when everything anything something nothing so too very much yes no not one ones all both either neither "
-    "here there doing being".split()
+    "here there doing being i i'm i've i'd me we we're us".split()
 )
 _EN_BAD_OBJECT = re.compile(
-    r"^(?:the\s+)?(?:idea|plan|suggestion|answer|result|results|option|version|approach|way\s+you|first\s+one"
+    r"^(?:a|an|some)\s+(?:new|different|other|few|couple)\b|^to\s+(?:hear|see|say|know|think|read|watch|tell)$"
+    r"|^the\s+way\b|^(?:an?\s+)?(?:event|thing|place|something)$|^to$|^the\s+(?:idea|thought|feelings?)\b"
+    r"|^(?:the\s+)?(?:idea|plan|suggestion|answer|result|results|option|version|approach|way\s+you|first\s+one"
     r"|second\s+one|last\s+one|other\s+one|new\s+one|one|latter|former|above|previous\s+one|current\s+one)$"
     r"|^the\s+(?:new|old|first|second|third|last|other|current|previous|above|latter|former)\b",
     _I,
+)
+_EN_VOCATIVE = re.compile(r"^((?:the|this|that)\s+[a-z]+)\s+(?-i:[A-Z][a-z]+)$", _I)
+# Words that point at something outside the record: a record holding them means nothing alone.
+_EN_DANGLING = re.compile(
+    r"\b(?:it|it's|its|they|them|they're|their|theirs|this|that|these|those|he|she|him|her|hers|there|here|such|ones?|same"
+    r"|stuff\s+like\s+that)\b",
+    _I,
+)
+_EN_NOT_AN_OBJECT = frozenset(
+    "everywhere everyone everybody anywhere anyone somewhere someone nowhere nobody makes made gets got is are was "
+    "were has had does did seeing hearing knowing how why when where who whom whose seeing".split()
 )
 _EN_ABOUT_YOU = re.compile(r"\b(?:you|your|yours|you're|you've)\b", _I)
 _EN_PRONOUN = re.compile(r"\b(?:my|me|mine|myself|i'm|i've|i'd|i'll|i)\b", _I)
@@ -265,13 +311,17 @@ def clean_en_object(raw: str) -> tuple[str, str, str] | None:
             break
         qualifiers.insert(0, m.group("q"))
         text = text[: m.start()]
-    text = text.strip(" ,.!")
+    text = _EN_VOCATIVE.sub("", text.strip(" ,.!"))  # "the thought Nate": Nate is who it is said to
     if not text:
         return None
     words = text.split()
     if words[0].lower() in EN_BAD_FIRST_WORDS or _EN_BAD_OBJECT.search(text) or len(words) > 10:
         return None
     if _EN_ABOUT_YOU.search(text):  # "the way you structured this" is about the conversation, not the user
+        return None
+    if _EN_DANGLING.search(text):  # "the smell and taste it adds to dishes", "that world": about what the reader
+        return None  # never sees
+    if words[0].lower() in _EN_NOT_AN_OBJECT:  # "love everywhere", "love makes writing fun"
         return None
     core = norm_key(EN_ARTICLE.sub("", text))
     if not core:
@@ -281,10 +331,17 @@ def clean_en_object(raw: str) -> tuple[str, str, str] | None:
     return swap_pronouns(shown), core, qualifier
 
 
+_EN_BARE_VERBS = frozenset(
+    "go walk stay take eat drink read watch play spend travel cook listen sleep work live do have visit see try use "
+    "get make sit stick ride drive fly hike swim run bake paint write learn study relax chill hang".split()
+)
+
+
 def en_topic(core: str) -> str:
     """Head noun of an English preference object: "soft lighting at night" → "lighting",
     "window seats on long flights" → "seat", "travelling by train" → "transport"."""
-    verb_phrase = core.startswith("to ") or core.split(" ", 1)[0].endswith("ing")
+    first = core.split(" ", 1)[0]
+    verb_phrase = core.startswith("to ") or first.endswith("ing") or (first in _EN_BARE_VERBS and " " in core)
     phrase = _EN_TO.sub("", core) if verb_phrase else _EN_PREP_CUT.sub("", core)
     words = phrase.split()
     if not words:

@@ -66,6 +66,12 @@ _RE_EN_DIET_KIND = re.compile(
 _EN_DIET_VERBS = {"can't": "Can't", "cannot": "Can't", "can not": "Can't", "don't": "Doesn't", "do not": "Doesn't"}
 _EN_DIET_VERBS |= {"never": "Never", "no longer": "No longer", "won't": "Won't"}
 _ITEM_SPLIT = re.compile(r"\s*(?:,|\band\b|\bor\b|/|、|和|跟|与|还有|以及|或者)\s*", _I)
+_EN_FOOD = re.compile(
+    r"\b(?:dairy|gluten|wheat|lactose|milk|cheese|butter|cream|eggs?|meat|red meat|pork|beef|chicken|fish|seafood"
+    r"|shellfish|shrimp|nuts?|peanuts?|soy|sugar|sweets?|salt|spicy|spice|alcohol|beer|wine|caffeine|coffee|carbs?"
+    r"|fried|garlic|onions?|sesame|corn|rice|bread|pasta|chocolate|juice|soda)\b",
+    _I,
+)
 _EN_NOT_FOOD = frozenset("anything that this it now much more late right today tonight before after any".split())
 _RE_ZH_ALLERGY = re.compile(
     rf"{ZH_LEAD}{ZH_SUBJ}(?:也|还|都|有点|比较)?对(?P<x>[^，。]{{1,12}}?)(?:严重|有点|有些|比较|非常|很|也|都)*过敏"
@@ -146,6 +152,8 @@ def en_constraints(clause: str) -> list[Candidate]:
                 or len(key.split()) > 4
             ):
                 continue
+            if what == "have" and not _EN_FOOD.search(key):
+                continue  # "I don't have a recipe" says nothing of a diet
             phrase = _EN_DIET_VERBS[verb]
             verb_form = what if phrase in ("Can't", "Won't", "Doesn't") else what + "s"
             fields = {"kind": "diet", "avoid": key}

@@ -107,7 +107,9 @@ _RE_ZH_LIVE = re.compile(
     rf"|{ZH_LEAD}{ZH_SUBJ2}(?:现在|目前|一直|也)?在(?P<place2>[^，。在]{{2,10}}?)(?:生活|居住|定居|住)(?:了)?$"
 )
 _ZH_PLACE_TAIL = re.compile("(?:了|啦|呢|这边|那边|附近|一带|生活|居住|住)+$")
-_RE_ZH_FROM = re.compile(rf"{ZH_LEAD}我(?:是|老家是|来自)(?P<place>[^，。一个好坏这那本外]{{1}}[^，。]{{1,6}}?)人?$")
+_RE_ZH_FROM = re.compile(
+    rf"{ZH_LEAD}我(?:是|老家是|来自)(?P<place>[^，。一个好坏这那本外]{{1}}[^，。]{{1,6}}?)(?:人|的)?$"
+)
 _RE_ZH_JOB = re.compile(
     rf"{ZH_LEAD}我(?:现在|目前|也)?是(?:一名|一个|一位|名|个|位)?(?P<job>[^，。]{{1,12}})$"
     rf"|{ZH_LEAD}我(?:现在|目前)?(?:是做|做)(?P<job2>[^，。]{{1,10}}?)的$"
@@ -221,7 +223,10 @@ def zh_identity(clause: str) -> list[Candidate]:
     m = _RE_ZH_JOB.match(clause)
     if m:
         job = ZH_TAIL.sub("", m.group("job") or m.group("job2") or m.group("job3") or "")
-        if m.group("job2"):
+        doing = bool(m.group("job2"))
+        if m.group("job") and job.startswith("做") and job.endswith("的") and len(job) > 2:
+            job, doing = job[1:-1], True  # "我是做设计的"
+        if doing:
             out.append(_identity_candidate("job", job, f"是做{job}的", 0.8, "zh.job"))
         elif job and ZH_JOB_SUFFIX.search(job) and not ZH_BAD_START.match(job):
             out.append(_identity_candidate("job", job, f"是{job}", 0.85, "zh.job"))

@@ -28,7 +28,9 @@ _I = re.IGNORECASE
 
 _EN_ADV = (
     r"(?:(?:now|really|much|still|actually|generally|usually|definitely|mostly|always|personally|strongly|also|kind"
-    r" of|sort of|do|just|absolutely|totally|honestly|genuinely|quite|truly|especially|particularly|secretly|so)\s+)*"
+    r" of|sort of|do|just|absolutely|totally|honestly|genuinely|quite|truly|especially|particularly|secretly|so"
+    r"|more|even\s+more|mainly"
+    r"|super|pretty)\s+)*"
 )
 
 
@@ -45,10 +47,28 @@ _EN_LIKE_VERBS = {
     "obsessed with": "Is obsessed with",
     "passionate about": "Is passionate about",
     "keen on": "Is keen on",
+    "all about": "Is all about",
+    "getting into": "Is into",
+    "gotten into": "Is into",
+    "got into": "Is into",
+    "fan": "Is a fan of",
+    "lover": "Loves",
+    "enthusiast": "Is an enthusiast of",
+    "buff": "Is a fan of",
     "big on": "Is big on",
 }
 _EN_DISLIKE_VERBS = (
+    ("no longer into", "Is no longer into"),
+    ("no longer a fan", "Is no longer a fan of"),
+    ("no longer interested", "Is no longer interested in"),
     ("no longer", "No longer likes"),
+    ("stopped", "No longer likes"),
+    ("gone off", "Has gone off"),
+    ("lost interest", "Has lost interest in"),
+    ("not interested", "Is not interested in"),
+    ("done with", "Is done with"),
+    ("sick of", "Is sick of"),
+    ("tired of", "Is tired of"),
     ("never liked", "Never liked"),
     ("don't", "Doesn't like"),
     ("do not", "Doesn't like"),
@@ -65,16 +85,22 @@ _EN_DISLIKE_VERBS = (
 )
 _RE_EN_LIKE = re.compile(
     rf"\bi\s+{_EN_ADV}(?P<verb>like|love|enjoy|adore)\s+(?P<obj>.+)"
-    rf"|\bi(?:'m|\s+am)\s+{_EN_ADV}(?:a\s+(?:big\s+|huge\s+|great\s+)?)?(?P<verb2>into|fan\s+of|fond\s+of|crazy\s+about"
+    rf"|\bi(?:'ve|\s+have)?\s+(?:been\s+)?(?:really\s+)?(?P<verb3>getting\s+into|gotten\s+into|got\s+into)\s+(?P<obj3>.+)"
+    r"|\bi(?:'m|\s+am)\s+(?:an?\s+)(?:(?:big|huge|total|massive|real|true|die-hard|longtime|long-time|avid)\s+)*"
+    r"(?P<obj4>(?!(?:big|huge|total|massive|real|true|avid|great|fan)\b)[a-z][\w'-]*(?:\s+[a-z][\w'-]*)?)\s+"
+    r"(?P<verb4>fan|lover|enthusiast|buff)\b(?!\s+of)"
+    rf"|\bi(?:'m|\s+am)\s+{_EN_ADV}(?:a\s+(?:big\s+|huge\s+|great\s+)?)?(?P<verb2>into|fan\s+of|fond\s+of|all\s+about|crazy\s+about"
     r"|obsessed\s+with|passionate\s+about|keen\s+on|big\s+on)\s+(?P<obj2>.+)",
     _I,
 )
 _RE_EN_DISLIKE = re.compile(
-    rf"\bi\s+{_EN_ADV}(?P<verb>(?:don't|do\s+not)\s+(?:really\s+|much\s+|particularly\s+|even\s+)?(?:like|love|enjoy"
+    rf"\bi(?:'ve|\s+have)?\s+{_EN_ADV}(?P<verb>(?:don't|do\s+not)\s+(?:really\s+|much\s+|particularly\s+|even\s+)?(?:like|love|enjoy"
     r"|care\s+for)|dislike|hate|detest|loathe|(?:can't|cannot|can\s+not)\s+(?:stand|bear)|no\s+longer\s+(?:like|love"
-    r"|enjoy)|never\s+liked|(?:try\s+to\s+)?avoid)\s+(?P<obj>.+)"
-    rf"|\bi(?:'m|\s+am)\s+{_EN_ADV}(?P<verb2>not\s+(?:a\s+(?:big\s+|huge\s+)?fan\s+of|into|keen\s+on|fond\s+of"
-    r"|big\s+on))\s+(?P<obj2>.+)",
+    r"|enjoy)|never\s+liked|(?:try\s+to\s+)?avoid|stopped\s+(?:liking|loving|enjoying)|(?:gone\s+off"
+    r"|lost\s+(?:all\s+)?interest\s+in))\s+(?P<obj>.+)"
+    rf"|\bi(?:'m|\s+am)\s+{_EN_ADV}(?P<verb2>(?:not|no\s+longer)\s+(?:(?:really|that|so|too|very)\s+)?(?:a\s+(?:big\s+|huge\s+)?fan\s+of"
+    r"|into|keen\s+on|fond\s+of|big\s+on|interested\s+in)|(?:kind\s+of\s+|a\s+bit\s+|so\s+|really\s+)?(?:done\s+with"
+    r"|sick\s+of|tired\s+of))\s+(?P<obj2>.+)",
     _I,
 )
 _RE_EN_PREFER = re.compile(
@@ -100,9 +126,11 @@ _RE_EN_HABIT = re.compile(
     r"|habitually)\s+(?P<act>.+)",
     _I,
 )
+_EN_ACT_ADVERBS = re.compile(r"^(?:(?:really|just|even|also|actually|ever|still|quite|so)\s+)+", _I)
 _EN_HABIT_BAD_VERBS = frozenset(
     "said say told tell ask asked thought think know knew mean meant get got do did does was were am is are be been "
     "will would can could should must want wanted need needed wonder wondered have had understood understand "
+    "imagine imagined expect expected thought believe believed realize realized realise realised "
     "like love prefer enjoy hate eat drink".split()
 )
 _RE_EN_TRAIT = re.compile(
@@ -117,13 +145,18 @@ _RE_EN_TRAIT = re.compile(
 _ZH_LIKE = re.compile(
     rf"{ZH_LEAD}{ZH_SUBJ}{ZH_ADV}(?P<verb>喜欢|热爱|钟爱|爱吃|爱喝|爱看|爱玩|爱听|迷上了|爱上了|爱(?![人好心情护国]))(?P<obj>.+)$"
 )
+# "我不再去健身房了", "我对游戏没兴趣了": something the user no longer does or cares for.
+_ZH_NO_LONGER = re.compile(rf"{ZH_LEAD}{ZH_SUBJ}{ZH_ADV}(?P<verb>不再|再也不)(?P<obj>[^，。]+)$")
+_ZH_NO_INTEREST = re.compile(
+    rf"{ZH_LEAD}{ZH_SUBJ}{ZH_ADV}对(?P<obj>[^，。]{{1,12}}?)(?:已经|早就|也|都)?(?:没兴趣|不感兴趣|没什么兴趣|没有兴趣|不太感兴趣)了?$"
+)
 _ZH_HOBBY = re.compile(rf"{ZH_LEAD}{ZH_SUBJ}的?(?:爱好|兴趣爱好|兴趣)(?:是|有|：|:)(?P<obj>.+)$")
 _ZH_DISLIKE = re.compile(
-    rf"{ZH_LEAD}{ZH_SUBJ}{ZH_ADV}(?P<verb>不喜欢|不太喜欢|不怎么喜欢|不是很喜欢|不再喜欢|不爱|不太爱|讨厌|受不了|忍受不了|反感|厌恶"
-    r"|接受不了|不能接受|不想要)(?P<obj>.+)$"
+    rf"{ZH_LEAD}{ZH_SUBJ}{ZH_ADV}(?P<verb>不喜欢|不太喜欢|不怎么喜欢|不是很喜欢|不再喜欢|没那么喜欢|不那么喜欢|不爱|不太爱|不再爱|讨厌|受不了|忍受不了"
+    r"|反感|厌恶|接受不了|不能接受|不想要|腻了|厌倦了?)(?P<obj>.+)$"
 )
 _ZH_PREFER = re.compile(
-    rf"{ZH_LEAD}{ZH_SUBJ}{ZH_ADV}(?P<verb>偏好|偏爱|更喜欢|更爱|更倾向于?|倾向于|宁愿|宁可|更想要|改成了?|改为|换成了?|改用)(?P<obj>.+)$"
+    rf"{ZH_LEAD}{ZH_SUBJ}{ZH_ADV}(?P<verb>偏好|偏爱|更喜欢|更爱|更倾向于?|倾向于|宁愿|宁可|更想要|更想|更愿意|比较想|改成了?|改为|换成了?|改用)(?P<obj>.+)$"
 )
 _ZH_CHANGE = re.compile(
     rf"{ZH_LEAD}(?P<topic>[^，。把帮请你他她]{{1,8}}?)(?:以后|今后|从现在起|从今以后|往后)(?:都|就|全部|一律)?"
@@ -138,7 +171,7 @@ _ZH_HABIT = re.compile(
     r"(?P<act>[^，。]{1,24})$"
 )
 _ZH_TRAIT = re.compile(
-    rf"{ZH_LEAD}{ZH_SUBJ}(?:是)?(?:一个|个|一位)?(?P<trait>急性子|慢性子|夜猫子|完美主义者|吃货|宅男|宅女|社恐|[iIeE]人|路痴"
+    rf"{ZH_LEAD}{ZH_SUBJ}(?:有点|有些|比较|挺|很)?(?:是)?(?:一个|个|一位)?(?P<trait>急性子|慢性子|夜猫子|完美主义者|吃货|宅男|宅女|社恐|[iIeE]人|路痴"
     r"|工作狂|起床困难户|拖延症患者?)$"
     rf"|{ZH_LEAD}我是(?:一个|个|一位)?(?P<trait2>[^，。]{{1,10}}?)的人$"
 )
@@ -152,6 +185,18 @@ _EN_LEADING_QUALIFIER = re.compile(
 )
 
 
+# "a job I enjoy every day", "that's what I like to hear": "I" opens a relative clause, not a statement.
+_EN_RELATIVE_BEFORE = re.compile(
+    r"(?:\b(?:a|an|the|this|that|these|those|my|our|your|his|her|their|some|any|every|each|one)\s+[\w-]+(?:\s+[\w-]+)?"
+    r"|\b(?:what|which|whatever|who|whom))\s+$",
+    _I,
+)
+
+
+def _relative(clause: str, m: re.Match) -> bool:
+    return bool(_EN_RELATIVE_BEFORE.search(clause, 0, m.start()))
+
+
 def en_preference(clause: str) -> Candidate | None:
     m = _RE_EN_FAVOURITE.search(clause)
     if m and en_asserted(clause, m):
@@ -159,6 +204,8 @@ def en_preference(clause: str) -> Candidate | None:
         cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
         if cleaned:
             shown, core, _ = cleaned
+            if what and what.lower().split()[0] in ("one", "thing", "part", "bit"):
+                return None  # "my favourite one to jam to is …": one of what?
             if what:
                 topic = en_topic(norm_key(what))
                 return profile_candidate(
@@ -172,7 +219,7 @@ def en_preference(clause: str) -> Candidate | None:
                 )
             return _like_candidate(f"Favourite: {shown}", core, "like", 0.85, "en.favourite")
     m = _RE_EN_DISLIKE.search(clause)
-    if m and en_asserted(clause, m):
+    if m and en_asserted(clause, m) and not _relative(clause, m):
         verb = (m.group("verb") or m.group("verb2")).lower()
         cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
         if cleaned:
@@ -213,19 +260,20 @@ def en_preference(clause: str) -> Candidate | None:
             return profile_candidate(content, f"prefer:{topic}", core, True, fields, 0.9, "en.prefer")
         return None
     m = _RE_EN_LIKE.search(clause)
-    if m and en_asserted(clause, m):
-        verb = SPACES.sub(" ", (m.group("verb") or m.group("verb2")).lower())
-        cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
+    if m and en_asserted(clause, m) and not _relative(clause, m):
+        verb = SPACES.sub(" ", (m.group("verb") or m.group("verb2") or m.group("verb3") or m.group("verb4")).lower())
+        cleaned = clean_en_object(m.group("obj") or m.group("obj2") or m.group("obj3") or m.group("obj4"))
         if cleaned:
             confidence = 0.85 if verb in ("love", "adore") else 0.8
             return _like_candidate(f"{_EN_LIKE_VERBS[verb]} {cleaned[0]}", cleaned[1], "like", confidence, "en.like")
         return None
     m = _RE_EN_HABIT.search(clause)
-    if m and en_asserted(clause, m):
+    if m and en_asserted(clause, m) and not _relative(clause, m):
         adverb = SPACES.sub(" ", m.group("adv").lower())
         act = EN_FILLER_TAIL.sub("", EN_OBJ_CUT.sub("", m.group("act"))).strip(" ,.!")
+        act = _EN_ACT_ADVERBS.sub("", act)  # "never really asked": the verb is "asked"
         words = act.split()
-        if not words or len(words) > 12 or words[0].lower() in _EN_HABIT_BAD_VERBS:
+        if not words or len(words) > 12 or words[0].lower().strip(",.;:!") in _EN_HABIT_BAD_VERBS:
             return None
         if adverb == "tend to":
             content = f"Tends to {swap_pronouns(act)}"
@@ -291,6 +339,13 @@ def zh_preference(clause: str) -> Candidate | None:
             verb = m.group("verb")
             confidence = 0.9 if verb in ("讨厌", "受不了", "不再喜欢", "反感", "厌恶") else 0.85
             return _like_candidate(f"{verb}{cleaned[0]}", cleaned[1], "dislike", confidence, "zh.dislike")
+        return None
+    m = _ZH_NO_LONGER.match(clause) or _ZH_NO_INTEREST.match(clause)
+    if m and zh_asserted(m):
+        cleaned = clean_zh_object(m.group("obj"))
+        if cleaned:
+            shown = f"不再{cleaned[0]}" if m.re is _ZH_NO_LONGER else f"对{cleaned[0]}不感兴趣"
+            return _like_candidate(shown, cleaned[1], "dislike", 0.85, "zh.no_longer")
         return None
     m = _ZH_PREFER.match(clause)
     if m and zh_asserted(m):

@@ -50,7 +50,7 @@ _RE_EN_RELATION = re.compile(
     _I,
 )
 _RE_EN_RELATION_BARE = re.compile(
-    rf"\bmy\s+{_EN_REL_MOD}(?P<rel>{_EN_REL}),?\s+(?:is\s+)?{EN_CAPITALISED_NAME}\b(?!\s*(?:'s|&))", _I
+    rf"\bmy\s+{_EN_REL_MOD}(?P<rel>{_EN_REL}),?\s+(?:is\s+)?{EN_CAPITALISED_NAME}\b(?!\s*(?:'s|&|and\b))", _I
 )
 _RE_EN_RELATION_JOB = re.compile(
     rf"\bmy\s+{_EN_REL_MOD}(?P<rel>{_EN_REL})\s+is\s+(?:an?\s+)(?P<job>(?:[\w-]+\s+){{0,2}}?(?:{PROFESSIONS}))\b", _I
@@ -126,10 +126,10 @@ def en_relations(clause: str) -> list[Candidate]:
             )
         ]
     m = _RE_EN_RELATION_BARE.search(clause)
-    if m and en_asserted(clause, m):
+    if m and en_asserted(clause, m) and clause[m.end() : m.end() + 2] not in ("'s", "’s"):
         name = m.group("name")
         key = _en_relation_key(m.group("rel"), m.group("mod"))
-        if valid_name(name):
+        if valid_name(name) and not name.endswith(("'s", "’s")):  # "my daughter Sara's birthday"
             return [_relation_candidate(key, name, f"{upper_first(key)}'s name is {name}", 0.75, "en.relation")]
     return []
 
