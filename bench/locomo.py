@@ -205,20 +205,30 @@ def load_sample(api, sample: dict, *, user_id: str, dataset_name: str) -> dict:
     return {"sessions": sessions, "message_ids": message_ids}
 
 
-def strategies_run(api, *, user_id: str, dataset_name: str) -> None:
+def strategies_run(api, *, user_id: str, dataset_name: str) -> int:
     """Run the tenant's enabled strategies (the built-in ones) over every session of the user, in this process
-    (--strategies): Celery runs tasks eagerly, so the triggers that fired while the turns were posted have run
-    too; a manual run per session then takes whatever they left below their thresholds."""
+    (--strategies), as a worker would: a manual run per session and strategy, executed here, then the new
+    records embedded. A run reads only what its strategy has not read yet, so a second call adds nothing.
+    Returns the user's valid records."""
+    from memory_app.embeddings import records_embed
+    from memory_app.models import Record
     from sessions_app.models import Session
     from sessions_app.services.apikeys import apikey_authenticate
     from strategies_app.models import Trigger
-    from strategies_app.services.runs import run_request
+    from strategies_app.services.runs import run_execute, run_request
     from strategies_app.triggers import enabled_strategies
 
     tenant = apikey_authenticate(plain_key=api.key).tenant
-    for session in Session.objects.filter(tenant=tenant, user_id=user_id, metadata__dataset=dataset_name):
-        for strategy in enabled_strategies(tenant.pk):
-            run_request(strategy=strategy, trigger=Trigger.MANUAL, session=session, detail="bench/locomo.py")
+    strategies = enabled_strategies(tenant.pk)
+    for session in Session.objects.filter(tenant=tenant, user_id=user_id, metadata__dataset=dataset_name).order_by(
+        "started_at"
+    ):
+        for strategy in strategies:
+            run = run_request(strategy=strategy, trigger=Trigger.MANUAL, session=session, detail="bench/locomo.py")
+            run_execute(run.pk)
+    records = Record.objects.filter(tenant=tenant, user_id=user_id, valid=True)
+    records_embed(record_ids=list(records.values_list("pk", flat=True)))
+    return records.count()
 
 
 def already_loaded(api, sample: dict, *, user_id: str, dataset_name: str) -> dict | None:
@@ -387,7 +397,8 @@ def run(
             api, sample, user_id=user_id, dataset_name=dataset_name
         )
         if strategies:  # a run reads only what its strategy has not read yet: nothing twice
-            strategies_run(api, user_id=user_id, dataset_name=dataset_name)
+            records = strategies_run(api, user_id=user_id, dataset_name=dataset_name)
+            progress(f"  {user_id}: {records} valid records after the built-in strategies")
         sessions += loaded[str(sample["sample_id"])]["sessions"]
     load_seconds = time.perf_counter() - start
     all_ids = [mid for info in loaded.values() for mid in info["message_ids"].values()]
@@ -625,7 +636,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--strategies",
         action="store_true",
-        help="in-process: run the built-in strategies over the loaded sessions (Celery tasks run eagerly)",
+        help="in-process: run the built-in strategies over the loaded sessions here, as a worker would",
     )
     parser.add_argument("--sweep", action="store_true", help="in-process: recall@10 over a grid of scoring weights")
     parser.add_argument("--name", default=None, help="results name (default <dataset stem>-<embedder>)")
@@ -641,10 +652,6 @@ def main(argv=None) -> int:
     from django.conf import settings
 
     settings.ACE_EMBEDDER = args.embedder
-    if args.strategies:
-        from aceproject.celery import app
-
-        app.conf.task_always_eager = True  # strategy runs and their embedding, in this process as they are queued
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if args.url:
         api = HttpApi(args.url, args.key)
