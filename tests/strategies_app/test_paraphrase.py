@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from strategies_app.extractors.base import ExtractionContext, SourceMessage
 from strategies_app.extractors.rules import RulesExtractor
@@ -205,3 +207,41 @@ def test_the_evaluation_set_stays_above_the_targets():
     assert len(items) >= 300
     langs = {lang: sum(1 for i in items if i["lang"] == lang) for lang in ("en", "zh")}
     assert min(langs.values()) >= 0.4 * len(items), langs
+
+
+@pytest.mark.parametrize(
+    "clause,phrase",
+    [
+        ("I'm not fond of horror movies", "Is not fond of horror movies"),
+        ("I am not big on crowded beaches", "Is not big on crowded beaches"),
+        ("I'm not really a fan of jazz", "Is not a fan of jazz"),
+    ],
+)
+def test_every_dislike_the_pattern_accepts_has_its_wording(clause, phrase):
+    """Found on REALTALK: "I'm not fond of …" matched the dislike pattern but had no wording, and the whole
+    strategy run failed (StopIteration)."""
+    from strategies_app.extractors.rules.profile.preferences import en_preference
+
+    candidate = en_preference(clause)
+    assert candidate is not None
+    assert phrase.lower() in str(candidate).lower()
+
+
+_CHAT_WORDS = (
+    "I i'm I'm not no longer don't like love hate fond of big on into fan prefer rather would"
+    " 我 不 喜欢 不再 更想 现在 了 博物馆 museums park jazz my sister maybe"
+    " ? . 。 ！ , auth.py v1.2 3.14 Dr. e.g. Caroline: Hey"
+).split()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    words=st.lists(st.one_of(st.sampled_from(_CHAT_WORDS), st.text(max_size=12)), max_size=30),
+    kind=st.sampled_from(["profile", "fact", "task"]),
+    speaker=st.sampled_from(["", "Caroline"]),
+)
+def test_the_rules_never_fail_on_any_text(words, kind, speaker):
+    """A fuzzer over chat-like word soup and arbitrary text: the rules may find nothing, never raise (a raise
+    fails the whole strategy run, as "I'm not fond of …" did)."""
+    for candidate in _extract(kind, " ".join(words), speaker=speaker):
+        assert candidate.content.strip()

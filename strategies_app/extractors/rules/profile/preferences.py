@@ -82,6 +82,8 @@ _EN_DISLIKE_VERBS = (
     ("fan of", "Is not a fan of"),
     ("into", "Is not into"),
     ("keen on", "Is not keen on"),
+    ("fond of", "Is not fond of"),
+    ("big on", "Is not big on"),
 )
 _RE_EN_LIKE = re.compile(
     rf"\bi\s+{_EN_ADV}(?P<verb>like|love|enjoy|adore)\s+(?P<obj>.+)"
@@ -223,7 +225,7 @@ def en_preference(clause: str) -> Candidate | None:
         verb = (m.group("verb") or m.group("verb2")).lower()
         cleaned = clean_en_object(m.group("obj") or m.group("obj2"))
         if cleaned:
-            phrase = next(text for key, text in _EN_DISLIKE_VERBS if key in verb)
+            phrase = next((text for key, text in _EN_DISLIKE_VERBS if key in verb), "Doesn't like")
             confidence = 0.9 if "hate" in verb or "stand" in verb or "no longer" in verb else 0.85
             return _like_candidate(f"{phrase} {cleaned[0]}", cleaned[1], "dislike", confidence, "en.dislike")
         return None
