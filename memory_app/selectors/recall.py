@@ -16,6 +16,7 @@ The weights were fitted on two public benchmarks and checked on held-out ones (b
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -394,6 +395,19 @@ def recall_search(
     return RecallResult(results=results, degraded=degraded, embedder=embedder_key, detail=detail)
 
 
+def _in_recall_transaction(fn):
+    """Run `fn` in one transaction with RECALL_SETTINGS: one BEGIN and one SET for all of a recall's queries."""
+
+    @functools.wraps(fn)
+    def wrapper(**kwargs):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(RECALL_SETTINGS)
+            return fn(**kwargs)
+
+    return wrapper
+
+
+@_in_recall_transaction
 def gather(
     *,
     tenant: Tenant,
@@ -410,37 +424,6 @@ def gather(
 ) -> tuple[dict[str, _Candidate], dict[str, float]]:
     """The candidates of the four lists (keyed "r:<id>" / "m:<id>", with their cosine and, for messages, their
     place in the session) and the keyword matches' BM25 scores, 0–1, over one collection of both kinds."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(RECALL_SETTINGS)
-        return _gather(
-            tenant=tenant,
-            query=query,
-            user_id=user_id,
-            vector=vector,
-            embedder=embedder,
-            types=types,
-            session=session,
-            since=since,
-            until=until,
-            include_messages=include_messages,
-            include_records=include_records,
-        )
-
-
-def _gather(
-    *,
-    tenant: Tenant,
-    query: str,
-    user_id: str,
-    vector: list[float] | None,
-    embedder,
-    types: list[str] | None,
-    session,
-    since: datetime | None,
-    until: datetime | None,
-    include_messages: bool,
-    include_records: bool,
-) -> tuple[dict[str, _Candidate], dict[str, float]]:
     candidates: dict[str, _Candidate] = {}
     docs: dict[str, tuple[dict[str, list[int]], int]] = {}  # keyword matches of both kinds: one collection
     rows = 0
