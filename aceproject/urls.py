@@ -35,6 +35,7 @@ urlpatterns = [
     path("api/redoc/redoc.standalone.js", redoc_bundle, name="api-redoc-bundle"),
     path("api/redoc/", api_docs_policy(SpectacularRedocView.as_view(url_name="schema")), name="api-redoc"),
     path("admin/", admin.site.urls),
+    path("mcp", include("aceproject.mcp.urls")),
 ]
 
 handler404 = "platform_kit.api.errors.json_404"
