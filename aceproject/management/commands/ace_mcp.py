@@ -12,6 +12,7 @@ class Command(BaseCommand):
         "Serve the MCP tools (remember, recall, forget, context, usage) over stdio for the tenant of the API key "
         "in ACE_API_KEY (or --key). stdout carries only the protocol; errors go to stderr."
     )
+    requires_system_checks = []  # stderr is the client's log: the one line that matters if the key is refused
 
     def add_arguments(self, parser):
         parser.add_argument("--key", help="The API key (default: the ACE_API_KEY environment variable)")
