@@ -34,6 +34,7 @@ DOC_PAGES = {
             "accounting",
             "operations",
             "security",
+            "mcp",
         )
     },  # fmt: skip
     "bench/README.md": "bench",

@@ -12,7 +12,7 @@ from memory_app.filters import RecordFilter
 from memory_app.models import Record, RecordRevision
 from memory_app.selectors.context import session_context
 from memory_app.selectors.recall import recall_search
-from memory_app.selectors.status import memory_status
+from memory_app.selectors.status import memory_status, with_recall_backlog
 from memory_app.serializers import (
     ContextQuerySerializer,
     ContextSerializer,
@@ -127,24 +127,15 @@ class RecallView(TenantScopedMixin, APIView):
         if "session" in params and not Session.objects.filter(pk=params["session"], tenant=self.tenant).exists():
             raise ValidationError({"session": ["Not a session of yours."]})
         result = recall_search(tenant=self.tenant, **params)
-        return Response(self._with_backlog(RecallResultSerializer(result).data, params))
-
-    def _with_backlog(self, data: dict, params: dict) -> dict:
-        """The recall answer, with what of the user's data it could not search yet."""
-        backlog = memory_status(tenant=self.tenant, user_id=params["user_id"])
-        messages = params.get("include_messages", True)
-        pending = {
-            "message_vectors": backlog.pending_message_vectors if messages else 0,
-            "record_vectors": backlog.pending_record_vectors,
-            "search_index": backlog.pending_search_index if messages else 0,
-        }
-        line = backlog.detail(messages=messages)
-        return {
-            **data,
-            "detail": " ".join(part for part in (data.get("detail", ""), line) if part),
-            "pending": pending,
-            "complete": not any(pending.values()),
-        }
+        answer = RecallResultSerializer(result).data
+        return Response(
+            with_recall_backlog(
+                answer,
+                tenant=self.tenant,
+                user_id=params["user_id"],
+                include_messages=params.get("include_messages", True),
+            )
+        )
 
 
 class MemoryStatusView(TenantScopedMixin, APIView):

@@ -66,6 +66,25 @@ class MemoryStatus:
         return f"Not everything is indexed yet: {'; '.join(parts)}{age}; results may miss them until it is."
 
 
+def with_recall_backlog(answer: dict, *, tenant: Tenant, user_id: str, include_messages: bool = True) -> dict:
+    """A recall answer (its `results`, `detail`, ...) with what of `user_id`'s data it could not search yet:
+    `pending` counts per kind, `complete`, and the backlog's sentence added to `detail`. Messages count only
+    when the recall searched them."""
+    backlog = memory_status(tenant=tenant, user_id=user_id)
+    pending = {
+        "message_vectors": backlog.pending_message_vectors if include_messages else 0,
+        "record_vectors": backlog.pending_record_vectors,
+        "search_index": backlog.pending_search_index if include_messages else 0,
+    }
+    line = backlog.detail(messages=include_messages)
+    return {
+        **answer,
+        "detail": " ".join(part for part in (answer.get("detail", ""), line) if part),
+        "pending": pending,
+        "complete": not any(pending.values()),
+    }
+
+
 def memory_status(*, tenant: Tenant, user_id: str | None = None) -> MemoryStatus:
     """The backlog of the tenant's memory, or of one user's (see the module docstring)."""
     embedder, described = embedder_status()

@@ -34,6 +34,11 @@ def _summary(flat):
     return "Invalid input. " + "; ".join(parts) + more
 
 
+def validation_detail(errors) -> str:
+    """A serializer's errors as the API's one-sentence `detail`: "Invalid input. top_k: Ensure this value …"."""
+    return _summary(_flatten(errors))
+
+
 def exception_handler(exc, context):
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
