@@ -376,7 +376,7 @@ def _raw_record(tenant: Tenant, event: Event) -> TelemetryRecord:
 
 def _pair_with_log(events: list[Event]) -> None:
     """Log first, events later: an event whose prompt or call a log import already stored becomes no message
-    (its raw record points at the stored one). Under the sessions' locks; three queries for the batch."""
+    (its raw record points at the stored one). Under the sessions' locks; four queries for the batch."""
     candidates = [e for e in events if e.item is not None and e.session is not None and e.session.last_seq]
     if not candidates:
         return
@@ -397,6 +397,12 @@ def _pair_with_log(events: list[Event]) -> None:
         )
     )  # fmt: skip
     repeated = {(m.session_id, m.external_id) for m in stored if m.external_id in keys}
+    # An event paired before (its raw record kept) and sent again: a retry, nothing to pair.
+    kept_before = set(
+        TelemetryRecord.objects.filter(
+            tenant_id=candidates[0].session.tenant_id, key__in=[e.key for e in candidates]
+        ).values_list("key", flat=True)
+    )
     paired = set(
         TelemetryRecord.objects.filter(message_id__in=[m.pk for m in stored]).values_list("message_id", flat=True)
     )
@@ -407,6 +413,9 @@ def _pair_with_log(events: list[Event]) -> None:
     for event in sorted(candidates, key=lambda e: e.time):
         if (event.session.pk, event.item["external_id"]) in repeated:
             continue  # a retry: the message service returns the stored row
+        if event.key in kept_before:
+            event.item = None  # a retry of an event paired before: its raw record is stored already
+            continue
         messages = free.get(event.session.pk, [])
         if event.item["role"] == "user":
             prompt_id = event.item["metadata"].get("prompt_id")
