@@ -138,6 +138,8 @@ def any_value(value):
         return attributes_dict(value.kvlist_value.values)
     if kind == "bytes_value":
         return binascii.hexlify(value.bytes_value).decode()
+    if kind == "string_value":
+        return clean(value.string_value)
     if kind == "double_value":
         number = value.double_value
         return number if math.isfinite(number) else str(number)  # JSON has no NaN
@@ -145,7 +147,12 @@ def any_value(value):
 
 
 def attributes_dict(pairs) -> dict:
-    return {pair.key: any_value(pair.value) for pair in pairs}
+    return {clean(pair.key): any_value(pair.value) for pair in pairs}
+
+
+def clean(text: str) -> str:
+    """PostgreSQL holds no NUL in text or jsonb: it becomes U+FFFD, as in every other write path."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
 def nanos_to_datetime(nanos: int) -> datetime | None:
@@ -155,6 +162,16 @@ def nanos_to_datetime(nanos: int) -> datetime | None:
         return datetime.fromtimestamp(nanos // _NANOS, tz=UTC).replace(microsecond=(nanos % _NANOS) // 1000)
     except (OverflowError, OSError, ValueError):
         return None
+
+
+def _clean_json(value):
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean(key): _clean_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_clean_json(item) for item in value]
+    return value
 
 
 # -- requests -----------------------------------------------------------------------------------------------
@@ -167,7 +184,7 @@ def decode_logs(body: bytes, media: str) -> list[LogRecord]:
             for record in scope_logs.log_records:
                 attributes = attributes_dict(record.attributes)
                 body_value = any_value(record.body) if record.HasField("body") else None
-                name = attributes.get("event.name") or record.event_name or body_value
+                name = attributes.get("event.name") or clean(record.event_name) or body_value
                 records.append(
                     LogRecord(
                         name=name if isinstance(name, str) else "",
@@ -175,8 +192,8 @@ def decode_logs(body: bytes, media: str) -> list[LogRecord]:
                         attributes=attributes,
                         resource=resource,
                         body=body_value,
-                        scope=scope_logs.scope.name,
-                        severity=record.severity_text,
+                        scope=clean(scope_logs.scope.name),
+                        severity=clean(record.severity_text),
                         trace_id=record.trace_id.hex(),
                         span_id=record.span_id.hex(),
                     )
@@ -201,8 +218,8 @@ def decode_metrics(body: bytes, media: str) -> list[MetricPoint]:
                         value = value if value is None or math.isfinite(value) else None
                         points.append(
                             MetricPoint(
-                                name=metric.name,
-                                unit=metric.unit,
+                                name=clean(metric.name),
+                                unit=clean(metric.unit),
                                 kind=kind,
                                 cumulative=cumulative,
                                 time=nanos_to_datetime(point.time_unix_nano),
@@ -214,12 +231,12 @@ def decode_metrics(body: bytes, media: str) -> list[MetricPoint]:
                         )
                 elif kind is not None:  # histograms and summaries: kept as sent, not read as one number
                     for point in getattr(metric, kind).data_points:
-                        data = json_format.MessageToDict(point, preserving_proto_field_name=True)
+                        data = _clean_json(json_format.MessageToDict(point, preserving_proto_field_name=True))
                         data.pop("attributes", None)
                         points.append(
                             MetricPoint(
-                                name=metric.name,
-                                unit=metric.unit,
+                                name=clean(metric.name),
+                                unit=clean(metric.unit),
                                 kind=kind,
                                 cumulative=False,
                                 time=nanos_to_datetime(point.time_unix_nano),

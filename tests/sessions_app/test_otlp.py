@@ -6,6 +6,7 @@ import json
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 
@@ -302,3 +303,23 @@ def test_protobuf_and_json_bodies_give_the_same_records(acme, exporter):
         return [(m.role, m.content, m.model, m.input_tokens, m.created_at, m.external_id) for m in rows]
 
     assert shape(acme.tenant) == shape(globex.tenant) and len(shape(acme.tenant)) == 5
+
+
+def test_the_admin_shows_raw_telemetry_and_metered_usage_read_only(acme, exporter, client, django_user_model):
+    post(exporter, "/v1/logs", logs_payload(), key=acme.key)
+    post(exporter, "/v1/metrics", metrics_payload(), key=acme.key)
+    client.force_login(django_user_model.objects.create_superuser("auditor", "auditor@example.com", "not-used"))
+    changelist = reverse("admin:sessions_app_telemetryrecord_changelist")
+    page = client.get(changelist, {"name": "claude_code.tool_result"})
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "tool_name=Edit" in text and "status_code=529" not in text
+    metric_page = client.get(changelist, {"kind": "metric", "paired": "no"}).content.decode()
+    assert "claude_code.token.usage" in metric_page
+    record = TelemetryRecord.objects.get(name="claude_code.api_error")
+    detail = client.get(reverse("admin:sessions_app_telemetryrecord_change", args=[record.pk]))
+    assert detail.status_code == 200 and "Overloaded" in detail.content.decode()
+    assert client.post(reverse("admin:sessions_app_telemetryrecord_delete", args=[record.pk])).status_code == 403
+    session_page = client.get(reverse("admin:sessions_app_session_change", args=[the_session(acme.tenant).pk]))
+    assert "Metered by Claude Code" in session_page.content.decode()
+    assert "cacheRead 32,100" in session_page.content.decode()
