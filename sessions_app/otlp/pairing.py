@@ -25,7 +25,7 @@ from django.db.models import Q
 
 from sessions_app.models import Message
 
-WINDOW = timedelta(minutes=5)
+WINDOW = timedelta(minutes=10)  # an event is written when its call ends; the log, when its first line is
 SOURCE = "otel"  # metadata.source of the messages written from events
 CALL_TOKENS = ("input_tokens", "cache_read_tokens", "cache_creation_tokens")
 
