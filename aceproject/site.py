@@ -32,6 +32,7 @@ DOC_PAGES = {
             "strategies",
             "rules-extractor",
             "accounting",
+            "otel",
             "operations",
             "security",
             "mcp",

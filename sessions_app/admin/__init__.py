@@ -17,6 +17,7 @@ from sessions_app.admin import (  # noqa: F401
     messages,
     sessions,
     state,
+    telemetry,
     tenancy,
     turns,
     usage,

@@ -41,7 +41,7 @@ _BASH = re.compile(r"^\s*<(bash-input|bash-stdout|bash-stderr)>")
 _INTERRUPT = re.compile(r"^\s*\[Request interrupted by user")
 _SYSTEM_MESSAGE_SUBTYPES = {"compact_boundary", "local_command"}
 # A line's own ids, kept in its messages' metadata under our names.
-_LINE_IDS = (("uuid", "uuid"), ("parentUuid", "parent_uuid"), ("agentId", "agent_id"))
+_LINE_IDS = (("uuid", "uuid"), ("parentUuid", "parent_uuid"), ("agentId", "agent_id"), ("promptId", "prompt_id"))
 
 
 # What the lines of one response repeat: the input side of its usage, set when the call started.
@@ -63,6 +63,22 @@ def _same_call(response: dict, lane: str, usage) -> bool:
     return all(
         usage.get(name) is None or known.get(name) is None or usage.get(name) == known.get(name) for name in _CALL_USAGE
     )
+
+
+def prompt_round(prompt_id: str) -> str:
+    """The conversation reference of the round a Claude Code prompt opened, from its prompt id."""
+    return f"claude-code:prompt:{prompt_id}"[:255]
+
+
+def _round_of(data: dict, line_id: str, current: str | None) -> str:
+    """The conversation a real prompt opens. Claude Code (2.x) gives each prompt a `promptId`, which its
+    OpenTelemetry events carry as `prompt.id`: the round is named after it, so that the events and the log
+    name the same conversation (sessions_app.otlp). Without one (older logs), or if the prompt id is the
+    current round's again, the round is named after the line."""
+    prompt_id = data.get("promptId")
+    if isinstance(prompt_id, str) and prompt_id and prompt_round(prompt_id) != current:
+        return prompt_round(prompt_id)
+    return f"claude-code:{line_id}"
 
 
 class ClaudeCodeParser(LogParser):
@@ -224,7 +240,7 @@ class ClaudeCodeParser(LogParser):
             return
         for key in list(self.open):  # a new round: every response of the last one is complete
             self._close(key)
-        self.conversation = f"claude-code:{self.own_id_or_line_id(data.get('uuid'), line.number)}"
+        self.conversation = _round_of(data, self.own_id_or_line_id(data.get("uuid"), line.number), self.conversation)
         self._emit(line.number, data, "user", text, metadata=self._metadata(data, kind="prompt"))
 
     def _tool_results(self, line: JsonLine, data: dict, blocks: list, results: list) -> None:

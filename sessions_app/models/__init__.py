@@ -13,6 +13,7 @@ from sessions_app.models.ledger import (
     TurnStatus,
     UsageCounters,
 )
+from sessions_app.models.telemetry import TelemetryKind, TelemetryRecord
 from sessions_app.models.tenancy import ApiKey, Tenant
 from sessions_app.models.usage import ModelPrice, PriceMatch, SessionModelUsage, UsageDaily, UsageHourly, UsageRollup
 
@@ -31,6 +32,8 @@ __all__ = [
     "Session",
     "SessionModelUsage",
     "StateVersion",
+    "TelemetryKind",
+    "TelemetryRecord",
     "Tenant",
     "Turn",
     "TurnStatus",

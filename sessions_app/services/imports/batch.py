@@ -20,6 +20,7 @@ from sessions_app.importers.dispatch import is_document_log
 from sessions_app.importers.jsonl import is_compressed
 from sessions_app.importers.opencode import split_source
 from sessions_app.models import ImportedFile, Session
+from sessions_app.otlp.pairing import pair_import_items
 from sessions_app.schema import TOKEN_FIELDS
 from sessions_app.services.imports import plan
 from sessions_app.services.imports.plan import FileInBatch, ImportOptions, file_mtime
@@ -122,6 +123,9 @@ class BatchImporter:
                 _, items, members = appends.setdefault(file.session.pk, (file.session, [], []))
                 items.extend(_ingest_item(message) for message in file.parsed.messages)
                 members.append(file)
+        # A Claude Code session whose OpenTelemetry events arrived first: the log's responses and prompts
+        # that pair with them complete those messages instead of being counted again (sessions_app.otlp).
+        pair_import_items([(session, items) for session, items, _ in appends.values()])
         # A message stored by an earlier import and emitted again (a streamed response that grew or closed,
         # a record its tool rewrote) is completed in place: never a second message or request.
         results = messages_append_to_sessions(

@@ -157,12 +157,7 @@ class SessionResolver:
             self.lookup(missing)
         to_create = sorted(key for key in keys if key not in self.by_key)
         if to_create:
-            with connection.cursor() as cursor:  # one creator per (tenant, tool, id) at a time, in one order
-                cursor.execute(
-                    "SELECT pg_advisory_xact_lock(hashtext(key)) FROM unnest(%s::text[]) WITH ORDINALITY AS t(key, n) "
-                    "ORDER BY n",
-                    [[f"{self.options.tenant.pk}:{tool}:{key}" for tool, key in to_create]],
-                )
+            lock_for_creation(tenant_id=self.options.tenant.pk, keys=to_create)
             self.lookup(to_create)  # created by another import meanwhile?
 
     @staticmethod
@@ -194,6 +189,18 @@ class SessionResolver:
             machine=self.options.machine,
             started_at=info.started_at or timezone.now(),
             metadata={"imported": True},
+        )
+
+
+def lock_for_creation(*, tenant_id, keys: list[tuple[str, str]]) -> None:
+    """Lock the (tool, agent session id)s of sessions about to be made, until the transaction ends: one
+    creator per (tenant, tool, id) at a time — an import, or the OTLP receiver (sessions_app.otlp) — in one
+    order. Look the sessions up again after it: another creator may have made them meanwhile."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtext(key)) FROM unnest(%s::text[]) WITH ORDINALITY AS t(key, n) "
+            "ORDER BY n",
+            [[f"{tenant_id}:{tool}:{key}" for tool, key in sorted(keys)]],
         )
 
 
