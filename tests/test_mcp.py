@@ -5,17 +5,14 @@ read through the same services as the REST API, which the tests use to check wha
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import uuid
 from pathlib import Path
-from urllib.parse import quote
 
 import anyio
 import httpx2
 import pytest
-from django.db import connection
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -23,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.conftest import make_client
 from tests.factories import SessionFactory
+from tests.processes import process_env
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = {"remember", "recall", "forget", "context", "usage"}
@@ -281,25 +279,8 @@ def test_http_needs_a_valid_key_and_answers_only_post(ace):
     assert 400 <= broken.status_code < 500
 
 
-def _database_url() -> str:
-    """The test database, for a process of its own (the embedded server listens on a socket directory)."""
-    params = connection.get_connection_params()
-    user, password = quote(params.get("user") or "", safe=""), quote(params.get("password") or "", safe="")
-    host, port, name = params.get("host") or "", params.get("port") or "", params["dbname"]
-    if host.startswith("/"):
-        return f"postgres://{user}:{password}@/{name}?host={quote(host)}" + (f"&port={port}" if port else "")
-    return f"postgres://{user}:{password}@{host}:{port}/{name}"
-
-
 def _stdio_env(key: str) -> dict:
-    return {
-        **os.environ,
-        "DATABASE_URL": _database_url(),
-        "ACE_API_KEY": key,
-        "ACE_EMBEDDER": "hash",  # the suite's embedder (conftest), so both processes share one vector space
-        "ACE_EMBEDDER_PRELOAD": "false",
-        "PYTHONPATH": str(ROOT),
-    }
+    return process_env(ACE_API_KEY=key)
 
 
 def test_tools_over_stdio(transactional_db):

@@ -34,7 +34,12 @@ def _error(status: int, code: int, message: str, media: str) -> HttpResponse:
 
 
 def _tenant(request: HttpRequest):
-    scheme, _, key = request.headers.get("Authorization", "").strip().partition(" ")
+    header = request.headers.get("Authorization", "").strip()
+    # OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20<key>" is the specification's spelling, but Claude Code
+    # (2.1) sends the value without decoding it: "Bearer%20<key>" is read as "Bearer <key>".
+    if header[:9].lower() == "bearer%20":
+        header = "Bearer " + header[9:]
+    scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         return None
     api_key = apikey_authenticate(plain_key=key.strip())

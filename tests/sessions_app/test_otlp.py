@@ -190,6 +190,18 @@ def test_without_a_valid_key_it_is_401_and_nothing_is_stored(acme, exporter):
     assert not Session.objects.exists() and not TelemetryRecord.objects.exists()
 
 
+def test_the_key_is_read_with_the_space_encoded_as_claude_code_sends_it(acme, exporter):
+    # OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20<key>": Claude Code 2.1 sends the value undecoded.
+    body = json.dumps(logs_payload())
+    response = exporter.post(
+        "/v1/logs", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer%20{acme.key}"
+    )
+    assert response.status_code == 200
+    assert stats_of(acme, the_session(acme.tenant).pk)["requests"] == 3
+    wrong = exporter.post("/v1/logs", data=body, content_type="application/json", HTTP_AUTHORIZATION="Bearer%20ace_x")
+    assert wrong.status_code == 401
+
+
 def test_bodies_that_cannot_be_read_are_400_with_what_is_wrong(acme, exporter):
     cases = [
         ("json", b"{not json", "not valid JSON"),
