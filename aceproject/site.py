@@ -35,6 +35,7 @@ DOC_PAGES = {
             "otel",
             "operations",
             "security",
+            "retention",
             "mcp",
         )
     },  # fmt: skip

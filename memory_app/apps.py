@@ -7,10 +7,17 @@ class MemoryAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from memory_app import services, tasks
-        from sessions_app.signals import messages_amended, messages_appended, session_deleted, turn_completed
+        from memory_app import retention, services, tasks
+        from sessions_app.signals import (
+            messages_amended,
+            messages_appended,
+            messages_purged,
+            session_deleted,
+            turn_completed,
+        )
 
         messages_appended.connect(tasks.messages_appended_handler, dispatch_uid="memory_app.embed_messages")
         messages_amended.connect(tasks.messages_amended_handler, dispatch_uid="memory_app.embed_amended_messages")
         turn_completed.connect(tasks.turn_completed_handler, dispatch_uid="memory_app.embed_turn_messages")
         session_deleted.connect(services.session_deleted_handler, dispatch_uid="memory_app.forget_deleted_session")
+        messages_purged.connect(retention.messages_purged_handler, dispatch_uid="memory_app.forget_purged_messages")

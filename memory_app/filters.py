@@ -1,6 +1,6 @@
 from django_filters import rest_framework as filters
 
-from memory_app.models import Record, RecordType
+from memory_app.models import Record, RecordType, unexpired
 from sessions_app.search import keyword_filter
 
 
@@ -12,6 +12,7 @@ class RecordFilter(filters.FilterSet):
     session = filters.UUIDFilter(field_name="source_sessions", help_text="Records drawn from this session")
     strategy = filters.CharFilter()
     valid = filters.BooleanFilter(help_text="Default: only valid records. false: deleted or invalidated ones")
+    expired = filters.BooleanFilter(method="filter_expired", help_text="true: only records whose TTL ran out")
 
     class Meta:
         model = Record
@@ -21,6 +22,9 @@ class RecordFilter(filters.FilterSet):
         if self.form.cleaned_data.get("valid") is None:
             queryset = queryset.filter(valid=True)
         return super().filter_queryset(queryset)
+
+    def filter_expired(self, queryset, name, value):
+        return queryset.exclude(unexpired()) if value else queryset.filter(unexpired())
 
     def filter_q(self, queryset, name, value):
         return keyword_filter(queryset, value.strip()) if value.strip() else queryset

@@ -6,6 +6,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import F, Q
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from sessions_app.models import CjkSearchVector, Message, Session, Tenant
@@ -123,6 +124,10 @@ class Record(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
     invalidated_at = models.DateTimeField(null=True, blank=True)
     invalidated_reason = models.CharField(max_length=255, blank=True)
+    # Kept by the database (migration 0007): `updated_at` plus the days of the record's TTL (memory_app.RecordTtl:
+    # its strategy's, else its type's), on every insert and update and when a TTL changes; NULL without one.
+    # From then on the record is never recalled, and a TTL that purges deletes it in the daily retention run.
+    expires_at = models.DateTimeField(null=True, blank=True, editable=False)
     search_vector = models.GeneratedField(
         expression=CjkSearchVector(F("content")), output_field=SearchVectorField(), db_persist=True
     )
@@ -144,10 +149,12 @@ class Record(models.Model):
             GinIndex(fields=["search_vector"], name="record_search"),
             models.Index(
                 fields=["tenant", "user_id", "embedding_key"],
-                include=["id", "embedding_bits"],  # the shortlist is an index-only scan
+                include=["id", "embedding_bits", "expires_at"],  # the shortlist is an index-only scan
                 condition=Q(valid=True),
                 name="record_user_bits",
             ),
+            # The daily retention run finds expired records here.
+            models.Index(fields=["tenant", "expires_at"], name="record_expires", condition=Q(expires_at__isnull=False)),
             # The memory status counts a tenant's records still without a vector of the current key: two short
             # ranges of this index (keys below and above it), whatever the number of embedded records.
             models.Index(
@@ -160,6 +167,61 @@ class Record(models.Model):
 
     def __str__(self):
         return f"{self.type}: {self.content[:60]}"
+
+
+def unexpired() -> Q:
+    """Records whose TTL has not run out (or that have none): the only ones recall and context show."""
+    return Q(expires_at__isnull=True) | Q(expires_at__gt=Now())
+
+
+# The same condition inside the raw SQL of the vector search.
+UNEXPIRED_SQL = "(expires_at IS NULL OR expires_at > now())"
+
+# Days a record TTL may be: at least one day, at most a hundred years.
+TTL_DAYS_MIN = 1
+TTL_DAYS_MAX = 36_500
+
+
+class RecordTtl(models.Model):
+    """How long a tenant's records of one type, or of one strategy, live after their last change.
+
+    A record's TTL is its strategy's if that has one, else its type's. When it runs out the record is no longer
+    recalled (at once: recall compares `expires_at` with the clock), and with `on_expiry` "purge" the daily
+    retention run deletes it, leaving an entry in the retention audit trail."""
+
+    class OnExpiry(models.TextChoices):
+        KEEP = "keep", "keep (not recalled; kept for audit)"
+        PURGE = "purge", "purge (deleted by the daily run)"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    record_type = models.CharField(
+        max_length=16, choices=RecordType.choices, blank=True, help_text="The records of this type (or a strategy)"
+    )
+    strategy = models.CharField(max_length=255, blank=True, help_text="The records this strategy (by name) produced")
+    ttl_days = models.IntegerField(help_text=f"Days after a record's last change ({TTL_DAYS_MIN}–{TTL_DAYS_MAX})")
+    on_expiry = models.CharField(max_length=8, choices=OnExpiry.choices, default=OnExpiry.KEEP)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "record TTL"
+        verbose_name_plural = "record TTLs"
+        ordering = ["tenant", "record_type", "strategy"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "record_type", "strategy"], name="recordttl_unique_target"),
+            models.CheckConstraint(
+                condition=(Q(record_type="") & ~Q(strategy="")) | (~Q(record_type="") & Q(strategy="")),
+                name="recordttl_type_or_strategy",
+            ),
+            models.CheckConstraint(
+                condition=Q(ttl_days__gte=TTL_DAYS_MIN, ttl_days__lte=TTL_DAYS_MAX), name="recordttl_days_bounds"
+            ),
+        ]
+
+    def __str__(self):
+        target = f"strategy {self.strategy}" if self.strategy else f"{self.record_type} records"
+        return f"{target}: {self.ttl_days} days, then {self.on_expiry}"
 
 
 class MessageEmbedding(models.Model):

@@ -1,3 +1,4 @@
+from django.utils import timezone
 from rest_framework import serializers
 
 from memory_app.models import Record, RecordRevision, RecordType
@@ -17,6 +18,7 @@ TYPE_ERROR = f'"{{input}}" is not a record type. Use one of: {", ".join(RecordTy
 class RecordSerializer(ModelSerializer):
     source_session_ids = serializers.SerializerMethodField()
     source_message_ids = serializers.SerializerMethodField()
+    expired = serializers.SerializerMethodField()
 
     class Meta:
         model = Record
@@ -40,8 +42,14 @@ class RecordSerializer(ModelSerializer):
             "updated_at",
             "invalidated_at",
             "invalidated_reason",
+            "expires_at",
+            "expired",
         ]
         read_only_fields = fields
+
+    def get_expired(self, record) -> bool:
+        """Its TTL ran out (docs/retention.md): it is no longer recalled."""
+        return record.expires_at is not None and record.expires_at <= timezone.now()
 
     # Read from prefetched provenance (views prefetch it): no query per record.
     def get_source_session_ids(self, record) -> list[str]:

@@ -35,6 +35,9 @@ turn_completed = Signal()
 # post_delete): what the other apps derived from the session (message vectors, records citing it) goes with it
 # in the same commit, so no reader ever sees the session deleted and its messages still recallable.
 session_deleted = Signal()
+# sender=Message class; kwargs: tenant_id, message_ids. Retention purged these messages' content. Sent INSIDE the
+# purging transaction (like session_deleted): their vectors go in the same commit as their text.
+messages_purged = Signal()
 # sender=the Budget model; kwargs: tenant_id, budget_id, threshold (the percentage of the limit crossed, e.g. 80),
 # payload (a JSON-ready dict: the budget, its period, what was used, the limit, the projected date it runs out).
 # Sent once per crossing, after the transaction that crossed it commits (webhooks and other alerts listen).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from memory_app.models import Record
+from memory_app.models import Record, unexpired
 from memory_app.selectors.recall import Hit, recall_search
 from platform_kit.redaction import redact, redact_text
 from sessions_app.models import Message, Role, Session
@@ -28,9 +28,8 @@ def _latest_question(session: Session) -> str:
 
 
 def _recent_records(session: Session, top_k: int) -> list[Hit]:
-    records = Record.objects.filter(tenant_id=session.tenant_id, user_id=session.user_id, valid=True).order_by(
-        "-updated_at"
-    )[:top_k]
+    records = Record.objects.filter(unexpired(), tenant_id=session.tenant_id, user_id=session.user_id, valid=True)
+    records = records.order_by("-updated_at")[:top_k]
     return [
         Hit(
             kind="record",

@@ -33,7 +33,7 @@ from django.db.models.functions import Cast
 
 from memory_app.embedders import EmbedderError, get_embedder
 from memory_app.embeddings import ensure_vector_index
-from memory_app.models import MessageEmbedding, Record
+from memory_app.models import UNEXPIRED_SQL, MessageEmbedding, Record, unexpired
 from platform_kit.db import within_time
 from sessions_app.models import Message, Session, Tenant
 
@@ -440,7 +440,7 @@ def gather(
         return candidates[key]
 
     if include_records:
-        records = Record.objects.filter(tenant=tenant, user_id=user_id, valid=True)
+        records = Record.objects.filter(unexpired(), tenant=tenant, user_id=user_id, valid=True)
         if types:
             records = records.filter(type__in=types)
         if session is not None:
@@ -455,7 +455,7 @@ def gather(
                 candidate("record", pk)
                 docs[f"r:{pk}"] = doc_terms(text, lexemes)
         if vector is not None:
-            where, params = ["tenant_id = %s", "user_id = %s", "valid"], [tenant.pk, user_id]
+            where, params = ["tenant_id = %s", "user_id = %s", "valid", UNEXPIRED_SQL], [tenant.pk, user_id]
             if types:
                 where.append("type = ANY(%s)")
                 params.append(list(types))

@@ -11,7 +11,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from memory_app.embedders import Embedder
-from memory_app.models import MessageEmbedding, Record
+from memory_app.models import MessageEmbedding, Record, unexpired
 from sessions_app.models import Message
 
 
@@ -63,7 +63,7 @@ def records_related(*, tenant, user_id: str, type: str, first_slot: str = "", li
     """The user's valid records of `type` (no namespace) as an extractor reads them ({id, type, content,
     fields}): those about `first_slot` first (a session's task summary, which a task strategy extends), then
     the `limit` most recently changed."""
-    records = Record.objects.filter(tenant=tenant, user_id=user_id, namespace="", type=type, valid=True)
+    records = Record.objects.filter(unexpired(), tenant=tenant, user_id=user_id, namespace="", type=type, valid=True)
     out = list(records.filter(fields__slot=first_slot)) if first_slot else []
     out += list(records.exclude(pk__in=[r.pk for r in out]).order_by("-updated_at")[:limit])
     return [{"id": str(r.pk), "type": r.type, "content": r.content, "fields": r.fields} for r in out]

@@ -32,6 +32,11 @@ from sessions_app.search import keyword_filter
 IDENTIFIER = re.compile(r"(?=.*[0-9_.:/-])[A-Za-z0-9_.:/-]{4,255}")
 
 
+def purged_note(message) -> str:
+    """What the admin shows for a message whose content retention purged (docs/retention.md)."""
+    return format_html("<em>[content purged on {}]</em>", f"{message.content_purged_at:%Y-%m-%d %H:%M} UTC")
+
+
 @admin.register(Message)
 class MessageAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
     list_display = ("created_at", "session_link", "seq", "role_display", "model", "tokens", "content_preview")
@@ -152,6 +157,8 @@ class MessageAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="content")
     def content_preview(self, obj):
+        if obj.content_purged_at:
+            return purged_note(obj)
         text = preview(obj.content_head or obj.tool_calls_head, 28 if obj.tool_name else 40)
         if obj.tool_name:
             return format_html("<code>{}</code> {}", truncated(obj.tool_name, 12), "" if text == EMPTY else text)
@@ -163,7 +170,7 @@ class MessageAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="content")
     def content_display(self, obj):
-        return pre(obj.content)
+        return purged_note(obj) if obj.content_purged_at else pre(obj.content)
 
     @admin.display(description="thinking")
     def thinking_display(self, obj):

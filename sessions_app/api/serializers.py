@@ -158,6 +158,7 @@ class MessageSerializer(ModelSerializer):
             *MESSAGE_TURN_FIELDS,
             "created_at",
             "received_at",
+            "content_purged_at",  # set when retention purged its content (docs/retention.md)
         ]
         read_only_fields = fields
 

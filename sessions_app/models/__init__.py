@@ -13,6 +13,7 @@ from sessions_app.models.ledger import (
     TurnStatus,
     UsageCounters,
 )
+from sessions_app.models.retention import RetentionEvent, RetentionPolicy, RetentionRun
 from sessions_app.models.telemetry import TelemetryKind, TelemetryRecord
 from sessions_app.models.tenancy import ApiKey, Tenant
 from sessions_app.models.usage import ModelPrice, PriceMatch, SessionModelUsage, UsageDaily, UsageHourly, UsageRollup
@@ -28,6 +29,9 @@ __all__ = [
     "Message",
     "ModelPrice",
     "PriceMatch",
+    "RetentionEvent",
+    "RetentionPolicy",
+    "RetentionRun",
     "Role",
     "Session",
     "SessionModelUsage",

@@ -1,0 +1,231 @@
+"""Writes of retention: record TTLs, deleting the records a TTL purges, and the retention run that applies a
+tenant's message-content policy (sessions_app.services.retention) and its record TTLs together.
+
+Every change is audited in the retention trail (`sessions_app.RetentionEvent`), every run in a `RetentionRun`.
+Expiry itself needs no run: `Record.expires_at` is kept by the database and recall compares it with the clock;
+the run only deletes what a "purge" TTL says to delete (docs/retention.md).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memory_app.models import TTL_DAYS_MAX, TTL_DAYS_MIN, MessageEmbedding, Record, RecordTtl, RecordType
+from memory_app.selectors.retention import expired_records, retention_preview, tenants_with_retention
+from sessions_app.models import RetentionEvent, RetentionRun, Tenant
+from sessions_app.selectors.retention import ContentPurge, content_cutoff, retention_policy_get
+from sessions_app.services.retention import messages_content_purge, retention_event_add
+
+logger = logging.getLogger(__name__)
+
+TTL_FIELDS = ("record_type", "strategy", "ttl_days", "on_expiry")
+RECORD_PURGE_BATCH = 500
+
+
+def _ttl_snapshot(ttl: RecordTtl) -> dict:
+    return {name: getattr(ttl, name) for name in TTL_FIELDS}
+
+
+def _ttl_validate(ttl: RecordTtl) -> None:
+    errors: dict[str, list[str]] = {}
+    if bool(ttl.record_type) == bool(ttl.strategy):
+        errors["record_type"] = ["Give either a record_type or a strategy (the name of one), not both or neither."]
+    if ttl.record_type and ttl.record_type not in RecordType.values:
+        choices = ", ".join(RecordType.values)
+        errors["record_type"] = [f'"{ttl.record_type}" is not a record type. Use one of: {choices}.']
+    if len(ttl.strategy) > 255:
+        errors["strategy"] = ["At most 255 characters."]
+    days = ttl.ttl_days
+    if isinstance(days, bool) or not isinstance(days, int) or not TTL_DAYS_MIN <= days <= TTL_DAYS_MAX:
+        errors["ttl_days"] = [f"Must be a whole number of days from {TTL_DAYS_MIN} to {TTL_DAYS_MAX}."]
+    if ttl.on_expiry not in RecordTtl.OnExpiry.values:
+        choices = ", ".join(RecordTtl.OnExpiry.values)
+        errors["on_expiry"] = [f'"{ttl.on_expiry}" is not a choice. Use one of: {choices}.']
+    if not errors:
+        taken = RecordTtl.objects.filter(tenant_id=ttl.tenant_id, record_type=ttl.record_type, strategy=ttl.strategy)
+        if taken.exclude(pk=ttl.pk).exists():
+            target = f"strategy {ttl.strategy!r}" if ttl.strategy else f"{ttl.record_type} records"
+            errors["record_type" if ttl.record_type else "strategy"] = [
+                f"There is already a TTL for {target}: change that one."
+            ]
+    if errors:
+        raise ValidationError(errors)
+
+
+def _records_expiry_refresh(*, tenant_id, targets) -> int:
+    """Recompute `expires_at` of the tenant's records of these (record_type, strategy) targets: a TTL changed."""
+    types = sorted({record_type for record_type, _ in targets if record_type})
+    strategies = sorted({strategy for _, strategy in targets if strategy})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Record._meta.db_table} "
+            "SET expires_at = ace_record_expires_at(tenant_id, type, strategy, updated_at) "
+            "WHERE tenant_id = %s AND (type = ANY(%s) OR strategy = ANY(%s)) "
+            "AND expires_at IS DISTINCT FROM ace_record_expires_at(tenant_id, type, strategy, updated_at)",
+            [tenant_id, types, strategies],
+        )
+        return cursor.rowcount
+
+
+def record_ttl_create(
+    *, tenant: Tenant, actor: str, ttl_days: int, record_type: str = "", strategy: str = "", on_expiry: str = "keep"
+) -> RecordTtl:
+    """A TTL for the tenant's records of one type or of one strategy; the records it governs get their
+    `expires_at` at once (so recall skips the expired ones from now on)."""
+    ttl = RecordTtl(tenant=tenant, record_type=record_type, strategy=strategy, ttl_days=ttl_days, on_expiry=on_expiry)
+    with transaction.atomic():
+        _ttl_validate(ttl)
+        ttl.save()
+        _records_expiry_refresh(tenant_id=tenant.pk, targets=[(ttl.record_type, ttl.strategy)])
+        retention_event_add(
+            tenant_id=tenant.pk,
+            action=RetentionEvent.Action.TTL_CREATED,
+            actor=actor,
+            subject_id=ttl.pk,
+            after=_ttl_snapshot(ttl),
+        )
+    return ttl
+
+
+def record_ttl_update(*, tenant: Tenant, ttl_id, actor: str, **changes) -> RecordTtl:
+    unknown = sorted(set(changes) - set(TTL_FIELDS))
+    if unknown:
+        raise ValidationError({name: ["Unknown field."] for name in unknown})
+    with transaction.atomic():
+        ttl = RecordTtl.objects.select_for_update().get(pk=ttl_id, tenant=tenant)
+        before = _ttl_snapshot(ttl)
+        for name, value in changes.items():
+            setattr(ttl, name, value)
+        _ttl_validate(ttl)
+        if _ttl_snapshot(ttl) == before:
+            return ttl
+        ttl.updated_at = timezone.now()
+        ttl.save()
+        targets = [(before["record_type"], before["strategy"]), (ttl.record_type, ttl.strategy)]
+        _records_expiry_refresh(tenant_id=tenant.pk, targets=targets)
+        retention_event_add(
+            tenant_id=tenant.pk,
+            action=RetentionEvent.Action.TTL_UPDATED,
+            actor=actor,
+            subject_id=ttl.pk,
+            before=before,
+            after=_ttl_snapshot(ttl),
+        )
+    return ttl
+
+
+def record_ttl_delete(*, tenant: Tenant, ttl_id, actor: str) -> None:
+    """The records it governed no longer expire (unless another TTL now governs them)."""
+    with transaction.atomic():
+        ttl = RecordTtl.objects.select_for_update().get(pk=ttl_id, tenant=tenant)
+        before = _ttl_snapshot(ttl)
+        ttl.delete()
+        _records_expiry_refresh(tenant_id=tenant.pk, targets=[(before["record_type"], before["strategy"])])
+        retention_event_add(
+            tenant_id=tenant.pk, action=RetentionEvent.Action.TTL_DELETED, actor=actor, subject_id=ttl_id, before=before
+        )
+
+
+def _purged_record_entry(record: Record, sessions: dict, messages: dict) -> dict:
+    """What the audit trail keeps of a deleted record: who, what kind, from where, when — not its text."""
+    return {
+        "user_id": record.user_id,
+        "namespace": record.namespace,
+        "type": record.type,
+        "strategy": record.strategy,
+        "strategy_version": record.strategy_version,
+        "revision": record.revision,
+        "valid": record.valid,
+        "created_at": record.created_at.isoformat(),
+        "updated_at": record.updated_at.isoformat(),
+        "expires_at": record.expires_at.isoformat(),
+        "source_session_ids": sorted(sessions.get(record.pk, [])),
+        "source_message_ids": sorted(messages.get(record.pk, [])),
+    }
+
+
+def expired_records_purge(*, tenant: Tenant, actor: str, batch: int = RECORD_PURGE_BATCH) -> int:
+    """Delete the tenant's expired records under "purge" TTLs, with their revisions, in transactions of `batch`;
+    each leaves an entry in the retention trail. Safe to run twice; a record being written meanwhile is left for
+    the next run."""
+    deleted = 0
+    while True:
+        with transaction.atomic():
+            records = list(
+                expired_records(tenant_id=tenant.pk, on_expiry=RecordTtl.OnExpiry.PURGE)
+                .select_for_update(skip_locked=True)
+                .order_by("expires_at")[:batch]
+            )
+            if not records:
+                return deleted
+            ids = [record.pk for record in records]
+            sessions, messages = {}, {}
+            for record_id, session_id in Record.source_sessions.through.objects.filter(record_id__in=ids).values_list(
+                "record_id", "session_id"
+            ):
+                sessions.setdefault(record_id, []).append(str(session_id))
+            for record_id, message_id in Record.source_messages.through.objects.filter(record_id__in=ids).values_list(
+                "record_id", "message_id"
+            ):
+                messages.setdefault(record_id, []).append(str(message_id))
+            for record in records:
+                retention_event_add(
+                    tenant_id=tenant.pk,
+                    action=RetentionEvent.Action.RECORD_PURGED,
+                    actor=actor,
+                    subject_id=record.pk,
+                    before=_purged_record_entry(record, sessions, messages),
+                )
+            Record.objects.filter(pk__in=ids).delete()
+            deleted += len(ids)
+
+
+def retention_apply(*, tenant: Tenant, trigger: str, dry_run: bool = False) -> RetentionRun:
+    """Apply the tenant's retention now (or, `dry_run`, only count what it would do), recorded as a RetentionRun:
+    the messages whose content it purged (and their date range), the expired records it deleted, and the expired
+    records kept (already no longer recalled)."""
+    policy = retention_policy_get(tenant=tenant)
+    cutoff = content_cutoff(policy=policy)
+    run = RetentionRun.objects.create(tenant=tenant, dry_run=dry_run, trigger=trigger, content_cutoff=cutoff)
+    try:
+        if dry_run:
+            preview = retention_preview(tenant=tenant)
+            purged, records_purged = preview.messages, preview.records_to_purge
+        else:
+            purged = ContentPurge()
+            if cutoff is not None:
+                purged = messages_content_purge(tenant=tenant, before=cutoff, roles=policy.roles)
+            records_purged = expired_records_purge(tenant=tenant, actor=trigger)
+        records_expired = expired_records(tenant_id=tenant.pk, on_expiry=RecordTtl.OnExpiry.KEEP).count()
+    except Exception as error:
+        run.error = f"{type(error).__name__}: {error}"[:2000]
+        run.finished_at = timezone.now()
+        run.save(update_fields=["error", "finished_at"])
+        raise
+    run.messages_purged = purged.messages
+    run.oldest_message_at, run.newest_message_at = purged.oldest, purged.newest
+    run.records_expired, run.records_purged = records_expired, records_purged
+    run.finished_at = timezone.now()
+    run.save()
+    return run
+
+
+def retention_apply_all(*, trigger: str, dry_run: bool = False) -> list[RetentionRun]:
+    """`retention_apply` for every tenant with a policy or a TTL; one tenant's failure is logged (and kept on its
+    run) without stopping the others."""
+    runs = []
+    for tenant in tenants_with_retention():
+        try:
+            runs.append(retention_apply(tenant=tenant, trigger=trigger, dry_run=dry_run))
+        except Exception:
+            logger.exception("retention of tenant %s failed", tenant)
+    return runs
+
+
+def messages_purged_handler(sender, tenant_id, message_ids, **kwargs):
+    # Inside the purging transaction: the vectors of the purged text go in the same commit as the text.
+    MessageEmbedding.objects.filter(message_id__in=message_ids).delete()

@@ -1,0 +1,89 @@
+"""Retention in the admin (policies saved and audited like the API, the preview and apply actions, purged
+messages shown as such) and the daily task run by a real Celery worker."""
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory_app.models import RecordTtl
+from sessions_app.models import Message, RetentionEvent, RetentionPolicy, RetentionRun
+from sessions_app.services.messages import messages_append
+from tests.factories import SessionFactory
+
+OLD = datetime.now(UTC) - timedelta(days=400)
+
+
+@pytest.fixture
+def staff(client, django_user_model):
+    user = django_user_model.objects.create_superuser(username="auditor", password="x", email="")
+    client.force_login(user)
+    return client
+
+
+def old_messages(tenant, n=3):
+    session = SessionFactory(tenant=tenant, user_id="xiaoming")
+    items = [{"role": "user", "content": f"secret plan {i}", "created_at": OLD} for i in range(n)]
+    return session, messages_append(tenant=tenant, session_id=session.pk, items=items).messages
+
+
+@pytest.mark.django_db
+def test_the_admin_sets_previews_and_applies_a_policy_and_shows_purged_messages(staff, api):
+    session, stored = old_messages(api.tenant)
+    refused = staff.post(
+        "/admin/sessions_app/retentionpolicy/add/", {"tenant": api.tenant.pk, "message_content_days": 0}
+    )
+    assert refused.status_code == 200 and not RetentionPolicy.objects.exists()  # the form shows what to fix
+    created = staff.post(
+        "/admin/sessions_app/retentionpolicy/add/", {"tenant": api.tenant.pk, "message_content_days": 365}
+    )
+    assert created.status_code == 302, created.content
+    policy = RetentionPolicy.objects.get(tenant=api.tenant)
+    assert policy.message_content_days == 365
+    assert RetentionEvent.objects.get(tenant=api.tenant).actor == "admin:auditor"
+
+    changelist = "/admin/sessions_app/retentionpolicy/"
+    preview = staff.post(changelist, {"action": "preview_retention", "_selected_action": [policy.pk]}, follow=True)
+    assert "the content of 3 messages" in preview.content.decode()
+    assert Message.objects.filter(session=session, content_purged_at__isnull=True).count() == 3
+
+    applied = staff.post(changelist, {"action": "apply_retention_now", "_selected_action": [policy.pk]}, follow=True)
+    assert "purged the content of 3 messages" in applied.content.decode()
+    assert RetentionRun.objects.get(tenant=api.tenant).trigger == "admin"
+    page = staff.get(f"/admin/sessions_app/message/{stored[0].pk}/change/").content.decode()
+    assert "[content purged on" in page and "secret plan" not in page
+    assert "[content purged on" in staff.get("/admin/sessions_app/message/").content.decode()
+    assert staff.get("/admin/sessions_app/retentionrun/").status_code == 200
+    assert staff.get("/admin/sessions_app/retentionevent/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_record_ttls_are_saved_through_the_service_in_the_admin(staff, api):
+    response = staff.post(
+        "/admin/memory_app/recordttl/add/",
+        {"tenant": api.tenant.pk, "record_type": "task", "strategy": "", "ttl_days": 30, "on_expiry": "purge"},
+    )
+    assert response.status_code == 302, response.content
+    ttl = RecordTtl.objects.get(tenant=api.tenant)
+    assert (ttl.ttl_days, ttl.on_expiry) == (30, "purge")
+    assert RetentionEvent.objects.get(tenant=api.tenant, action="ttl_created").actor == "admin:auditor"
+
+
+def test_the_daily_task_runs_on_a_real_worker(celery_worker, api):
+    from django_celery_beat.models import PeriodicTask
+
+    from memory_app.tasks import apply_retention
+
+    scheduled = PeriodicTask.objects.get(task="memory_app.tasks.apply_retention")
+    assert scheduled.enabled and scheduled.crontab is not None  # editable in the admin: Periodic tasks
+    _, stored = old_messages(api.tenant)
+    RetentionPolicy.objects.create(tenant=api.tenant, message_content_days=30)
+    apply_retention.delay()
+    deadline = time.monotonic() + 60
+    while not RetentionRun.objects.filter(tenant=api.tenant, finished_at__isnull=False).exists():
+        assert time.monotonic() < deadline, "the worker never ran the retention task"
+        time.sleep(0.2)
+    assert RetentionRun.objects.get(tenant=api.tenant).messages_purged == 3
+    assert not Message.objects.filter(pk__in=[m.pk for m in stored], content_purged_at__isnull=True).exists()
+    assert set(Message.objects.filter(pk__in=[m.pk for m in stored]).values_list("content", flat=True)) == {""}
+    assert RetentionRun.objects.get(tenant=api.tenant).trigger == "schedule"
