@@ -242,6 +242,8 @@ class _Append:
         by rule 3, and the counters by exactly what that added. False when the item adds nothing."""
         values = {name: _AMENDED_DEFAULTS[name] if item.get(name) is None else item[name] for name in AMENDED_FIELDS}
         changed = {name: value for name, value in values.items() if getattr(message, name) != value}
+        if message.content_purged_at is not None:
+            changed = {}  # its text went by the tenant's retention: a later version of it does not bring it back
         stored = tuple(getattr(message, name) for name in TOKEN_FIELDS)
         tokens = tuple(
             old if new is None or (old is not None and old >= new) else new

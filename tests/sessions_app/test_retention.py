@@ -215,3 +215,24 @@ def test_every_policy_change_is_audited(api):
         ("policy_set", "api", 90, 30),
         ("policy_set", "api", None, 90),
     ]
+
+
+def test_a_later_version_of_a_purged_message_grows_its_tokens_but_does_not_bring_its_text_back(api):
+    # An import completes a stored message in place when its log re-emits it (a rewritten file read again):
+    # after a purge, that must not restore what the retention removed.
+    from sessions_app.services.messages import messages_append_to_sessions
+
+    session_id = open_session(api)
+    item = {**old_round(OLD, "Hangzhou")[1], "external_id": "line-2"}
+    post(api, session_id, [item])
+    assert api.put("/api/v1/retention/", {"message_content_days": 30, "roles": []}, format="json").status_code == 200
+    call_command("ace_retention")
+
+    session = Session.objects.get(pk=session_id)
+    later = {**item, "content": "Here is your Hangzhou itinerary, day by day", "output_tokens": 95}
+    messages_append_to_sessions(appends=[(session, [later])], amend=True)
+    message = Message.objects.get(session_id=session_id, external_id="line-2")
+    assert message.content_purged_at is not None
+    assert (message.content, message.thinking, message.output_tokens) == ("", "", 95)
+    assert search(api, session_id, "Hangzhou") == []
+    assert session_count_drift(session=Session.objects.get(pk=session_id)) == {}
