@@ -278,8 +278,11 @@ def budget_update(*, tenant: Tenant, budget_id, actor: str, **fields) -> Budget:
         changes = {
             name: [_shown(name, before[name]), _shown(name, values[name])]
             for name in EDITABLE_FIELDS
-            if _shown(name, before[name]) != _shown(name, values[name])
+            if before[name] != values[name]
         }
+        for name in SECRET_FIELDS:
+            if name in changes and changes[name] == ["(set)", "(set)"]:
+                changes[name] = ["(set)", "(changed)"]
         if not changes:
             return budget
         for name, value in values.items():
