@@ -187,3 +187,36 @@ def test_another_tenants_budget_is_not_found(api, other_api):
     other_session = SessionFactory(tenant=other_api.tenant, user_id="x")
     spend(other_api, other_session, 5000)
     assert api.get(f"{BUDGETS}{budget['id']}/").json()["used"] == 0
+
+
+def test_the_admin_creates_budgets_through_the_same_rules_and_the_dashboard_shows_the_projection(
+    api, session, admin_client
+):
+    spend(api, session, 250)
+    form = {
+        "tenant": str(api.tenant.pk),
+        "name": "admin made",
+        "scope": "tenant",
+        "scope_value": "",
+        "unit": "tokens",
+        "limit": "1000",
+        "period": "month",
+        "timezone": "UTC",
+        "thresholds": "[80, 100]",
+        "emails": "[]",
+        "active": "on",
+        "crossings-TOTAL_FORMS": "0",
+        "crossings-INITIAL_FORMS": "0",
+    }
+    bad = admin_client.post("/admin/sessions_app/budget/add/", {**form, "thresholds": "[0]"})
+    assert bad.status_code == 200 and "from 1 to 1000" in bad.content.decode()
+    response = admin_client.post("/admin/sessions_app/budget/add/", form)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    budget = api.get(BUDGETS).json()["results"][0]
+    assert (budget["name"], budget["used"]) == ("admin made", 250)
+    change = BudgetChange.objects.get(budget_id=budget["id"])
+    assert change.action == "created" and change.actor == "admin admin"
+    page = admin_client.get("/admin/sessions_app/usagehourly/dashboard/", {"tenant": str(api.tenant.pk)})
+    html = page.content.decode()
+    assert page.status_code == 200 and 'id="ace-budgets"' in html and "admin made" in html
+    assert "250 / 1000 tokens" in html
