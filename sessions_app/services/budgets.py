@@ -54,7 +54,7 @@ from sessions_app.models.budgets import (
     WINDOW_HOURS_MIN,
 )
 from sessions_app.pricing import PriceBook, normalize_model
-from sessions_app.selectors.budgets import HOUR, amount, budget_bounds, budget_status, floor_hour
+from sessions_app.selectors.budgets import HOUR, amount, budget_bounds, budget_status, floor_hour, period_bounds
 from sessions_app.signals import budget_crossed
 
 # What a client may set; the rest is kept by the service.
@@ -391,7 +391,8 @@ budget_added AS (
 # One row per period row the write added to: its new value, what the write added, and for a rolling window the
 # window's other hours (as they were when the statement began: nobody else writes an hour gone by).
 _BUDGET_ROWS_SQL = """
-SELECT a.budget_id, a.bucket, a.used, d.delta,
+SELECT a.budget_id, a.bucket, a.used, d.delta, b.limit, b.thresholds, b.period, b.window_hours, b.timezone,
+  b.hard_limit,
   CASE WHEN b.period = 'rolling' THEN (
     SELECT COALESCE(SUM(o.used), 0) FROM {usage} o
     WHERE o.budget_id = a.budget_id AND o.bucket > %s - make_interval(hours => b.window_hours) AND o.bucket <= %s
@@ -433,24 +434,25 @@ def usage_evaluate(*, rows: list[tuple], now: datetime) -> None:
     by_budget: dict[uuid.UUID, list[tuple]] = defaultdict(list)
     for row in rows:
         by_budget[row[0]].append(row)
-    budgets = Budget.objects.in_bulk(list(by_budget)) if by_budget else {}
     crossed: list[BudgetCrossing] = []
     for budget_id, budget_rows in by_budget.items():
-        budget = budgets.get(budget_id)
-        if budget is None:
-            continue
-        start, end = budget_bounds(budget, now)
+        _, _, _, _, limit, thresholds, period, window_hours, tz, hard_limit, others = budget_rows[0]
+        start, end = period_bounds(period=period, window_hours=window_hours, tz=tz, now=now)
         current = [row for row in budget_rows if start <= row[1] < end]
         if not current:
             continue  # usage dated in another period (an import of old logs): counted, never alerted
-        others = current[0][4] or Decimal(0)
-        after = others + sum((row[2] for row in current), Decimal(0))
+        after = (others or Decimal(0)) + sum((row[2] for row in current), Decimal(0))
         before = after - sum((row[3] for row in current), Decimal(0))
-        for threshold in budget.thresholds:
-            level = budget.limit * threshold / 100
-            if before < level <= after:
-                crossed.append(_crossing(budget, start, end, threshold, after, now))
-        if budget.hard_limit and after >= budget.limit:
+        reached = [
+            t
+            for t in (json.loads(thresholds) if isinstance(thresholds, str) else thresholds)
+            if before < limit * t / 100 <= after
+        ]
+        if not reached and not (hard_limit and after >= limit):
+            continue  # the usual case: no budget row to read
+        budget = Budget.objects.get(pk=budget_id)
+        crossed.extend(_crossing(budget, start, end, threshold, after, now) for threshold in reached)
+        if hard_limit and after >= limit:
             _mark_blocked(budget, now=now)
     if crossed:
         _record_crossings(crossed)
