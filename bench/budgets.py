@@ -104,7 +104,8 @@ def main() -> None:
             [name, f"{len(seconds):,}", f"{per_second:,.0f}", f"{statistics.median(seconds) * 1000:.2f}",
              f"{benchlib.percentile(seconds, 95) * 1000:.2f}"]
         )  # fmt: skip
-    benchlib.print_table(["side", "writes", "writes/s", "p50 ms", "p95 ms"], rows, title=benchlib.database_description())
+    headers = ["side", "writes", "writes/s", "p50 ms", "p95 ms"]
+    benchlib.print_table(headers, rows, title=benchlib.database_description())
     none, ten = (statistics.median(timings[name]) for name in sides)
     print(f"\n10 budgets add {(ten - none) * 1000:.2f} ms per write at the median ({ten / none - 1:+.0%})")
     path = benchlib.write_results(
