@@ -166,6 +166,16 @@ if not ACE_EMBED_MESSAGE_ROLES or set(ACE_EMBED_MESSAGE_ROLES) - set(ROLES):
 # A chat turn with no checkpoint or completion for this long is closed as abandoned (finish_reason error).
 ACE_TURN_TIMEOUT_SECONDS = env.int("ACE_TURN_TIMEOUT_SECONDS", default=600)
 
+# Email, for budget alerts (docs/budgets.md): Django's mail settings, from the environment.
+EMAIL_BACKEND = env("EMAIL_BACKEND", default="django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_HOST_USER = env("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
+EMAIL_TIMEOUT = 10
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="open-ace@localhost")
+
 # Agent-log imports (docs/accounting.md): directories registered as import sources of the bootstrap tenant,
 # how long a log must be unchanged before a response still held open is taken as final, the upload limit.
 ACE_IMPORT_DIRS = [d.strip() for d in env.str("ACE_IMPORT_DIRS", default="").split(",") if d.strip()]

@@ -37,6 +37,7 @@ DOC_PAGES = {
             "security",
             "retention",
             "mcp",
+            "budgets",
         )
     },  # fmt: skip
     "bench/README.md": "bench",

@@ -5,6 +5,7 @@ from django.conf import settings
 
 from sessions_app.models import ImportSource
 from sessions_app.search import messages_index, messages_unindexed
+from sessions_app.services.budget_alerts import budget_alert_send, budget_alerts_pending
 from sessions_app.services.imports import import_source_scan
 from sessions_app.services.turns import turns_close_abandoned
 
@@ -46,3 +47,18 @@ def index_messages(message_ids: list[str]) -> int:
 def index_pending_messages(limit: int = 20_000) -> int:
     """Periodic (every minute): index long messages whose task never ran (a broker outage, a lost worker)."""
     return messages_index(messages_unindexed(limit))
+
+
+@shared_task(acks_late=True, time_limit=120, soft_time_limit=100)
+def send_budget_alert(crossing_id: str) -> dict:
+    """A budget crossing's alerts by email, Feishu and DingTalk (each channel sent once; see budget_alerts)."""
+    return budget_alert_send(crossing_id=crossing_id)
+
+
+@shared_task(acks_late=True, time_limit=600, soft_time_limit=540)
+def send_pending_budget_alerts() -> int:
+    """Periodic (every 5 minutes): send again the alerts of the last day's crossings that did not go out."""
+    pending = budget_alerts_pending()
+    for crossing_id in pending:
+        send_budget_alert.delay(str(crossing_id))
+    return len(pending)

@@ -2,6 +2,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from sessions_app.api import views
+from sessions_app.api.budgets import BudgetViewSet
 from sessions_app.api.imports import ImportUploadView, StoredFilesView
 
 router = DefaultRouter(trailing_slash=True)
@@ -10,6 +11,7 @@ router.register("sessions", views.SessionViewSet, basename="session")
 router.register("messages", views.MessageViewSet, basename="message")
 router.register("conversations", views.ConversationViewSet, basename="conversation")
 router.register("turns", views.TurnViewSet, basename="turn")
+router.register("budgets", BudgetViewSet, basename="budget")
 
 urlpatterns = [
     path("stats/", views.StatsView.as_view(), name="stats"),

@@ -11,6 +11,7 @@ Other apps link to these pages through `sessions_app.links` and build their admi
 
 # Importing a module registers its admins (Django's autodiscovery imports this package).
 from sessions_app.admin import (  # noqa: F401
+    budgets,
     conversations,
     imports,
     llm_requests,

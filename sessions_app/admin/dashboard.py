@@ -27,8 +27,9 @@ from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 from django.utils.text import slugify
 
-from sessions_app.models import Tenant
+from sessions_app.models import Budget, Tenant
 from sessions_app.pricing import PriceBook
+from sessions_app.selectors.budgets import amount, budgets_status
 from sessions_app.selectors.usage import (
     USAGE_FIELDS,
     UsageFilter,
@@ -175,6 +176,7 @@ def dashboard_view(request, model_admin):
                     ("top_cost", wait_for_top_cost()),
                 )
             ],
+            "budgets": _budget_panel(usage.tenant),
             "chart": _chart_data(grouped, filters.cleaned_data["since"], filters.cleaned_data["until"]),
             "choices": {
                 "tools": [r["key"] for r in grouped["tool"]["results"] if r["key"]],
@@ -185,6 +187,23 @@ def dashboard_view(request, model_admin):
         }
     )
     return TemplateResponse(request, "admin/sessions_app/usage_dashboard.html", context)
+
+
+def _budget_panel(tenant: Tenant) -> list[dict]:
+    """The tenant's active budgets: where each stands in its current period and the projection (one query)."""
+    budgets = list(Budget.objects.filter(tenant=tenant, active=True).order_by("name"))
+    statuses = budgets_status(budgets)
+    return [
+        {
+            "budget": budget,
+            "status": statuses[budget.pk],
+            "used": amount(budget, statuses[budget.pk].used),
+            "limit": amount(budget, budget.limit),
+            "meter_value": min(statuses[budget.pk].used, budget.limit),
+            "url": reverse("admin:sessions_app_budget_change", args=[budget.pk]),
+        }
+        for budget in budgets
+    ]
 
 
 def _start_on_own_connection(function, /, **kwargs) -> Callable[[], object]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
 
 from django.http import Http404
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
@@ -40,6 +42,7 @@ from sessions_app.api.serializers import (
     TurnStartSerializer,
 )
 from sessions_app.models import Conversation, Message, Session, StateVersion, Turn, TurnStatus
+from sessions_app.selectors.budgets import budget_blocking
 from sessions_app.selectors.usage import session_stats, usage_grouped
 from sessions_app.services.messages import messages_append
 from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
@@ -104,7 +107,7 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
         return super().update(request, *args, **kwargs)
 
     def perform_create(self, serializer):
-        serializer.instance = session_create(tenant=self.tenant, **serializer.validated_data)
+        serializer.instance = session_create(tenant=self.tenant, api_key=self.request.auth, **serializer.validated_data)
 
     def perform_update(self, serializer):
         serializer.instance = session_update(
@@ -171,6 +174,9 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
         if not batch.is_valid():
             errors = batch.errors
             raise serializers.ValidationError(errors[0] if single and isinstance(errors, list) else errors)
+        refusal = over_budget_response(session, self.request)
+        if refusal is not None:
+            return refusal
         try:
             result = messages_append(tenant=self.tenant, session_id=session.pk, items=batch.validated_data)
         except Session.DoesNotExist:
@@ -207,6 +213,9 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
             return paginator.get_paginated_response(TurnSerializer(page, many=True).data)
         body = TurnStartSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        refusal = over_budget_response(session, request)
+        if refusal is not None:
+            return refusal
         try:
             started = turn_start(tenant=self.tenant, session_id=session.pk, **body.validated_data)
         except Session.DoesNotExist:
@@ -346,6 +355,22 @@ class StatsView(TenantScopedMixin, APIView):
         query.is_valid(raise_exception=True)
         body = usage_grouped(tenant=self.tenant, **query.validated_data)
         return Response(GroupedStatsSerializer(body).data)
+
+
+def over_budget_response(session: Session, request) -> Response | None:
+    """429 while a hard-limit budget covering this write is used up (docs/budgets.md, Hard limits)."""
+    api_key = request.auth
+    budget = budget_blocking(session=session, api_key_id=api_key.pk if api_key else None)
+    if budget is None:
+        return None
+    resets_at = budget.blocked_until
+    retry_after = max(1, math.ceil((resets_at - timezone.now()).total_seconds()))
+    body = {
+        "detail": f"Budget '{budget.name}' is used up; writes it covers are refused until {resets_at.isoformat()}.",
+        "errors": {},
+        "budget": {"id": str(budget.pk), "name": budget.name, "resets_at": resets_at.isoformat()},
+    }
+    return Response(body, status=status.HTTP_429_TOO_MANY_REQUESTS, headers={"Retry-After": str(retry_after)})
 
 
 def _turn_with_messages(turn_id) -> Turn:

@@ -1,5 +1,15 @@
-"""The models of sessions_app, one module per concern: tenancy, the message ledger, usage, imports."""
+"""The models of sessions_app, one module per concern: tenancy, the message ledger, usage, budgets, imports."""
 
+from sessions_app.models.budgets import (
+    Budget,
+    BudgetChange,
+    BudgetChangeAction,
+    BudgetCrossing,
+    BudgetPeriod,
+    BudgetScope,
+    BudgetUnit,
+    BudgetUsage,
+)
 from sessions_app.models.imports import ImportedFile, ImportSource, ImportTool
 from sessions_app.models.ledger import (
     CjkSearchVector,
@@ -19,6 +29,14 @@ from sessions_app.models.tenancy import ApiKey, Tenant
 from sessions_app.models.usage import ModelPrice, PriceMatch, SessionModelUsage, UsageDaily, UsageHourly, UsageRollup
 
 __all__ = [
+    "Budget",
+    "BudgetChange",
+    "BudgetChangeAction",
+    "BudgetCrossing",
+    "BudgetPeriod",
+    "BudgetScope",
+    "BudgetUnit",
+    "BudgetUsage",
     "ApiKey",
     "CjkSearchVector",
     "Conversation",

@@ -16,7 +16,7 @@ from django.db import models
 from django.db.models import Func, Q
 from django.utils import timezone
 
-from sessions_app.models.tenancy import Tenant
+from sessions_app.models.tenancy import ApiKey, Tenant
 from sessions_app.schema import MACHINE_MAX_LENGTH, MESSAGE_TEXT_LIMITS
 
 
@@ -76,6 +76,10 @@ class Session(UsageCounters):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
     deleted_at = models.DateTimeField(null=True, blank=True, help_text="Deleted through the API; kept for audit")
+    # The key that created the session through the API: its usage counts in that key's budgets.
+    api_key = models.ForeignKey(
+        ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False, editable=False
+    )
 
     # Maintained by the message service under the session's row lock.
     last_seq = models.BigIntegerField(default=0)

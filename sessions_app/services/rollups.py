@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime
 
 from django.db import connection, transaction
+from django.utils import timezone
 
 from sessions_app.models import (
     Session,
@@ -17,6 +18,7 @@ from sessions_app.models import (
     UsageHourly,
 )
 from sessions_app.schema import ROLLUP_FIELDS, TOKEN_FIELDS
+from sessions_app.services.budgets import usage_evaluate, usage_sql
 
 ROLLUP_KEY = ("tenant_id", "hour", "tool", "user_id", "project", "machine", "model")
 DAILY_KEY = ("tenant_id", "day", "tool", "user_id", "project", "machine", "model")
@@ -76,13 +78,23 @@ def rollups_add(*, entries: list[tuple[Session, dict[tuple[datetime, str], dict]
                 conflict=("session_id", "model"),
             )
         )
-    # Unreferenced data-modifying WITH clauses run to completion in the order written: every writer
-    # locks hourly, then daily, then usage-by-model rows, each in sorted order.
-    *clauses, (last_sql, last_params) = upserts
-    sql = "".join(f"{'WITH' if i == 0 else ','} u{i} AS ({clause}) " for i, (clause, _) in enumerate(clauses))
+    # The budgets' periods are added to in the same statement (services.budgets.usage_sql): no round trip of
+    # their own, and none at all to learn that no budget covers the write. Its SELECT reads them first, then
+    # the unreferenced data-modifying WITH clauses run to completion in the order written: every writer locks
+    # budget periods, then hourly, daily and usage-by-model rows, each in sorted order.
+    now = timezone.now()
+    budget_clauses, budget_params, budget_select, select_params = usage_sql(entries=entries, now=now)
+    sql = "".join(f"{'WITH' if i == 0 else ','} u{i} AS ({clause}) " for i, (clause, _) in enumerate(upserts))
     params = [value for _, clause_params in upserts for value in clause_params]
     with connection.cursor() as cursor:
-        cursor.execute(sql + last_sql, params)
+        if budget_clauses:
+            cursor.execute(f"{sql}, {budget_clauses} {budget_select}", [*params, *budget_params, *select_params])
+            budget_rows = cursor.fetchall()
+        else:
+            cursor.execute(f"{sql} SELECT 1 WHERE false", params)
+            budget_rows = []
+    if budget_rows:
+        usage_evaluate(rows=budget_rows, now=now)
 
 
 def _rows(deltas: dict[tuple, Counter], fields: tuple[str, ...]) -> list[list]:

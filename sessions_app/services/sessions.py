@@ -9,7 +9,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from platform_kit.redaction import redact_fields
-from sessions_app.models import Session, Tenant
+from sessions_app.models import ApiKey, Session, Tenant
 from sessions_app.signals import session_deleted, session_ended
 
 EDITABLE_FIELDS = (
@@ -30,9 +30,10 @@ REDACTED_FIELDS = ("name", "metadata")
 FIXED_ONCE_USED = ("tool", "user_id", "project", "machine")
 
 
-def session_create(*, tenant: Tenant, **fields) -> Session:
+def session_create(*, tenant: Tenant, api_key: ApiKey | None = None, **fields) -> Session:
+    """A new session; `api_key`, the key that created it, has its usage counted in that key's budgets."""
     fields = redact_fields({k: v for k, v in fields.items() if k in EDITABLE_FIELDS}, REDACTED_FIELDS)
-    return Session.objects.create(tenant=tenant, **fields)
+    return Session.objects.create(tenant=tenant, api_key=api_key, **fields)
 
 
 @transaction.atomic

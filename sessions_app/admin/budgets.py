@@ -1,0 +1,146 @@
+"""Budgets in the admin: created, changed and deleted through `services.budgets` (the API's rules and bounds, and
+the audit log), with where each stands, its crossings and its change history."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+
+from platform_kit.admin.mixins import ReadOnlyAdminMixin
+from sessions_app.models import Budget, BudgetChange, BudgetCrossing
+from sessions_app.selectors.budgets import amount, budget_status
+from sessions_app.services.budgets import (
+    EDITABLE_FIELDS,
+    BudgetInvalid,
+    budget_create,
+    budget_delete,
+    budget_errors,
+    budget_recount,
+    budget_update,
+)
+
+
+class BudgetForm(forms.ModelForm):
+    thresholds = forms.JSONField(help_text="A list of percentages, e.g. [80, 100]")
+    emails = forms.JSONField(required=False, help_text='A list of addresses, e.g. ["ops@example.com"]')
+    feishu_secret = forms.CharField(required=False, widget=forms.PasswordInput(render_value=True))
+    dingtalk_secret = forms.CharField(required=False, widget=forms.PasswordInput(render_value=True))
+
+    class Meta:
+        model = Budget
+        fields = ["tenant", *EDITABLE_FIELDS]
+
+    def clean(self):
+        data = super().clean()
+        tenant = data.get("tenant") or getattr(self.instance, "tenant", None)
+        if tenant is None:
+            return data
+        values = {name: data.get(name) for name in EDITABLE_FIELDS}
+        values["emails"] = values["emails"] or []
+        for name in ("scope_value", "feishu_url", "feishu_secret", "dingtalk_url", "dingtalk_secret"):
+            values[name] = values[name] or ""
+        for field, errors in budget_errors(values, tenant=tenant).items():
+            if field in self.fields:
+                self.add_error(field, errors)
+            else:
+                self.add_error(None, f"{field}: {' '.join(errors)}")
+        return data
+
+
+class CrossingInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = BudgetCrossing
+    fields = readonly_fields = ("threshold", "period_start", "crossed_at", "used", "alerts")
+    extra = 0
+    max_num = 0
+    ordering = ("-crossed_at",)
+
+
+@admin.register(Budget)
+class BudgetAdmin(admin.ModelAdmin):
+    form = BudgetForm
+    list_display = (
+        "name",
+        "tenant",
+        "scope",
+        "scope_value",
+        "unit",
+        "limit_shown",
+        "period",
+        "used",
+        "hard_limit",
+        "active",
+    )
+    list_filter = ("tenant", "scope", "unit", "period", "hard_limit", "active")
+    list_select_related = ("tenant",)
+    search_fields = ("name", "scope_value")
+    raw_id_fields = ("api_key",)
+    readonly_fields = ("where_it_stands", "blocked_until", "created_at", "updated_at")
+    inlines = [CrossingInline]
+    actions = ["recount"]
+
+    @admin.display(description="limit")
+    def limit_shown(self, budget):
+        return amount(budget, budget.limit)
+
+    @admin.display(description="used (this period)")
+    def used(self, budget):
+        status = budget_status(budget)
+        return f"{amount(budget, status.used)} ({status.percent}%)"
+
+    @admin.display(description="where it stands")
+    def where_it_stands(self, budget):
+        if budget.pk is None:
+            return "-"
+        status = budget_status(budget)
+        projection = status.projected_exhaustion_at
+        runs_out = (
+            "used up" if status.exhausted else (f"runs out {projection:%Y-%m-%d %H:%M} UTC" if projection else "lasts")
+        )
+        return (
+            f"{amount(budget, status.used)} of {amount(budget, budget.limit)} ({status.percent}%) in "
+            f"{status.period_start:%Y-%m-%d %H:%M} – {status.period_end:%Y-%m-%d %H:%M} UTC; at this pace it {runs_out}"
+        )
+
+    def get_readonly_fields(self, request, obj=None):
+        return (*self.readonly_fields, "tenant") if obj else self.readonly_fields
+
+    def _actor(self, request) -> str:
+        return f"admin {request.user.get_username()}"
+
+    def save_model(self, request, obj, form, change):
+        fields = {name: form.cleaned_data.get(name) for name in EDITABLE_FIELDS}
+        fields["emails"] = fields["emails"] or []
+        for name in ("scope_value", "feishu_url", "feishu_secret", "dingtalk_url", "dingtalk_secret"):
+            fields[name] = fields[name] or ""
+        try:
+            if change:
+                saved = budget_update(tenant=obj.tenant, budget_id=obj.pk, actor=self._actor(request), **fields)
+            else:
+                saved = budget_create(tenant=form.cleaned_data["tenant"], actor=self._actor(request), **fields)
+        except BudgetInvalid as invalid:
+            raise ValidationError(invalid.message_dict) from None
+        obj.pk = saved.pk
+        obj.refresh_from_db()
+
+    def delete_model(self, request, obj):
+        budget_delete(tenant=obj.tenant, budget_id=obj.pk, actor=self._actor(request))
+
+    def delete_queryset(self, request, queryset):
+        for budget in queryset:
+            self.delete_model(request, budget)
+
+    @admin.action(description="Count the current period again from the roll-ups (after a price change)")
+    def recount(self, request, queryset):
+        for budget in queryset:
+            budget_recount(budget=budget)
+        self.message_user(request, f"Counted {queryset.count()} budget(s) again.", messages.SUCCESS)
+
+
+@admin.register(BudgetChange)
+class BudgetChangeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("changed_at", "budget_name", "action", "actor", "tenant")
+    list_filter = ("action", "tenant")
+    list_select_related = ("tenant",)
+    search_fields = ("budget_name", "actor", "=budget_id")
+    fields = readonly_fields = ("changed_at", "tenant", "budget_id", "budget_name", "action", "actor", "changes")

@@ -1,0 +1,173 @@
+"""Budget alerts with a real Celery worker: email, a Feishu bot and a DingTalk robot (fake ones on loopback that
+check the signatures), once per crossing, and the budget_crossed signal the webhooks listen to."""
+
+import base64
+import hashlib
+import hmac
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote_plus, urlsplit
+
+import pytest
+from django.core import mail
+
+from sessions_app.models import BudgetCrossing
+from sessions_app.signals import budget_crossed
+from tests.conftest import make_client
+from tests.factories import SessionFactory
+
+FEISHU_SECRET = "feishu-secret"
+DINGTALK_SECRET = "SECdingtalk"
+
+
+class FakeBots:
+    """Feishu and DingTalk as their servers answer, recording what arrived and whether its signature was right."""
+
+    def __init__(self):
+        self.received: list[dict] = []
+        bots = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                parts = urlsplit(self.path)
+                if parts.path.startswith("/open-apis/bot/v2/hook/"):
+                    key = f"{body['timestamp']}\n{FEISHU_SECRET}".encode()
+                    expected = base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
+                    signed = body["sign"] == expected
+                    bots.received.append({"bot": "feishu", "body": body, "signed": signed})
+                    answer = {"code": 0, "msg": "success"} if signed else {"code": 19021, "msg": "sign match fail"}
+                else:
+                    query = parse_qs(parts.query)
+                    timestamp, sign = query["timestamp"][0], query["sign"][0]
+                    digest = hmac.new(
+                        DINGTALK_SECRET.encode(), f"{timestamp}\n{DINGTALK_SECRET}".encode(), hashlib.sha256
+                    )
+                    signed = unquote_plus(parts.query.split("sign=")[1]) == base64.b64encode(digest.digest()).decode()
+                    fresh = abs(int(timestamp) / 1000 - time.time()) < 3600
+                    bots.received.append({"bot": "dingtalk", "body": body, "signed": signed and fresh, "sign": sign})
+                    answer = {"errcode": 0, "errmsg": "ok"}
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def of(self, bot):
+        return [r for r in self.received if r["bot"] == bot]
+
+
+@pytest.fixture
+def bots():
+    fake = FakeBots()
+    yield fake
+    fake.server.shutdown()
+
+
+def wait_for(condition, seconds=30):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the worker did not do it in time"
+        time.sleep(0.1)
+
+
+def test_each_crossing_alerts_once_by_email_feishu_dingtalk_and_the_signal(celery_worker, bots):
+    api = make_client("acme")
+    session = SessionFactory(tenant=api.tenant, tool="chat", user_id="xiaoming")
+    signalled = []
+
+    def listen(sender, **kwargs):
+        signalled.append(kwargs)
+
+    budget_crossed.connect(listen)
+    try:
+        budget = api.post(
+            "/api/v1/budgets/",
+            {
+                "name": "team month",
+                "limit": 1000,
+                "emails": ["ops@example.com"],
+                "feishu_url": f"{bots.url}/open-apis/bot/v2/hook/token-1",
+                "feishu_secret": FEISHU_SECRET,
+                "dingtalk_url": f"{bots.url}/robot/send?access_token=token-2",
+                "dingtalk_secret": DINGTALK_SECRET,
+            },
+            format="json",
+        ).json()
+        url = f"/api/v1/sessions/{session.pk}/messages/"
+        for tokens in (799, 1, 100, 100, 500):
+            response = api.post(url, {"role": "assistant", "content": "…", "total_tokens": tokens}, format="json")
+            assert response.status_code == 201
+            if tokens == 1:  # the write that reached 80 % alerts; the first did not
+                assert [s["threshold"] for s in signalled] == [80]
+        wait_for(lambda: len(bots.of("feishu")) == 2 and len(bots.of("dingtalk")) == 2 and len(mail.outbox) == 2)
+        time.sleep(0.5)  # nothing more arrives
+        assert len(bots.received) == 4 and len(mail.outbox) == 2
+    finally:
+        budget_crossed.disconnect(listen)
+
+    assert [s["threshold"] for s in signalled] == [80, 100]
+    first = signalled[0]
+    assert (str(first["budget_id"]), str(first["tenant_id"])) == (budget["id"], str(api.tenant.pk))
+    assert (first["payload"]["used"], first["payload"]["limit"], first["payload"]["percent"]) == (800, 1000, 80.0)
+    assert first["payload"]["budget"]["name"] == "team month"
+    assert all(r["signed"] for r in bots.received)
+    feishu_texts = [r["body"]["content"]["text"] for r in bots.of("feishu")]
+    assert sorted("crossed 80%" in t for t in feishu_texts) == [False, True]
+    assert all(r["body"]["msg_type"] == "text" for r in bots.of("feishu"))
+    assert all(
+        r["body"]["msgtype"] == "text" and "team month" in r["body"]["text"]["content"] for r in bots.of("dingtalk")
+    )
+    assert sorted(m.subject for m in mail.outbox) == [
+        "[Open ACE] Budget team month: 100% used",
+        "[Open ACE] Budget team month: 80% used",
+    ]
+    assert mail.outbox[0].to == ["ops@example.com"] and "of 1000 tokens used" in mail.outbox[0].body
+    wait_for(
+        lambda: all(
+            c.alerts == {"email": "sent", "feishu": "sent", "dingtalk": "sent"}
+            for c in BudgetCrossing.objects.filter(budget_id=budget["id"])
+        )
+    )
+
+
+def test_a_bot_that_refuses_is_recorded_and_tried_again_by_the_sweep(celery_worker, bots):
+    from sessions_app.tasks import send_pending_budget_alerts
+
+    api = make_client("acme")
+    session = SessionFactory(tenant=api.tenant, tool="chat", user_id="xiaoming")
+    budget = api.post(
+        "/api/v1/budgets/",
+        {
+            "name": "wrong secret",
+            "limit": 10,
+            "thresholds": [100],
+            "feishu_url": f"{bots.url}/open-apis/bot/v2/hook/t",
+            "feishu_secret": "not-the-bot's",
+        },
+        format="json",
+    ).json()
+    api.post(
+        f"/api/v1/sessions/{session.pk}/messages/",
+        {"role": "assistant", "content": "x", "total_tokens": 10},
+        format="json",
+    )
+    crossing = BudgetCrossing.objects.get(budget_id=budget["id"])
+    wait_for(lambda: BudgetCrossing.objects.get(pk=crossing.pk).alerts)
+    assert BudgetCrossing.objects.get(pk=crossing.pk).alerts == {"feishu": "failed: sign match fail"}
+    # The secret is corrected; the sweep sends what did not go out, once.
+    api.patch(f"/api/v1/budgets/{budget['id']}/", {"feishu_secret": FEISHU_SECRET}, format="json")
+    assert send_pending_budget_alerts() == 1
+    wait_for(lambda: BudgetCrossing.objects.get(pk=crossing.pk).alerts == {"feishu": "sent"})
+    assert [r["signed"] for r in bots.of("feishu")] == [False, True]
+    assert send_pending_budget_alerts() == 0
