@@ -69,13 +69,17 @@ def test_record_ttls_are_saved_through_the_service_in_the_admin(staff, api):
     assert RetentionEvent.objects.get(tenant=api.tenant, action="ttl_created").actor == "admin:auditor"
 
 
-def test_the_daily_task_runs_on_a_real_worker(celery_worker, api):
+def test_the_daily_task_is_scheduled_by_the_migrations(db):
+    # A database test, not a transactional one: a transactional test's flush empties the beat tables.
     from django_celery_beat.models import PeriodicTask
-
-    from memory_app.tasks import apply_retention
 
     scheduled = PeriodicTask.objects.get(task="memory_app.tasks.apply_retention")
     assert scheduled.enabled and scheduled.crontab is not None  # editable in the admin: Periodic tasks
+
+
+def test_the_daily_task_runs_on_a_real_worker(celery_worker, api):
+    from memory_app.tasks import apply_retention
+
     _, stored = old_messages(api.tenant)
     RetentionPolicy.objects.create(tenant=api.tenant, message_content_days=30)
     apply_retention.delay()
