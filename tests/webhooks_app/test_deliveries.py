@@ -224,3 +224,25 @@ def test_ping_budget_and_import_events_and_no_delivery_to_an_inactive_webhook(ce
     assert summary["origin"] == "path" and summary["summary"]["files_seen"] == 0
     assert "files" not in summary["summary"]
     assert not WebhookDelivery.objects.filter(webhook_id=muted["id"]).exists()
+
+
+def test_a_strategy_run_that_fails_for_good_is_announced(celery_worker, fast_retries):
+    from django.db import transaction
+
+    from strategies_app.models import Strategy, Trigger
+    from strategies_app.services.runs import run_request
+    from tests.factories import SessionFactory
+
+    api = make_client("acme")
+    session = SessionFactory(tenant=api.tenant, user_id="xiaoming")
+    strategy = Strategy.objects.get(tenant=api.tenant, name="user-profile")
+    with receiving() as receiver:
+        subscribe(api, receiver.url, events=["strategy_run.failed"])
+        with transaction.atomic():  # disabled before the worker starts it: the run fails
+            run = run_request(strategy=strategy, trigger=Trigger.MANUAL, session=session)
+            Strategy.objects.filter(pk=strategy.pk).update(enabled=False)
+        (request,) = receiver.wait_for(1)
+    data = json.loads(request.body)["data"]["run"]
+    assert request.headers["X-ACE-Event"] == "strategy_run.failed"
+    assert data["id"] == str(run.pk) and data["strategy"] == "user-profile" and data["session"] == str(session.pk)
+    assert "disabled" in data["error"]
