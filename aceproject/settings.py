@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "sessions_app",
     "memory_app",
     "strategies_app",
+    "webhooks_app",  # above the other apps: listens to their signals
     "aceproject",  # wires the apps together: cross-app commands (ace_bootstrap)
 ]
 
@@ -245,6 +246,7 @@ SPECTACULAR_SETTINGS = {
         "RecordTypeEnum": "memory_app.models.RecordType",
         "RoleEnum": "sessions_app.models.Role",
         "TurnStatusEnum": "sessions_app.models.TurnStatus",
+        "WebhookDeliveryStatusEnum": "webhooks_app.models.DeliveryStatus",
     },
     # The ApiKey security scheme comes from the authentication class (sessions_app.auth), once per operation.
 }
@@ -397,6 +399,23 @@ if ACE_RUN_LOST_AFTER_SECONDS < 2 * ACE_RUN_HEARTBEAT_SECONDS:
         f"ACE_RUN_HEARTBEAT_SECONDS={ACE_RUN_HEARTBEAT_SECONDS:g}, or live runs would be taken for lost"
     )
 ACE_STRATEGY_SCHEDULE_LOOKBACK_DAYS = env.int("ACE_STRATEGY_SCHEDULE_LOOKBACK_DAYS", default=7)
+
+# Webhooks (docs/webhooks.md). A delivery that times out, cannot connect or gets 408, 429 or 5xx is tried again
+# after ACE_WEBHOOKS_RETRY_BASE_SECONDS x 3^(n-1) (+ up to 20 % jitter), up to ACE_WEBHOOKS_MAX_ATTEMPTS in all:
+# with the defaults 1, 3, 9, 27, 81 minutes, then about 4 and 12 hours (8 attempts over about 18 hours).
+# ACE_WEBHOOKS_ALLOW_PRIVATE=false refuses URLs whose host is (or resolves to) a private, loopback, link-local or
+# reserved address: set it when the tenants are not trusted with this server's network (see docs/security.md).
+ACE_WEBHOOKS_TIMEOUT_SECONDS = env.float("ACE_WEBHOOKS_TIMEOUT_SECONDS", default=10.0)
+ACE_WEBHOOKS_MAX_ATTEMPTS = env.int("ACE_WEBHOOKS_MAX_ATTEMPTS", default=8)
+ACE_WEBHOOKS_RETRY_BASE_SECONDS = env.float("ACE_WEBHOOKS_RETRY_BASE_SECONDS", default=60.0)
+ACE_WEBHOOKS_ALLOW_PRIVATE = env.bool("ACE_WEBHOOKS_ALLOW_PRIVATE", default=True)
+for _name, _value, _low, _high in (
+    ("ACE_WEBHOOKS_TIMEOUT_SECONDS", ACE_WEBHOOKS_TIMEOUT_SECONDS, 0.1, 60),
+    ("ACE_WEBHOOKS_MAX_ATTEMPTS", ACE_WEBHOOKS_MAX_ATTEMPTS, 1, 20),
+    ("ACE_WEBHOOKS_RETRY_BASE_SECONDS", ACE_WEBHOOKS_RETRY_BASE_SECONDS, 0.01, 3600),
+):
+    if not _low <= _value <= _high:
+        raise ImproperlyConfigured(f"{_name}={_value:g}: must be from {_low:g} to {_high:g}")
 # Recall's vector side: under a filter keeping at most this many rows (one user's records), exact distances
 # over all of them; above it, a shortlist of the nearest by sign-bit Hamming distance, re-ranked exactly.
 ACE_RECALL_EXACT_UP_TO = env.int("ACE_RECALL_EXACT_UP_TO", default=2000)

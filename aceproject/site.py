@@ -38,6 +38,7 @@ DOC_PAGES = {
             "retention",
             "mcp",
             "budgets",
+            "webhooks",
         )
     },  # fmt: skip
     "bench/README.md": "bench",

@@ -7,6 +7,7 @@ import re
 import unicodedata
 import uuid
 from dataclasses import dataclass
+from datetime import UTC
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -15,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory_app.models import MessageEmbedding, Record, RecordRevision
+from memory_app.signals import record_changed
 from platform_kit.redaction import redact, redact_text
 from sessions_app.models import Message, Session, Tenant
 
@@ -60,7 +62,71 @@ def _sources(*, tenant: Tenant, session_ids, message_ids) -> tuple[list[Session]
     return sessions, messages
 
 
+# What each kind of revision is to the layers that listen (memory_app.signals.record_changed).
+EVENT_OF_CHANGE = {
+    RecordRevision.Change.CREATE: "created",
+    RecordRevision.Change.UPDATE: "updated",
+    RecordRevision.Change.MERGE: "updated",
+    RecordRevision.Change.INVALIDATE: "invalidated",
+    RecordRevision.Change.DELETE: "invalidated",
+}
+
+
 def _snapshot(record: Record, *, change: str, actor: str, reason: str = "") -> RecordRevision:
+    """Store the revision the write made, and announce it once the write commits. Every write of a record
+    ends here, so every change is both kept and announced."""
+    revision = _revision_create(record, change=change, actor=actor, reason=reason)
+    payload = record_event_data(record, revision)
+    transaction.on_commit(
+        lambda: record_changed.send(
+            sender=Record,
+            tenant_id=record.tenant_id,
+            record_id=record.pk,
+            change=EVENT_OF_CHANGE[change],
+            revision=record.revision,
+            actor=actor,
+            reason=reason,
+            record=payload,
+        )
+    )
+    return revision
+
+
+def api_timestamp(value) -> str | None:
+    """A timestamp as the API writes it: ISO 8601 in UTC with microseconds, `Z` for UTC."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def record_event_data(record: Record, revision: RecordRevision) -> dict:
+    """The record as the API shows it (GET /api/v1/records/{id}/), JSON-ready, its provenance read from the
+    revision just stored (no extra query)."""
+
+    return {
+        "id": str(record.pk),
+        "user_id": record.user_id,
+        "namespace": record.namespace,
+        "type": record.type,
+        "content": record.content,
+        "fields": record.fields,
+        "confidence": record.confidence,
+        "strategy": record.strategy,
+        "strategy_version": record.strategy_version,
+        "source_session_ids": revision.source_session_ids,
+        "source_message_ids": revision.source_message_ids,
+        "valid": record.valid,
+        "valid_from": api_timestamp(record.valid_from),
+        "valid_until": api_timestamp(record.valid_until),
+        "revision": record.revision,
+        "created_at": api_timestamp(record.created_at),
+        "updated_at": api_timestamp(record.updated_at),
+        "invalidated_at": api_timestamp(record.invalidated_at),
+        "invalidated_reason": record.invalidated_reason,
+    }
+
+
+def _revision_create(record: Record, *, change: str, actor: str, reason: str) -> RecordRevision:
     return RecordRevision.objects.create(
         record=record,
         revision=record.revision,

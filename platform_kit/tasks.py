@@ -45,17 +45,18 @@ class Task(celery.Task):
             raise self.retry(exc=error, countdown=countdown, max_retries=OUTAGE_MAX_RETRIES) from error
 
 
-def enqueue_or_leave_to_sweep(task, *args, what: str, sweep: str) -> bool:
-    """`task.delay(*args)`, but a broker that refuses (down, full, misconfigured) only logs a warning: the data
-    the work is about is committed, and `sweep` — the periodic task that finds such work still undone — does
-    it later. `what` says what was not queued, for the log. False when the broker refused.
+def enqueue_or_leave_to_sweep(task, *args, what: str, sweep: str, countdown: float | None = None) -> bool:
+    """`task.delay(*args)` (after `countdown` seconds if given), but a broker that refuses (down, full,
+    misconfigured) only logs a warning: the data the work is about is committed, and `sweep` — the periodic task
+    that finds such work still undone — does it later. `what` says what was not queued, for the log. False when
+    the broker refused.
 
     `task` is a Celery task or a task's name: a service that a task module imports queues that module's tasks
     by name, so the two never import each other."""
     try:
         if isinstance(task, str):
             task = current_app.signature(task)
-        task.delay(*args)
+        task.apply_async(args, countdown=countdown)
     except Exception:  # noqa: BLE001 - any broker failure
         logger.warning("could not queue %s; %s will catch up", what, sweep, exc_info=True)
         return False

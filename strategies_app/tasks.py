@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from sessions_app.models import Session
 from strategies_app.models import RunStatus, Strategy, StrategyRun, Trigger, Watermark
-from strategies_app.services.runs import run_enqueue, run_execute, run_request, runs_lost
+from strategies_app.services.runs import run_enqueue, run_execute, run_failed_announce, run_request, runs_lost
 from strategies_app.triggers import enabled_strategies, messages_evaluate
 
 logger = logging.getLogger(__name__)
@@ -44,6 +44,7 @@ def run_strategy(self, run_id: str) -> str:
                 finished_at=timezone.now(),
             )
         if self.request.retries >= MAX_RETRIES:
+            run_failed_announce(run_id)
             raise
         countdown = BACKOFF * 2**self.request.retries
         run = ours.first()

@@ -1,19 +1,21 @@
 """The dependency rule of docs/architecture.md, checked on every import statement (those inside functions too):
-platform_kit imports no app; strategies_app → memory_app → sessions_app, never back; no app reaches into another
-app's admin or API for tools; and no module imports itself again through others."""
+platform_kit imports no app; webhooks_app → strategies_app → memory_app → sessions_app, never back; no app reaches
+into another app's admin or API for tools; and no module imports itself again through others."""
 
 import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("platform_kit", "sessions_app", "memory_app", "strategies_app", "aceproject")
+PACKAGES = ("platform_kit", "sessions_app", "memory_app", "strategies_app", "webhooks_app", "aceproject")
 # What each package may import, besides itself and the platform kit.
 ALLOWED = {
     "platform_kit": set(),
     "sessions_app": set(),
     "memory_app": {"sessions_app"},
     "strategies_app": {"memory_app", "sessions_app"},
-    "aceproject": {"sessions_app", "memory_app", "strategies_app"},
+    # Above the others: it listens to their signals, and none of them knows it exists.
+    "webhooks_app": {"strategies_app", "memory_app", "sessions_app"},
+    "aceproject": {"sessions_app", "memory_app", "strategies_app", "webhooks_app"},
 }
 # An app's surfaces: what no other app imports (the kit holds what they share).
 SURFACES = ("admin", "api", "views", "serializers", "urls")

@@ -28,6 +28,7 @@ from django.db.models import F, Min, Q
 from django.utils import timezone
 
 from memory_app.selectors.records import records_related
+from memory_app.services import api_timestamp
 from platform_kit.tasks import enqueue_or_leave_to_sweep
 from sessions_app.models import Message, Session, Turn, TurnStatus
 from sessions_app.services.state import state_get
@@ -35,6 +36,7 @@ from strategies_app.extractors.base import ExtractionContext, SourceMessage
 from strategies_app.extractors.registry import get_extractor
 from strategies_app.models import RunRecord, RunStatus, Strategy, StrategyRun, Trigger, Watermark
 from strategies_app.services.consolidation import consolidate
+from strategies_app.signals import run_failed
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +112,7 @@ def run_execute(run_id) -> StrategyRun:
         return run
     if not run.strategy.enabled:
         _finish(run, RunStatus.FAILED, error="The strategy was disabled before the run started; nothing was read.")
+        run_failed_announce(run.pk)
         return run
     attempt = run_claim(run)
     if attempt is None:
@@ -206,6 +209,30 @@ def _finish(
     if attempt is not None:
         runs = runs.filter(attempts=attempt)
     runs.update(status=run.status, error=run.error, finished_at=run.finished_at, duration_ms=run.duration_ms)
+
+
+def run_failed_announce(run_id) -> None:
+    """Tell the listeners (strategies_app.signals.run_failed) that a run failed for good, once its failure is
+    committed: the task calls this when the last retry failed."""
+    run = StrategyRun.objects.select_related("strategy", "strategy_version").filter(pk=run_id).first()
+    if run is None or run.status != RunStatus.FAILED:
+        return
+    data = {
+        "id": str(run.pk),
+        "strategy": run.strategy.name,
+        "strategy_id": str(run.strategy_id),
+        "strategy_version": run.strategy_version.version,
+        "trigger": run.trigger,
+        "trigger_detail": run.trigger_detail,
+        "session": None if run.session_id is None else str(run.session_id),
+        "user_id": run.user_id,
+        "attempts": run.attempts,
+        "error": run.error,
+        "queued_at": api_timestamp(run.queued_at),
+        "started_at": api_timestamp(run.started_at),
+        "finished_at": api_timestamp(run.finished_at),
+    }
+    transaction.on_commit(lambda: run_failed.send(sender=StrategyRun, tenant_id=run.tenant_id, run_id=run.pk, run=data))
 
 
 def runs_lost(*, now=None, limit: int = 1000) -> list:

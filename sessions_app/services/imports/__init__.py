@@ -34,7 +34,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from sessions_app.importers import ParseIssue, describe_layout
@@ -43,6 +43,7 @@ from sessions_app.push_client import default_machine_name
 from sessions_app.services.imports.plan import ImportOptions, file_refusal, log_files
 from sessions_app.services.imports.run import PARALLEL_MIN_BYTES, ImportRun
 from sessions_app.services.imports.summary import MAX_ISSUES, FileResult, ImportSummary, format_issue
+from sessions_app.signals import import_finished
 
 __all__ = [
     "MAX_ISSUES",
@@ -134,7 +135,27 @@ def _import_files(*, tenant, files, known, tool, user_id, source=None, uploaded=
     )
     run = ImportRun(options=options, records={record.path: record for record in known})
     run.sessions.load(files)
-    return run.import_all(files, workers=settings.ACE_IMPORT_WORKERS)
+    summary = run.import_all(files, workers=settings.ACE_IMPORT_WORKERS)
+    _announce_finished(
+        tenant=tenant, summary=summary, origin="source" if source else "upload" if uploaded else "path", source=source
+    )
+    return summary
+
+
+def _announce_finished(*, tenant: Tenant, summary: ImportSummary, origin: str, source: ImportSource | None) -> None:
+    """signals.import_finished, once the import's writes are committed (every batch commits on its own; a
+    caller's transaction, if any, commits last)."""
+    report = summary.as_dict()
+    del report["files"], report["issues"]  # server paths: the counts are what a listener needs
+    transaction.on_commit(
+        lambda: import_finished.send(
+            sender=ImportedFile,
+            tenant_id=tenant.pk,
+            origin=origin,
+            source_id=None if source is None else source.pk,
+            summary=report,
+        )
+    )
 
 
 def import_source_scan(*, source: ImportSource) -> ImportSummary | None:
