@@ -109,17 +109,19 @@ def record_create(
     source_session_ids=(),
     source_message_ids=(),
     actor: str = "api",
+    merge_restatements: bool = True,
 ) -> RecordWrite:
     """Store a record, or merge it into the valid record that already says the same thing: the same text
     once normalised, or a vector at least ACE_DEDUP_SIMILARITY (cosine) from the new one. Secrets in the text
-    and fields are redacted first, whoever writes (the API, a strategy, the sample data)."""
+    and fields are redacted first, whoever writes (the API, a strategy, the sample data).
+    `merge_restatements=False` always stores a new record (an import restoring an invalidated one)."""
     content, fields = redact_text(content), redact(fields)
     embedder, vector = _embed_inline(content)
     with transaction.atomic():
         sessions, messages = _sources(tenant=tenant, session_ids=source_session_ids, message_ids=source_message_ids)
         scope = {"tenant": tenant, "user_id": user_id, "namespace": namespace, "type": type}
-        existing, reason = _restated(content=content, **scope), "restated"
-        if existing is None and vector is not None:
+        existing, reason = (_restated(content=content, **scope) if merge_restatements else None), "restated"
+        if existing is None and vector is not None and merge_restatements:
             existing, similarity = _nearest(content=content, vector=vector, embedder=embedder, **scope)
             if existing is not None:
                 reason = f"near-identical (cosine similarity {similarity:.3f})"
