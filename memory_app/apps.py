@@ -8,9 +8,16 @@ class MemoryAppConfig(AppConfig):
 
     def ready(self):
         from memory_app import services, tasks
-        from sessions_app.signals import messages_amended, messages_appended, session_deleted, turn_completed
+        from sessions_app.signals import (
+            messages_amended,
+            messages_appended,
+            session_deleted,
+            turn_completed,
+            user_forgetting,
+        )
 
         messages_appended.connect(tasks.messages_appended_handler, dispatch_uid="memory_app.embed_messages")
         messages_amended.connect(tasks.messages_amended_handler, dispatch_uid="memory_app.embed_amended_messages")
         turn_completed.connect(tasks.turn_completed_handler, dispatch_uid="memory_app.embed_turn_messages")
         session_deleted.connect(services.session_deleted_handler, dispatch_uid="memory_app.forget_deleted_session")
+        user_forgetting.connect(services.user_forgetting_handler, dispatch_uid="memory_app.forget_user")

@@ -344,3 +344,20 @@ def session_memory_forget(*, tenant_id, session_id, actor: str = "session-delete
 def session_deleted_handler(sender, session_id, tenant_id, **kwargs):
     # Inside the deleting transaction: the session's vectors and the memories only it supports go with it.
     session_memory_forget(tenant_id=tenant_id, session_id=session_id)
+
+
+def user_memory_forget(*, tenant_id, user_id: str) -> dict[str, int]:
+    """Delete every record of the user (revisions, vectors, keyword vectors, provenance links and imports go
+    with them) and the vectors of their messages. Rows deleted per model."""
+    from platform_kit.db import cascade_delete
+
+    params = [tenant_id, user_id]
+    deleted = cascade_delete(Record, "tenant_id = %s AND user_id = %s", params)
+    for label, count in cascade_delete(MessageEmbedding, "tenant_id = %s AND user_id = %s", params).items():
+        deleted[label] = deleted.get(label, 0) + count
+    return deleted
+
+
+def user_forgetting_handler(sender, tenant_id, user_id, **kwargs):
+    # Inside the forgetting transaction (sessions_app.services.forget): the counts go into its audit.
+    return user_memory_forget(tenant_id=tenant_id, user_id=user_id)

@@ -39,3 +39,7 @@ session_deleted = Signal()
 # payload (a JSON-ready dict: the budget, its period, what was used, the limit, the projected date it runs out).
 # Sent once per crossing, after the transaction that crossed it commits (webhooks and other alerts listen).
 budget_crossed = Signal()
+# sender=Session class; kwargs: tenant_id, user_id. Sent INSIDE the transaction of `services.forget.user_forget`,
+# before the user's sessions go: each app deletes what it keeps of the user (records and their vectors, strategy
+# runs) and returns {model label: rows deleted}, which the forget audit counts. A dry run rolls it all back.
+user_forgetting = Signal()

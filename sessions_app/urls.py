@@ -2,6 +2,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from sessions_app.api import views
+from sessions_app.api.forget import UserForgetView
 from sessions_app.api.imports import ImportUploadView, StoredFilesView
 
 router = DefaultRouter(trailing_slash=True)
@@ -15,5 +16,6 @@ urlpatterns = [
     path("stats/", views.StatsView.as_view(), name="stats"),
     path("imports/", ImportUploadView.as_view(), name="imports"),
     path("imports/files/", StoredFilesView.as_view(), name="import-files"),
+    path("users/<path:user_id>/forget/", UserForgetView.as_view(), name="user-forget"),
     *router.urls,
 ]

@@ -13,6 +13,7 @@ from sessions_app.models.ledger import (
     TurnStatus,
     UsageCounters,
 )
+from sessions_app.models.privacy import ForgetAudit
 from sessions_app.models.telemetry import TelemetryKind, TelemetryRecord
 from sessions_app.models.tenancy import ApiKey, Tenant
 from sessions_app.models.usage import ModelPrice, PriceMatch, SessionModelUsage, UsageDaily, UsageHourly, UsageRollup
@@ -20,6 +21,7 @@ from sessions_app.models.usage import ModelPrice, PriceMatch, SessionModelUsage,
 __all__ = [
     "ApiKey",
     "CjkSearchVector",
+    "ForgetAudit",
     "Conversation",
     "ImportSource",
     "ImportTool",
