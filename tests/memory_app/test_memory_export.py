@@ -1,8 +1,10 @@
 """Memory export and import: a round trip into another tenant, re-imports that write nothing, bad lines refused."""
 
 import json
+import zipfile
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
@@ -230,3 +232,35 @@ def test_a_big_export_streams_page_by_page(api):
         q for q in rest.captured_queries if 'FROM "memory_app_record"' in q["sql"] and "LIMIT 500" in q["sql"]
     ]
     assert len(record_pages) == 6  # keyset pages of 500, then the empty one that ends it
+
+
+def test_the_commands_export_and_import(api, memories, tmp_path, capsys):
+    path = tmp_path / "memory.jsonl"
+    call_command("ace_export", "memory", "--tenant", "acme", "--user-id", "xiaoming", "--out", str(path))
+    assert lines(path.read_bytes())[0]["records"] == 3
+    call_command("ace_import_memory", str(path), "--tenant", "initech", "--map-user", "xiaoming=xm")
+    assert "3 created" in capsys.readouterr().out
+    call_command("ace_import_memory", str(path), "--tenant", "initech", "--map-user", "xiaoming=xm")
+    assert "0 created, 0 merged, 3 unchanged" in capsys.readouterr().out
+    assert Record.objects.filter(tenant__name="initech", user_id="xm").count() == 3
+    path.write_bytes(path.read_bytes() + b'{"kind": "record"}\n')
+    with pytest.raises(CommandError, match="line 5"):
+        call_command("ace_import_memory", str(path), "--tenant", "initech")
+
+
+def test_a_tenant_export_is_a_zip_of_every_table(api, memories, tmp_path):
+    path = tmp_path / "acme.zip"
+    call_command("ace_export", "tenant", "--tenant", "acme", "--out", str(path))
+    with zipfile.ZipFile(path) as archive:
+        manifest = json.loads(archive.read("manifest.json"))
+        assert (manifest["format"], manifest["tenant"]) == ("open-ace.tenant", "acme")
+        assert manifest["files"]["records.jsonl"] == 4
+        assert manifest["files"]["messages.jsonl"] == 1
+        assert manifest["files"]["strategies.jsonl"] >= 1
+        sessions = lines(archive.read("sessions.jsonl"))
+        assert [s["agent_session_id"] for s in sessions] == ["a-1"]
+        message = lines(archive.read("messages.jsonl"))[0]
+        assert message["content"] == "我喜欢博物馆" and "search_vector" not in message
+        assert len(lines(archive.read("records.jsonl"))) == 5  # the header and four records
+        for name, count in manifest["files"].items():
+            assert len(archive.read(name).splitlines()) == count + (name == "records.jsonl")
