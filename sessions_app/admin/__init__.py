@@ -15,6 +15,7 @@ from sessions_app.admin import (  # noqa: F401
     imports,
     llm_requests,
     messages,
+    privacy,
     sessions,
     state,
     telemetry,

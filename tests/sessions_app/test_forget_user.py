@@ -176,3 +176,25 @@ def test_the_command_dry_runs_then_forgets(api, capsys):
     assert "Deleted" in out and "sessions_app.Message" in out
     assert not any(rows_of(api.tenant, "xiaoming").values())
     assert ForgetAudit.objects.get().actor == "command"
+
+
+def test_the_admin_counts_first_then_forgets_and_lists_the_audit(api, client, django_user_model):
+    client.force_login(django_user_model.objects.create_superuser("dpo", "dpo@example.com", "not-used"))
+    fill(api, "xiaoming")
+    page = "/admin/sessions_app/forgetaudit/forget/"
+    assert client.get(page).status_code == 200
+    counted = client.post(page, {"tenant": api.tenant.pk, "user_id": "xiaoming", "count": "1"})
+    assert counted.status_code == 200
+    assert b"sessions_app.Message" in counted.content and b"Would delete" in counted.content
+    assert rows_of(api.tenant, "xiaoming")["sessions"] == 1
+    mistyped = client.post(page, {"tenant": api.tenant.pk, "user_id": "xiaoming", "confirm": "xiaomin", "forget": "1"})
+    assert b"Type the user id exactly" in mistyped.content
+    assert rows_of(api.tenant, "xiaoming")["sessions"] == 1
+    done = client.post(page, {"tenant": api.tenant.pk, "user_id": "xiaoming", "confirm": "xiaoming", "forget": "1"})
+    assert done.status_code == 302
+    assert not any(rows_of(api.tenant, "xiaoming").values())
+    audit = ForgetAudit.objects.get()
+    assert audit.actor == "admin:dpo"
+    listing = client.get("/admin/sessions_app/forgetaudit/?q=xiaoming")
+    assert audit.user_hash[:16].encode() in listing.content
+    assert b"xiaoming" not in client.get(f"/admin/sessions_app/forgetaudit/{audit.pk}/change/").content
