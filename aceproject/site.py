@@ -36,6 +36,7 @@ DOC_PAGES = {
             "operations",
             "security",
             "mcp",
+            "portability",
         )
     },  # fmt: skip
     "bench/README.md": "bench",
