@@ -134,7 +134,8 @@ class RecordViewSet(
         return response
 
     @extend_schema(
-        request={"application/x-ndjson": OpenApiTypes.STR},
+        # Any content type is read as the export's lines (application/x-ndjson, text/plain, …).
+        request={"text/plain": OpenApiTypes.STR},
         parameters=[
             OpenApiParameter(
                 "map_user",
@@ -145,6 +146,8 @@ class RecordViewSet(
         ],
         responses={200: MemoryImportSummarySerializer, **error_responses(400, 413)},
         summary="Import a memory export (JSON Lines): every line checked first, nothing written if one is bad",
+        description="The body is the export as written (any content type, e.g. application/x-ndjson). A bad line is a "
+        "400 naming it (`line 3.type`); importing the same export again writes nothing (docs/portability.md).",
     )
     @action(detail=False, methods=["post"], url_path="import")
     def import_(self, request):
