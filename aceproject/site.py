@@ -39,6 +39,7 @@ DOC_PAGES = {
             "mcp",
             "budgets",
             "webhooks",
+            "portability",
         )
     },  # fmt: skip
     "bench/README.md": "bench",

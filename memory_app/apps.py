@@ -14,6 +14,7 @@ class MemoryAppConfig(AppConfig):
             messages_purged,
             session_deleted,
             turn_completed,
+            user_forgetting,
         )
 
         messages_appended.connect(tasks.messages_appended_handler, dispatch_uid="memory_app.embed_messages")
@@ -21,3 +22,4 @@ class MemoryAppConfig(AppConfig):
         turn_completed.connect(tasks.turn_completed_handler, dispatch_uid="memory_app.embed_turn_messages")
         session_deleted.connect(services.session_deleted_handler, dispatch_uid="memory_app.forget_deleted_session")
         messages_purged.connect(retention.messages_purged_handler, dispatch_uid="memory_app.forget_purged_messages")
+        user_forgetting.connect(services.user_forgetting_handler, dispatch_uid="memory_app.forget_user")

@@ -175,17 +175,19 @@ def record_create(
     source_session_ids=(),
     source_message_ids=(),
     actor: str = "api",
+    merge_restatements: bool = True,
 ) -> RecordWrite:
     """Store a record, or merge it into the valid record that already says the same thing: the same text
     once normalised, or a vector at least ACE_DEDUP_SIMILARITY (cosine) from the new one. Secrets in the text
-    and fields are redacted first, whoever writes (the API, a strategy, the sample data)."""
+    and fields are redacted first, whoever writes (the API, a strategy, the sample data).
+    `merge_restatements=False` always stores a new record (an import restoring an invalidated one)."""
     content, fields = redact_text(content), redact(fields)
     embedder, vector = _embed_inline(content)
     with transaction.atomic():
         sessions, messages = _sources(tenant=tenant, session_ids=source_session_ids, message_ids=source_message_ids)
         scope = {"tenant": tenant, "user_id": user_id, "namespace": namespace, "type": type}
-        existing, reason = _restated(content=content, **scope), "restated"
-        if existing is None and vector is not None:
+        existing, reason = (_restated(content=content, **scope) if merge_restatements else None), "restated"
+        if existing is None and vector is not None and merge_restatements:
             existing, similarity = _nearest(content=content, vector=vector, embedder=embedder, **scope)
             if existing is not None:
                 reason = f"near-identical (cosine similarity {similarity:.3f})"
@@ -408,3 +410,20 @@ def session_memory_forget(*, tenant_id, session_id, actor: str = "session-delete
 def session_deleted_handler(sender, session_id, tenant_id, **kwargs):
     # Inside the deleting transaction: the session's vectors and the memories only it supports go with it.
     session_memory_forget(tenant_id=tenant_id, session_id=session_id)
+
+
+def user_memory_forget(*, tenant_id, user_id: str) -> dict[str, int]:
+    """Delete every record of the user (revisions, vectors, keyword vectors, provenance links and imports go
+    with them) and the vectors of their messages. Rows deleted per model."""
+    from platform_kit.db import cascade_delete
+
+    params = [tenant_id, user_id]
+    deleted = cascade_delete(Record, "tenant_id = %s AND user_id = %s", params)
+    for label, count in cascade_delete(MessageEmbedding, "tenant_id = %s AND user_id = %s", params).items():
+        deleted[label] = deleted.get(label, 0) + count
+    return deleted
+
+
+def user_forgetting_handler(sender, tenant_id, user_id, **kwargs):
+    # Inside the forgetting transaction (sessions_app.services.forget): the counts go into its audit.
+    return user_memory_forget(tenant_id=tenant_id, user_id=user_id)

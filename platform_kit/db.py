@@ -261,3 +261,52 @@ def copy_insert(model, objects: list) -> None:
     for obj in objects:
         state = obj._state
         state.adding, state.db = False, alias
+
+
+class DeleteProtected(Exception):
+    """A row to delete is referenced through a PROTECT (or RESTRICT) foreign key."""
+
+
+def cascade_delete(model, where: str, params: list, *, depth: int = 0) -> dict[str, int]:
+    """Delete the rows of `model` matching `where` (SQL over its table) and, first, what refers to them, as the
+    foreign keys' `on_delete` says (CASCADE deletes, SET_NULL clears, PROTECT/RESTRICT refuses), in SQL
+    statements whose cost does not depend on Python: Django's `QuerySet.delete()` loads every related row's
+    key into memory first. Returns the rows deleted per model label (those with none left out).
+
+    Only the database's rows are touched: no signals, no `delete()` methods. Callers delete first, themselves,
+    what a SET_NULL would otherwise only clear, so clearing never updates rows about to be deleted."""
+    if depth > 8:
+        raise RecursionError(f"cascade_delete: relations of {model._meta.label} nest too deep")
+    meta = model._meta
+    quote = connection.ops.quote_name
+    keys = f"SELECT {quote(meta.pk.column)} FROM {quote(meta.db_table)} WHERE {where}"
+    deleted: dict[str, int] = {}
+    relations = [
+        field
+        for field in meta.get_fields(include_hidden=True)
+        if field.auto_created and not field.concrete and (field.one_to_one or field.one_to_many)
+    ]
+    for relation in relations:
+        related, column = relation.related_model, relation.field.column
+        child_where = f"{quote(column)} IN ({keys})"
+        on_delete = relation.on_delete
+        if on_delete is models.CASCADE:
+            for label, count in cascade_delete(related, child_where, params, depth=depth + 1).items():
+                deleted[label] = deleted.get(label, 0) + count
+        elif on_delete is models.SET_NULL:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"UPDATE {quote(related._meta.db_table)} SET {quote(column)} = NULL WHERE {child_where}", params
+                )
+        elif on_delete in (models.PROTECT, models.RESTRICT):
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT EXISTS (SELECT 1 FROM {quote(related._meta.db_table)} WHERE {child_where})", params
+                )
+                if cursor.fetchone()[0]:
+                    raise DeleteProtected(f"{related._meta.label} rows refer to the {meta.label} rows to delete")
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {quote(meta.db_table)} WHERE {where}", params)
+        if cursor.rowcount:
+            deleted[meta.label] = deleted.get(meta.label, 0) + cursor.rowcount
+    return deleted

@@ -48,3 +48,8 @@ budget_crossed = Signal()
 # issues, which hold server paths: the counts, `issues_total` and the one-line `summary`). Sent once per
 # finished import, after its last batch committed, whether or not it found anything new.
 import_finished = Signal()
+
+# sender=Session class; kwargs: tenant_id, user_id. Sent INSIDE the transaction of `services.forget.user_forget`,
+# before the user's sessions go: each app deletes what it keeps of the user (records and their vectors, strategy
+# runs) and returns {model label: rows deleted}, which the forget audit counts. A dry run rolls it all back.
+user_forgetting = Signal()

@@ -16,6 +16,7 @@ from sessions_app.admin import (  # noqa: F401
     imports,
     llm_requests,
     messages,
+    privacy,
     retention,
     sessions,
     state,

@@ -23,6 +23,7 @@ from sessions_app.models.ledger import (
     TurnStatus,
     UsageCounters,
 )
+from sessions_app.models.privacy import ForgetAudit
 from sessions_app.models.retention import RetentionEvent, RetentionPolicy, RetentionRun
 from sessions_app.models.telemetry import TelemetryKind, TelemetryRecord
 from sessions_app.models.tenancy import ApiKey, Tenant
@@ -39,6 +40,7 @@ __all__ = [
     "BudgetUsage",
     "ApiKey",
     "CjkSearchVector",
+    "ForgetAudit",
     "Conversation",
     "ImportSource",
     "ImportTool",

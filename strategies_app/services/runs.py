@@ -365,3 +365,18 @@ def _run_session(run: StrategyRun, session: Session, progress: _Progress) -> Non
             [RunRecord(run=run, record_id=d.record, action=d.action) for d in decisions],
             ignore_conflicts=True,
         )
+
+
+def user_runs_forget(*, tenant_id, user_id: str) -> dict[str, int]:
+    """Delete the runs for the user or over their sessions (their decisions quote the user's messages)."""
+    from platform_kit.db import cascade_delete
+
+    sessions = f"SELECT id FROM {Session._meta.db_table} WHERE tenant_id = %s AND user_id = %s"
+    return cascade_delete(
+        StrategyRun, f"tenant_id = %s AND (user_id = %s OR session_id IN ({sessions}))", [tenant_id, user_id] * 2
+    )
+
+
+def user_forgetting_handler(sender, tenant_id, user_id, **kwargs):
+    # Inside the forgetting transaction (sessions_app.services.forget): the counts go into its audit.
+    return user_runs_forget(tenant_id=tenant_id, user_id=user_id)

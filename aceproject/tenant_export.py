@@ -1,0 +1,91 @@
+"""A tenant's full export (docs/portability.md): one JSON Lines file per table in a zip, with a manifest.
+
+Every table is read with a server-side cursor and written to the zip as it is read, so the export holds a few
+thousand rows in memory whatever the tenant's size. Vectors and keyword-search vectors are left out (derived
+from the text; the importing side computes its own). Records are written as the memory export writes them
+(`memory_app.selectors.export`: provenance and revisions on each line), so `records.jsonl` imports with
+`ace_import_memory` or `POST /api/v1/records/import/`.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from typing import BinaryIO
+
+import orjson
+from django.utils import timezone
+
+from memory_app.selectors.export import memory_export_lines
+from sessions_app.models import (
+    Conversation,
+    ForgetAudit,
+    ImportedFile,
+    ImportSource,
+    LlmRequest,
+    Message,
+    Session,
+    SessionModelUsage,
+    StateVersion,
+    TelemetryRecord,
+    Tenant,
+    Turn,
+    UsageDaily,
+    UsageHourly,
+)
+from strategies_app.models import Strategy, StrategyRun, StrategyVersion
+
+FORMAT = "open-ace.tenant"
+VERSION = 1
+DERIVED = {"search_vector", "embedding", "embedding_bits"}
+# (file name, model, how its rows belong to the tenant)
+TABLES = (
+    ("sessions", Session, "tenant"),
+    ("conversations", Conversation, "tenant"),
+    ("messages", Message, "tenant"),
+    ("llm_requests", LlmRequest, "tenant"),
+    ("state_versions", StateVersion, "tenant"),
+    ("turns", Turn, "tenant"),
+    ("session_model_usage", SessionModelUsage, "tenant"),
+    ("usage_hourly", UsageHourly, "tenant"),
+    ("usage_daily", UsageDaily, "tenant"),
+    ("telemetry", TelemetryRecord, "tenant"),
+    ("import_sources", ImportSource, "tenant"),
+    ("imported_files", ImportedFile, "tenant"),
+    ("strategies", Strategy, "tenant"),
+    ("strategy_versions", StrategyVersion, "strategy__tenant"),
+    ("strategy_runs", StrategyRun, "tenant"),
+    ("forget_audits", ForgetAudit, "tenant"),
+)
+
+
+def _line(value) -> bytes:
+    return orjson.dumps(value, default=str) + b"\n"
+
+
+def tenant_export(*, tenant: Tenant, out: BinaryIO, chunk_size: int = 2000) -> dict[str, int]:
+    """Write the zip to `out` (a file opened for binary writing); returns the rows written per file."""
+    counts: dict[str, int] = {}
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, model, scope in TABLES:
+            columns = [f.attname for f in model._meta.concrete_fields if f.attname not in DERIVED]
+            rows = model._base_manager.filter(**{scope: tenant}).order_by("pk").values(*columns)
+            counts[name] = 0
+            with archive.open(f"{name}.jsonl", "w", force_zip64=True) as file:
+                for row in rows.iterator(chunk_size=chunk_size):
+                    file.write(_line(row))
+                    counts[name] += 1
+        counts["records"] = -1  # the header line is not a record
+        with archive.open("records.jsonl", "w", force_zip64=True) as file:
+            for line in memory_export_lines(tenant=tenant):
+                file.write(line)
+                counts["records"] += 1
+        manifest = {
+            "format": FORMAT,
+            "version": VERSION,
+            "tenant": tenant.name,
+            "tenant_id": tenant.pk,
+            "exported_at": timezone.now(),
+            "files": {f"{name}.jsonl": count for name, count in counts.items()},
+        }
+        archive.writestr("manifest.json", orjson.dumps(manifest, default=str, option=orjson.OPT_INDENT_2))
+    return counts

@@ -1,0 +1,93 @@
+"""Forgetting a user (the right to be forgotten, docs/portability.md): every row of theirs in a tenant deleted,
+in one transaction, with an audit row that says what went and when without saying who.
+
+What goes: the user's sessions and everything in them (conversations, messages with their keyword-search
+vectors, LLM requests, turns, state versions, per-model usage, raw telemetry, the import rows of their log
+files), their usage roll-ups (so the tenant's totals drop by what they used), and what the other apps keep of
+them (signal `user_forgetting`: records with their revisions and vectors, message vectors, strategy runs).
+Other users and other tenants are not touched: another tenant's user of the same id stays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+from django.utils import timezone
+from django.utils.crypto import salted_hmac
+
+from platform_kit.db import cascade_delete
+from sessions_app.models import (
+    Conversation,
+    ForgetAudit,
+    ImportedFile,
+    LlmRequest,
+    Message,
+    Session,
+    StateVersion,
+    TelemetryRecord,
+    Tenant,
+    Turn,
+    UsageDaily,
+    UsageHourly,
+)
+from sessions_app.signals import user_forgetting
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    deleted: dict[str, int]  # rows per model label
+    dry_run: bool
+    audit: ForgetAudit | None  # None for a dry run
+
+    @property
+    def total(self) -> int:
+        return sum(self.deleted.values())
+
+
+def user_hash(*, tenant_id, user_id: str) -> str:
+    """The key the audit keeps instead of the user id (ForgetAudit.user_hash)."""
+    return salted_hmac("open-ace.forget-user", f"{tenant_id}:{user_id}", algorithm="sha256").hexdigest()
+
+
+def user_forget(*, tenant: Tenant, user_id: str, actor: str, dry_run: bool = False) -> Forgotten:
+    """Delete every row of `user_id` in `tenant`, or (dry run) count them: the same deletes, rolled back."""
+    deleted: dict[str, int] = {}
+
+    def add(counts: dict[str, int]) -> None:
+        for label, count in counts.items():
+            deleted[label] = deleted.get(label, 0) + count
+
+    quote = connection.ops.quote_name
+    sessions = f"SELECT id FROM {quote(Session._meta.db_table)} WHERE tenant_id = %s AND user_id = %s"
+    of_user = "tenant_id = %s AND user_id = %s"
+    params = [tenant.pk, user_id]
+    with transaction.atomic():
+        # Writers to these sessions wait (every message write locks its session first), then find them gone.
+        list(Session.objects.select_for_update().filter(tenant=tenant, user_id=user_id).values_list("pk"))
+        for _, counts in user_forgetting.send(sender=Session, tenant_id=tenant.pk, user_id=user_id):
+            add(counts or {})
+        in_sessions = f"session_id IN ({sessions})"
+        messages = f"SELECT id FROM {quote(Message._meta.db_table)} WHERE {in_sessions}"
+        # SET_NULL relations first, deleted rather than cleared; then the sessions' contents leaf first, so no
+        # relation clears a column of rows about to go.
+        add(cascade_delete(TelemetryRecord, f"{in_sessions} OR message_id IN ({messages})", params * 2))
+        add(cascade_delete(ImportedFile, in_sessions, params))
+        for model in (Turn, Message, LlmRequest, StateVersion, Conversation):
+            add(cascade_delete(model, in_sessions, params))
+        add(cascade_delete(Session, of_user, params))
+        for model in (UsageHourly, UsageDaily):
+            add(cascade_delete(model, of_user, params))
+        audit = None
+        if dry_run:
+            transaction.set_rollback(True)
+        else:
+            audit = ForgetAudit.objects.create(
+                tenant=tenant,
+                user_hash=user_hash(tenant_id=tenant.pk, user_id=user_id),
+                deleted=dict(sorted(deleted.items())),
+                total=sum(deleted.values()),
+                actor=actor[:255],
+                forgotten_at=timezone.now(),
+            )
+    return Forgotten(deleted=dict(sorted(deleted.items())), dry_run=dry_run, audit=audit)
