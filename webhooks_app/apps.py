@@ -8,7 +8,7 @@ class WebhooksAppConfig(AppConfig):
 
     def ready(self):
         from memory_app.signals import record_changed
-        from sessions_app.signals import budget_crossed, import_finished
+        from sessions_app.signals import budget_crossed, import_finished, user_forgetting
         from strategies_app.signals import run_failed
         from webhooks_app import receivers
 
@@ -16,3 +16,4 @@ class WebhooksAppConfig(AppConfig):
         run_failed.connect(receivers.run_failed_receiver, dispatch_uid="webhooks_app.runs")
         import_finished.connect(receivers.import_finished_receiver, dispatch_uid="webhooks_app.imports")
         budget_crossed.connect(receivers.budget_crossed_receiver, dispatch_uid="webhooks_app.budgets")
+        user_forgetting.connect(receivers.user_forgetting_receiver, dispatch_uid="webhooks_app.forget_user")

@@ -5,7 +5,7 @@ import functools
 import logging
 
 from webhooks_app.events import Event
-from webhooks_app.services.deliveries import events_publish
+from webhooks_app.services.deliveries import events_publish, user_deliveries_forget
 
 logger = logging.getLogger(__name__)
 
@@ -43,3 +43,8 @@ def import_finished_receiver(sender, *, tenant_id, origin, summary, source_id=No
 def budget_crossed_receiver(sender, *, tenant_id, budget_id, threshold, payload, **kwargs):
     data = {**payload, "budget_id": str(budget_id), "threshold": threshold}
     events_publish(tenant_id=tenant_id, event=Event.BUDGET_CROSSED, data=data)
+
+
+def user_forgetting_receiver(sender, *, tenant_id, user_id, **kwargs):
+    # Inside the forgetting transaction: a failure aborts the forget, and the counts go into its audit.
+    return user_deliveries_forget(tenant_id=tenant_id, user_id=user_id)

@@ -263,3 +263,19 @@ def deliveries_due(*, limit: int = 1000) -> list:
 
 def delivery_enqueue(delivery_id, *, countdown: float | None = None) -> None:
     _enqueue(delivery_id, countdown=countdown)
+
+
+# Where a delivery's payload names its user: a record's, a strategy run's, a budget's scoped to one user.
+_PAYLOAD_OF_USER = (
+    "(payload -> 'data' -> 'record' ->> 'user_id' = %s"
+    " OR payload -> 'data' -> 'run' ->> 'user_id' = %s"
+    " OR (payload -> 'data' -> 'budget' ->> 'scope' = 'user' AND payload -> 'data' -> 'budget' ->> 'scope_value' = %s))"
+)
+
+
+def user_deliveries_forget(*, tenant_id, user_id: str) -> dict[str, int]:
+    """Delete the deliveries (and their attempts) whose payload is about the user: a forgotten user's records
+    must not live on in the delivery log. Inside the forgetting transaction (sessions_app.services.forget)."""
+    from platform_kit.db import cascade_delete
+
+    return cascade_delete(WebhookDelivery, f"tenant_id = %s AND {_PAYLOAD_OF_USER}", [tenant_id, *[user_id] * 3])
