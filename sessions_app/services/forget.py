@@ -23,6 +23,7 @@ from sessions_app.models import (
     ImportedFile,
     LlmRequest,
     Message,
+    RetentionEvent,
     Session,
     StateVersion,
     TelemetryRecord,
@@ -78,6 +79,8 @@ def user_forget(*, tenant: Tenant, user_id: str, actor: str, dry_run: bool = Fal
         add(cascade_delete(Session, of_user, params))
         for model in (UsageHourly, UsageDaily):
             add(cascade_delete(model, of_user, params))
+        # The retention trail's entries for the user's records a TTL purged: they name the user.
+        add(cascade_delete(RetentionEvent, "tenant_id = %s AND before ->> 'user_id' = %s", params))
         audit = None
         if dry_run:
             transaction.set_rollback(True)

@@ -198,3 +198,24 @@ def test_the_admin_counts_first_then_forgets_and_lists_the_audit(api, client, dj
     listing = client.get("/admin/sessions_app/forgetaudit/?q=xiaoming")
     assert audit.user_hash[:16].encode() in listing.content
     assert b"xiaoming" not in client.get(f"/admin/sessions_app/forgetaudit/{audit.pk}/change/").content
+
+
+def test_the_retention_trail_of_the_users_purged_records_goes_too(api, other_api):
+    from sessions_app.models import RetentionEvent
+
+    purged = RetentionEvent.Action.RECORD_PURGED
+    for client, user_id in ((api, "xiaoming"), (api, "xiaohong"), (other_api, "xiaoming")):
+        RetentionEvent.objects.create(
+            tenant=client.tenant, action=purged, actor="schedule", subject_id="r", before={"user_id": user_id}
+        )
+    RetentionEvent.objects.create(tenant=api.tenant, action=RetentionEvent.Action.POLICY_SET, actor="api", after={})
+
+    response = forget(api, "xiaoming")
+
+    assert response.json()["deleted"]["sessions_app.RetentionEvent"] == 1
+    left = RetentionEvent.objects.filter(tenant=api.tenant)
+    assert sorted((e.action, (e.before or {}).get("user_id")) for e in left) == [
+        ("policy_set", None),
+        ("record_purged", "xiaohong"),
+    ]
+    assert RetentionEvent.objects.filter(tenant=other_api.tenant, before__user_id="xiaoming").exists()
