@@ -32,7 +32,7 @@ from django.utils import timezone
 from platform_kit.redaction import redact
 from sessions_app.importers.base import parse_timestamp
 from sessions_app.importers.claude_code import prompt_round
-from sessions_app.models import ImportTool, Message, Session, TelemetryKind, TelemetryRecord, Tenant
+from sessions_app.models import ApiKey, ImportTool, Message, Session, TelemetryKind, TelemetryRecord, Tenant
 from sessions_app.otlp import pairing
 from sessions_app.otlp.decode import LogRecord, MetricPoint
 from sessions_app.schema import MAX_TOKENS, MESSAGE_TEXT_LIMITS
@@ -269,10 +269,13 @@ def _find(tenant: Tenant, ids) -> dict[str, Session]:
     return found
 
 
-def sessions_for(*, tenant: Tenant, wanted: dict[str, tuple[datetime, dict, dict]]) -> dict[str, Session]:
+def sessions_for(
+    *, tenant: Tenant, wanted: dict[str, tuple[datetime, dict, dict]], api_key: ApiKey | None = None
+) -> dict[str, Session]:
     """The sessions of these Claude Code session ids (`wanted`: id → (first time, attributes, resource) of its
     first record), made when missing, locked for the transaction, and marked as having events (so that a
-    log import of them looks for pairs)."""
+    log import of them looks for pairs). `api_key`, the exporter's key, is the session's key when it has none
+    yet: its usage counts in that key's budgets."""
     found = _find(tenant, list(wanted))
     missing = sorted(set(wanted) - set(found))
     if missing:
@@ -288,6 +291,7 @@ def sessions_for(*, tenant: Tenant, wanted: dict[str, tuple[datetime, dict, dict
             new.append(
                 Session(
                     tenant=tenant,
+                    api_key=api_key,
                     tool=TOOL,
                     agent_session_id=session_id,
                     user_id=_user_of(attributes, resource),
@@ -300,10 +304,14 @@ def sessions_for(*, tenant: Tenant, wanted: dict[str, tuple[datetime, dict, dict
     locked = Session.objects.select_for_update().filter(pk__in=[s.pk for s in found.values()]).order_by("pk")
     by_pk = {session.pk: session for session in locked}
     sessions = {session_id: by_pk[session.pk] for session_id, session in found.items()}
-    unmarked = [s for s in sessions.values() if not (s.metadata or {}).get(pairing.SOURCE)]
-    for session in unmarked:
-        session.metadata = {**(session.metadata or {}), pairing.SOURCE: True}
-        Session.objects.filter(pk=session.pk).update(metadata=session.metadata, updated_at=timezone.now())
+    for session in sessions.values():
+        changes = {}
+        if not (session.metadata or {}).get(pairing.SOURCE):
+            changes["metadata"] = session.metadata = {**(session.metadata or {}), pairing.SOURCE: True}
+        if api_key is not None and session.api_key_id is None:  # a session a log import made first
+            changes["api_key_id"] = session.api_key_id = api_key.pk
+        if changes:
+            Session.objects.filter(pk=session.pk).update(**changes, updated_at=timezone.now())
     for session_id, (started_at, _, _) in wanted.items():
         session = sessions.get(session_id)
         if session is not None and started_at < session.started_at and not session.deleted_at:
@@ -313,7 +321,7 @@ def sessions_for(*, tenant: Tenant, wanted: dict[str, tuple[datetime, dict, dict
 
 
 # -- logs -----------------------------------------------------------------------------------------------------
-def logs_ingest(*, tenant: Tenant, records: list[LogRecord]) -> Outcome:
+def logs_ingest(*, tenant: Tenant, records: list[LogRecord], api_key: ApiKey | None = None) -> Outcome:
     """Store a batch of log records in one transaction: prompts and calls as messages (unless a log import
     stored them first), everything else as raw telemetry. A record that cannot be stored is refused and
     counted in the outcome; the others are stored."""
@@ -331,7 +339,7 @@ def logs_ingest(*, tenant: Tenant, records: list[LogRecord]) -> Outcome:
                 first = wanted.get(event.session_id)
                 if first is None or event.time < first[0]:
                     wanted[event.session_id] = (event.time, event.record.attributes, event.record.resource)
-        sessions = sessions_for(tenant=tenant, wanted=wanted) if wanted else {}
+        sessions = sessions_for(tenant=tenant, wanted=wanted, api_key=api_key) if wanted else {}
         kept = []
         for event in events:
             event.session = sessions.get(event.session_id)
@@ -439,7 +447,7 @@ def series_of(point: MetricPoint) -> str:
     return _digest("series", point.name, point.attributes, point.resource)
 
 
-def metrics_ingest(*, tenant: Tenant, points: list[MetricPoint]) -> Outcome:
+def metrics_ingest(*, tenant: Tenant, points: list[MetricPoint], api_key: ApiKey | None = None) -> Outcome:
     """Store a batch of metric points as raw telemetry, a cumulative sum turned into deltas per series (a
     new start time starts the series again). Claude Code's points with a `session.id` find (or make) their
     session. Nothing is counted."""
@@ -463,7 +471,7 @@ def metrics_ingest(*, tenant: Tenant, points: list[MetricPoint]) -> Outcome:
                 moment = point.start_time or point.time
                 if first is None or moment < first[0]:
                     wanted[session_id] = (moment, point.attributes, point.resource)
-        sessions = sessions_for(tenant=tenant, wanted=wanted) if wanted else {}
+        sessions = sessions_for(tenant=tenant, wanted=wanted, api_key=api_key) if wanted else {}
         series = {id(point): series_of(point) for point in kept}
         last = _last_points(tenant, set(series.values()))
         rows = []

@@ -33,7 +33,7 @@ def _error(status: int, code: int, message: str, media: str) -> HttpResponse:
     return response
 
 
-def _tenant(request: HttpRequest):
+def _api_key(request: HttpRequest):
     header = request.headers.get("Authorization", "").strip()
     # OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20<key>" is the specification's spelling, but Claude Code
     # (2.1) sends the value without decoding it: "Bearer%20<key>" is read as "Bearer <key>".
@@ -42,8 +42,7 @@ def _tenant(request: HttpRequest):
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         return None
-    api_key = apikey_authenticate(plain_key=key.strip())
-    return None if api_key is None else api_key.tenant
+    return apikey_authenticate(plain_key=key.strip())
 
 
 def _receive(request: HttpRequest, decoder, ingest, respond) -> HttpResponse:
@@ -56,8 +55,8 @@ def _receive(request: HttpRequest, decoder, ingest, respond) -> HttpResponse:
             "(OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf or http/json; grpc is not served).",
             decode.JSON,
         )
-    tenant = _tenant(request)
-    if tenant is None:
+    api_key = _api_key(request)
+    if api_key is None:
         message = "Send an API key: OTEL_EXPORTER_OTLP_HEADERS='Authorization=Bearer%20<api key>'."
         return _error(401, _UNAUTHENTICATED, message, media)
     limit = settings.ACE_MAX_REQUEST_BYTES
@@ -69,12 +68,12 @@ def _receive(request: HttpRequest, decoder, ingest, respond) -> HttpResponse:
         return _error(413, _RESOURCE_EXHAUSTED, message, media)
     except decode.BodyError as error:
         return _error(400, _INVALID_ARGUMENT, str(error), media)
-    outcome = ingest(tenant=tenant, records=records)
+    outcome = ingest(tenant=api_key.tenant, records=records, api_key=api_key)
     return _answer(respond(rejected=outcome.rejected, error_message=outcome.error_message, media=media), media)
 
 
-def _metrics_ingest(*, tenant, records):
-    return claude_code.metrics_ingest(tenant=tenant, points=records)
+def _metrics_ingest(*, tenant, records, api_key):
+    return claude_code.metrics_ingest(tenant=tenant, points=records, api_key=api_key)
 
 
 @csrf_exempt

@@ -335,3 +335,25 @@ def test_the_admin_shows_raw_telemetry_and_metered_usage_read_only(acme, exporte
     session_page = client.get(reverse("admin:sessions_app_session_change", args=[the_session(acme.tenant).pk]))
     assert "Metered by Claude Code" in session_page.content.decode()
     assert "cacheRead 32,100" in session_page.content.decode()
+
+
+def test_an_exporters_key_owns_its_sessions_and_their_usage_counts_in_its_budget(acme, exporter):
+    from django.db.models import Sum
+
+    from sessions_app.models import BudgetUsage
+    from sessions_app.services.apikeys import apikey_authenticate
+
+    key = apikey_authenticate(plain_key=acme.key)
+    budget = acme.post(
+        "/api/v1/budgets/",
+        {"name": "claude code", "scope": "api_key", "api_key": str(key.pk), "limit": 10**9, "period": "month"},
+        format="json",
+    )
+    assert budget.status_code == 201, budget.json()
+
+    assert post(exporter, "/v1/logs", logs_payload(), key=acme.key).status_code == 200
+
+    session = the_session(acme.tenant)
+    assert session.api_key_id == key.pk
+    used = BudgetUsage.objects.filter(budget_id=budget.json()["id"]).aggregate(total=Sum("used"))["total"]
+    assert used == TOKENS["input_tokens"] + TOKENS["output_tokens"]  # total tokens, as the stats count them
