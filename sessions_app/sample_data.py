@@ -5,6 +5,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from sessions_app.models import Tenant
+from sessions_app.services.budgets import budget_create
 from sessions_app.services.messages import messages_append
 from sessions_app.services.sessions import session_create, session_end
 from sessions_app.services.state import state_merge
@@ -335,4 +336,17 @@ def sample_data_create(*, tenant: Tenant) -> int:
         },
     )
     turn_start(tenant=tenant, session_id=chat.pk, content="明天天气怎么样？")  # still streaming
+
+    # 6. Budgets (docs/budgets.md): where the tenant and one user stand, on the usage dashboard.
+    budget_create(tenant=tenant, actor="sample data", name="Team monthly tokens", limit=5_000_000, period="month")
+    budget_create(
+        tenant=tenant,
+        actor="sample data",
+        name="xiaoming's 5-hour coding window",
+        scope="user_id",
+        scope_value="xiaoming",
+        limit=200_000,
+        period="rolling",
+        window_hours=5,
+    )
     return 5
