@@ -2,7 +2,8 @@
 
 Every table is read with a server-side cursor and written to the zip as it is read, so the export holds a few
 thousand rows in memory whatever the tenant's size. Vectors and keyword-search vectors are left out (derived
-from the text; the importing side computes its own). Records are written as the memory export writes them
+from the text; the importing side computes its own), and so are secrets (`SECRETS`: signing secrets of webhooks
+and budget channels). Records are written as the memory export writes them
 (`memory_app.selectors.export`: provenance and revisions on each line), so `records.jsonl` imports with
 `ace_import_memory` or `POST /api/v1/records/import/`.
 """
@@ -15,14 +16,22 @@ from typing import BinaryIO
 import orjson
 from django.utils import timezone
 
+from memory_app.models import RecordImport, RecordTtl
 from memory_app.selectors.export import memory_export_lines
 from sessions_app.models import (
+    Budget,
+    BudgetChange,
+    BudgetCrossing,
+    BudgetUsage,
     Conversation,
     ForgetAudit,
     ImportedFile,
     ImportSource,
     LlmRequest,
     Message,
+    RetentionEvent,
+    RetentionPolicy,
+    RetentionRun,
     Session,
     SessionModelUsage,
     StateVersion,
@@ -33,10 +42,13 @@ from sessions_app.models import (
     UsageHourly,
 )
 from strategies_app.models import Strategy, StrategyRun, StrategyVersion
+from webhooks_app.models import Webhook, WebhookAttempt, WebhookChange, WebhookDelivery
 
 FORMAT = "open-ace.tenant"
 VERSION = 1
 DERIVED = {"search_vector", "embedding", "embedding_bits"}
+# Secrets are never exported: a webhook's signing secret, a budget's Feishu and DingTalk signing secrets.
+SECRETS = {Webhook: {"secret"}, Budget: {"feishu_secret", "dingtalk_secret"}}
 # (file name, model, how its rows belong to the tenant)
 TABLES = (
     ("sessions", Session, "tenant"),
@@ -55,6 +67,19 @@ TABLES = (
     ("strategy_versions", StrategyVersion, "strategy__tenant"),
     ("strategy_runs", StrategyRun, "tenant"),
     ("forget_audits", ForgetAudit, "tenant"),
+    ("budgets", Budget, "tenant"),
+    ("budget_usage", BudgetUsage, "budget__tenant"),
+    ("budget_crossings", BudgetCrossing, "tenant"),
+    ("budget_changes", BudgetChange, "tenant"),
+    ("retention_policies", RetentionPolicy, "tenant"),
+    ("retention_runs", RetentionRun, "tenant"),
+    ("retention_events", RetentionEvent, "tenant"),
+    ("record_ttls", RecordTtl, "tenant"),
+    ("record_imports", RecordImport, "tenant"),
+    ("webhooks", Webhook, "tenant"),
+    ("webhook_deliveries", WebhookDelivery, "tenant"),
+    ("webhook_attempts", WebhookAttempt, "delivery__tenant"),
+    ("webhook_changes", WebhookChange, "webhook__tenant"),
 )
 
 
@@ -67,7 +92,8 @@ def tenant_export(*, tenant: Tenant, out: BinaryIO, chunk_size: int = 2000) -> d
     counts: dict[str, int] = {}
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name, model, scope in TABLES:
-            columns = [f.attname for f in model._meta.concrete_fields if f.attname not in DERIVED]
+            left_out = DERIVED | SECRETS.get(model, set())
+            columns = [f.attname for f in model._meta.concrete_fields if f.attname not in left_out]
             rows = model._base_manager.filter(**{scope: tenant}).order_by("pk").values(*columns)
             counts[name] = 0
             with archive.open(f"{name}.jsonl", "w", force_zip64=True) as file:

@@ -13,6 +13,7 @@ Other apps link to these pages through `sessions_app.links` and build their admi
 from sessions_app.admin import (  # noqa: F401
     budgets,
     conversations,
+    exports,
     imports,
     llm_requests,
     messages,

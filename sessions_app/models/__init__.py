@@ -10,6 +10,7 @@ from sessions_app.models.budgets import (
     BudgetUnit,
     BudgetUsage,
 )
+from sessions_app.models.exports import ExportStatus, TenantExport
 from sessions_app.models.imports import ImportedFile, ImportSource, ImportTool
 from sessions_app.models.ledger import (
     CjkSearchVector,
@@ -40,6 +41,7 @@ __all__ = [
     "BudgetUsage",
     "ApiKey",
     "CjkSearchVector",
+    "ExportStatus",
     "ForgetAudit",
     "Conversation",
     "ImportSource",
@@ -58,6 +60,7 @@ __all__ = [
     "StateVersion",
     "TelemetryKind",
     "TelemetryRecord",
+    "TenantExport",
     "Tenant",
     "Turn",
     "TurnStatus",

@@ -1,0 +1,41 @@
+"""Celery tasks that need every app: a tenant's full export (queued by sessions_app.services.exports)."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from celery import shared_task
+
+from aceproject.tenant_export import tenant_export
+from sessions_app.services.exports import (
+    tenant_export_claim,
+    tenant_export_fail,
+    tenant_export_path,
+    tenant_export_succeed,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(acks_late=True)
+def tenant_export_run(export_id: str) -> str:
+    """Write the export's zip to a temporary file beside its place, then rename it there (a download never sees a
+    half-written zip), and record the rows per file. A duplicate task finds the export claimed and does nothing."""
+    export = tenant_export_claim(export_id=export_id)
+    if export is None:
+        return "not queued"
+    target = tenant_export_path(export)
+    partial = target.with_name(f"{target.name}.part")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(partial, "wb") as out:
+            counts = tenant_export(tenant=export.tenant, out=out)
+        os.replace(partial, target)
+    except Exception as error:
+        logger.exception("tenant export %s failed", export_id)
+        partial.unlink(missing_ok=True)
+        tenant_export_fail(export_id=export_id, error=f"{type(error).__name__}: {error}")
+        return "failed"
+    tenant_export_succeed(export_id=export_id, path=target, counts=counts)
+    return "succeeded"

@@ -1,0 +1,75 @@
+"""Tenant exports in the admin: the list (read-only; queued from the Tenant admin's action, tenancy.py) and the
+download of a succeeded export's zip, for staff who may view exports (docs/portability.md)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from platform_kit.admin.display import EMPTY, badge, file_size
+from platform_kit.admin.mixins import ReadOnlyAdminMixin
+from sessions_app.models import ExportStatus, TenantExport
+from sessions_app.services.exports import export_filename, tenant_export_path
+
+TONES = {"queued": "grey", "running": "blue", "succeeded": "green", "failed": "red"}
+
+
+@admin.register(TenantExport)
+class TenantExportAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("created_at", "tenant", "status_badge", "requested_by", "size_display", "download_link")
+    list_filter = ("status", "tenant")
+    list_select_related = ("tenant",)
+    fields = (
+        "tenant",
+        "status",
+        "requested_by",
+        "size",
+        "counts",
+        "error",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "download_link",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, export):
+        return badge(export.get_status_display(), TONES.get(export.status, "grey"))
+
+    @admin.display(description="size", ordering="size")
+    def size_display(self, export):
+        return EMPTY if export.size is None else file_size(export.size)
+
+    @admin.display(description="download")
+    def download_link(self, export):
+        if export.status != ExportStatus.SUCCEEDED:
+            return EMPTY
+        return format_html(
+            '<a href="{}">zip</a>', reverse("admin:sessions_app_tenantexport_download", args=[export.pk])
+        )
+
+    def get_urls(self):
+        download = self.admin_site.admin_view(self.download_view)
+        return [
+            path("<uuid:export_id>/download/", download, name="sessions_app_tenantexport_download"),
+            *super().get_urls(),
+        ]
+
+    def download_view(self, request, export_id):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        export = get_object_or_404(TenantExport.objects.select_related("tenant"), pk=export_id)
+        target = tenant_export_path(export)
+        if export.status != ExportStatus.SUCCEEDED or not target.is_file():
+            raise Http404("No file for this export.")
+        return FileResponse(
+            target.open("rb"),
+            as_attachment=True,
+            filename=export_filename(export),
+            content_type="application/zip",
+        )

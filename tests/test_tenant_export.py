@@ -1,0 +1,194 @@
+"""A tenant's full export in the background: requested from the API or the admin, written by the real worker,
+downloaded as a zip whose manifest counts the tenant's rows, with every table and no secret."""
+
+import io
+import json
+import time
+import zipfile
+from pathlib import Path
+
+from django.test import Client
+
+from sessions_app.models import ExportStatus, Message, Session, Tenant, TenantExport
+from tests.conftest import make_client
+from webhooks_app.models import Webhook
+
+HOOK = "http://127.0.0.1:9/hook"
+FEISHU = "https://open.feishu.cn/open-apis/bot/v2/hook/abc-123"
+
+
+def wait_until_finished(read, seconds: float = 60.0) -> dict:
+    deadline = time.monotonic() + seconds
+    while True:
+        body = read()
+        if body["status"] in (ExportStatus.SUCCEEDED, ExportStatus.FAILED) or time.monotonic() > deadline:
+            return body
+        time.sleep(0.2)
+
+
+def fill(api, user_id: str) -> dict:
+    """Some rows in the old tables and the new ones (budgets, retention, webhooks); returns the secrets used."""
+    session = api.post("/api/v1/sessions/", {"user_id": user_id}, format="json").json()
+    for n in range(3):
+        answer = api.post(
+            f"/api/v1/sessions/{session['id']}/messages/",
+            {"role": "user", "content": f"{user_id} says {n}", "input_tokens": 10},
+            format="json",
+        )
+        assert answer.status_code == 201, answer.json()
+    webhook = api.post("/api/v1/webhooks/", {"url": HOOK, "events": ["import.finished"]}, format="json")
+    assert webhook.status_code == 201, webhook.json()
+    feishu_secret = f"feishu-secret-{user_id}"
+    budget = api.post(
+        "/api/v1/budgets/",
+        {
+            "name": f"day-{user_id}",
+            "limit": 100000,
+            "period": "day",
+            "feishu_url": FEISHU,
+            "feishu_secret": feishu_secret,
+        },
+        format="json",
+    )
+    assert budget.status_code == 201, budget.json()
+    policy = api.put("/api/v1/retention/", {"message_content_days": 30, "roles": []}, format="json")
+    assert policy.status_code == 200, policy.json()
+    ttl = api.post("/api/v1/record-ttls/", {"record_type": "task", "ttl_days": 5}, format="json")
+    assert ttl.status_code == 201, ttl.json()
+    return {"webhook": webhook.json()["secret"], "feishu": feishu_secret, "session": session["id"]}
+
+
+def open_zip(content: bytes) -> tuple[dict, dict[str, list[dict]]]:
+    archive = zipfile.ZipFile(io.BytesIO(content))
+    manifest = json.loads(archive.read("manifest.json"))
+    files = {
+        name: [json.loads(line) for line in archive.read(name).splitlines() if line]
+        for name in archive.namelist()
+        if name.endswith(".jsonl")
+    }
+    return manifest, files
+
+
+def test_an_export_from_the_api_is_the_tenants_data_without_secrets(celery_worker, settings, tmp_path):
+    settings.ACE_DATA_DIR = tmp_path  # the worker is a thread of this process: it writes there too
+    api, other = make_client("acme"), make_client("globex")
+    secrets = fill(api, "xiaoming")
+    other_secrets = fill(other, "zhangsan")
+
+    early = api.post("/api/v1/exports/")
+    assert early.status_code == 202, early.json()
+    assert early.json()["status"] == "queued"
+    finished = wait_until_finished(lambda: api.get(f"/api/v1/exports/{early.json()['id']}/").json())
+    assert finished["status"] == "succeeded", finished
+    assert finished["requested_by"].startswith("api:")
+    assert finished["size"] > 0
+
+    download = api.get(f"/api/v1/exports/{finished['id']}/download/")
+    assert download.status_code == 200
+    assert download["Content-Type"] == "application/zip"
+    assert download["Content-Disposition"].startswith("attachment;")
+    content = b"".join(download.streaming_content)
+    manifest, files = open_zip(content)
+
+    tenant = Tenant.objects.get(name="acme")
+    assert manifest["tenant"] == "acme"
+    assert manifest["files"] == {name: len(rows) for name, rows in files.items() if name != "records.jsonl"} | {
+        "records.jsonl": manifest["files"]["records.jsonl"]
+    }
+    assert {f"{name}.jsonl": count for name, count in finished["counts"].items()} == manifest["files"]
+    assert manifest["files"]["sessions.jsonl"] == Session.objects.filter(tenant=tenant).count() == 1
+    assert manifest["files"]["messages.jsonl"] == Message.objects.filter(tenant=tenant).count() == 3
+    for name in ("budgets", "budget_changes", "retention_policies", "retention_events", "record_ttls", "webhooks"):
+        assert manifest["files"][f"{name}.jsonl"] >= 1, name
+    for name in ("budget_usage", "budget_crossings", "retention_runs", "record_imports", "webhook_deliveries"):
+        assert f"{name}.jsonl" in files, name
+    assert files["webhooks.jsonl"][0]["url"] == HOOK
+    assert "secret" not in files["webhooks.jsonl"][0]
+    assert "feishu_secret" not in files["budgets.jsonl"][0]
+    assert files["budgets.jsonl"][0]["feishu_url"] == FEISHU
+    whole = b"".join(
+        zipfile.ZipFile(io.BytesIO(content)).read(name) for name in zipfile.ZipFile(io.BytesIO(content)).namelist()
+    )
+    assert secrets["webhook"].encode() not in whole
+    assert secrets["feishu"].encode() not in whole
+    # Only acme's rows: globex's session, webhook and budget are not in it.
+    assert other_secrets["session"].encode() not in whole
+    assert b"zhangsan" not in whole
+    assert {row["tenant_id"] for row in files["messages.jsonl"] + files["webhooks.jsonl"]} == {str(tenant.pk)}
+
+    # Another tenant sees none of it.
+    assert other.get(f"/api/v1/exports/{finished['id']}/").status_code == 404
+    assert other.get(f"/api/v1/exports/{finished['id']}/download/").status_code == 404
+    assert other.get("/api/v1/exports/").json()["results"] == []
+    listed = api.get("/api/v1/exports/").json()
+    assert [row["id"] for row in listed["results"]] == [finished["id"]]
+    # The file was renamed into place: no partial file is left beside it.
+    folder = Path(TenantExport.objects.get(pk=finished["id"]).path).parent
+    assert sorted(p.name for p in folder.iterdir()) == [f"{finished['id']}.zip"]
+    assert folder.parent == tmp_path / "exports"
+
+
+def test_a_queued_export_cannot_be_downloaded(db):
+    api = make_client("acme")
+    queued = api.post("/api/v1/exports/")  # in this test's transaction: never committed, so never run
+    assert queued.status_code == 202
+    answer = api.get(f"/api/v1/exports/{queued.json()['id']}/download/")
+    assert answer.status_code == 409
+    assert "queued" in answer.json()["detail"]
+    assert api.get("/api/v1/exports/not-an-id/").status_code == 404
+    assert make_client("globex").get(f"/api/v1/exports/{queued.json()['id']}/download/").status_code == 404
+
+
+def test_a_task_run_twice_writes_the_export_once(db, settings, tmp_path):
+    from aceproject.tasks import tenant_export_run
+
+    settings.ACE_DATA_DIR = tmp_path
+    api = make_client("acme")
+    fill(api, "xiaoming")
+    export_id = api.post("/api/v1/exports/").json()["id"]
+    assert tenant_export_run(export_id) == "succeeded"
+    first = TenantExport.objects.get(pk=export_id)
+    assert tenant_export_run(export_id) == "not queued"
+    again = TenantExport.objects.get(pk=export_id)
+    assert (again.status, again.finished_at, again.size) == (ExportStatus.SUCCEEDED, first.finished_at, first.size)
+    assert first.counts["webhooks"] == 1
+
+
+def test_the_admin_action_queues_exports_and_staff_download_them(celery_worker, django_user_model, settings, tmp_path):
+    settings.ACE_DATA_DIR = tmp_path
+    api = make_client("acme")
+    fill(api, "xiaoming")
+    tenant = Tenant.objects.get(name="acme")
+    admin = Client()
+    admin.force_login(django_user_model.objects.create_superuser(username="auditor", password="x", email=""))
+    answer = admin.post(
+        "/admin/sessions_app/tenant/", {"action": "export_data", "_selected_action": [tenant.pk]}, follow=True
+    )
+    assert answer.status_code == 200
+    assert "Queued 1 export(s) (acme)" in answer.content.decode()
+    export = TenantExport.objects.get(tenant=tenant)
+    assert export.requested_by == "admin:auditor"
+
+    def read():
+        export.refresh_from_db()
+        return {"status": export.status}
+
+    assert wait_until_finished(read)["status"] == "succeeded", export.error
+    listing = admin.get("/admin/sessions_app/tenantexport/").content.decode()
+    url = f"/admin/sessions_app/tenantexport/{export.pk}/download/"
+    assert url in listing
+    download = admin.get(url)
+    assert download.status_code == 200
+    manifest, files = open_zip(b"".join(download.streaming_content))
+    assert manifest["tenant"] == "acme" and len(files["messages.jsonl"]) == 3
+
+    # Not staff: the admin's login page, never the file.
+    visitor = Client()
+    visitor.force_login(django_user_model.objects.create_user(username="visitor", password="x"))
+    refused = visitor.get(url)
+    assert refused.status_code == 302 and "/admin/login/" in refused["Location"]
+    # Staff without the permission to view exports: refused too.
+    clerk = Client()
+    clerk.force_login(django_user_model.objects.create_user(username="clerk", password="x", is_staff=True))
+    assert clerk.get(url).status_code == 403
+    assert Webhook.objects.filter(tenant=tenant).count() == 1
