@@ -192,3 +192,33 @@ def test_the_admin_action_queues_exports_and_staff_download_them(celery_worker, 
     clerk.force_login(django_user_model.objects.create_user(username="clerk", password="x", is_staff=True))
     assert clerk.get(url).status_code == 403
     assert Webhook.objects.filter(tenant=tenant).count() == 1
+
+
+def test_the_sweep_queues_a_stranded_export_again_and_fails_one_whose_worker_went_away(celery_worker):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sessions_app.tasks import sweep_tenant_exports
+
+    api = make_client("acme")
+    long_ago = timezone.now() - timedelta(days=1)
+    # Asked for while the broker refused: the row is committed, no task exists.
+    stranded = TenantExport.objects.create(tenant=api.tenant, requested_by="api:test", created_at=long_ago)
+    lost = TenantExport.objects.create(
+        tenant=api.tenant,
+        requested_by="api:test",
+        status=ExportStatus.RUNNING,
+        created_at=long_ago,
+        started_at=long_ago,
+    )
+    recent = TenantExport.objects.create(tenant=api.tenant, requested_by="api:test")  # its task may still come
+
+    assert sweep_tenant_exports() == {"requeued": 1, "failed": 1}
+
+    finished = wait_until_finished(lambda: api.get(f"/api/v1/exports/{stranded.pk}/").json())
+    assert finished["status"] == "succeeded"
+    lost.refresh_from_db()
+    assert lost.status == ExportStatus.FAILED and "request another export" in lost.error
+    recent.refresh_from_db()
+    assert recent.status == ExportStatus.QUEUED

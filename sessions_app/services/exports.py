@@ -8,6 +8,7 @@ task delivered twice writes the file once.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -18,6 +19,11 @@ from platform_kit.tasks import enqueue_or_leave_to_sweep
 from sessions_app.models import ExportStatus, Tenant, TenantExport
 
 TASK = "aceproject.tasks.tenant_export_run"
+# The exports sweep (`sessions_app.tasks.sweep_tenant_exports`, every 5 minutes): an export still queued this
+# long after it was asked for was never queued (the broker refused) or its task was lost, and is queued again;
+# one still running this long after it started lost its worker (stopped, killed) and is marked failed.
+QUEUED_TOO_LONG = timedelta(minutes=5)
+RUNNING_TOO_LONG = timedelta(hours=12)
 
 
 def tenant_export_path(export: TenantExport) -> Path:
@@ -36,7 +42,7 @@ def tenant_export_request(*, tenant: Tenant, requested_by: str) -> TenantExport:
         export = TenantExport.objects.create(tenant=tenant, requested_by=requested_by[:255])
         transaction.on_commit(
             lambda: enqueue_or_leave_to_sweep(
-                TASK, str(export.pk), what=f"tenant export {export.pk}", sweep="nothing (request another export)"
+                TASK, str(export.pk), what=f"tenant export {export.pk}", sweep="the exports sweep"
             )
         )
     return export
@@ -65,3 +71,21 @@ def tenant_export_fail(*, export_id, error: str) -> None:
     TenantExport.objects.filter(pk=export_id, status=ExportStatus.RUNNING).update(
         status=ExportStatus.FAILED, error=error[:2000], finished_at=timezone.now()
     )
+
+
+def tenant_exports_sweep(*, now=None) -> dict[str, int]:
+    """Queue again the exports left queued, and fail the ones whose worker went away (see QUEUED_TOO_LONG)."""
+    now = now or timezone.now()
+    stuck = TenantExport.objects.filter(status=ExportStatus.QUEUED, created_at__lt=now - QUEUED_TOO_LONG)
+    requeued = 0
+    for export_id in stuck.order_by("created_at").values_list("pk", flat=True)[:100]:
+        requeued += enqueue_or_leave_to_sweep(
+            TASK, str(export_id), what=f"tenant export {export_id}", sweep="the next sweep"
+        )
+    hours = int(RUNNING_TOO_LONG.total_seconds() // 3600)
+    lost = TenantExport.objects.filter(status=ExportStatus.RUNNING, started_at__lt=now - RUNNING_TOO_LONG).update(
+        status=ExportStatus.FAILED,
+        error=f"Its worker stopped while writing it (still running after {hours} hours): request another export.",
+        finished_at=now,
+    )
+    return {"requeued": requeued, "failed": lost}
