@@ -2,6 +2,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from memory_app.models import Record, RecordRevision, RecordType
+from memory_app.selectors.export import REVISION_FIELDS
 from platform_kit.api.fields import (
     BoundedDateTimeField,
     JSONObjectField,
@@ -101,22 +102,7 @@ class RecordUpdateSerializer(RecordWriteSerializer):
 class RecordRevisionSerializer(ModelSerializer):
     class Meta:
         model = RecordRevision
-        fields = [
-            "revision",
-            "change",
-            "actor",
-            "reason",
-            "type",
-            "content",
-            "fields",
-            "confidence",
-            "valid",
-            "valid_from",
-            "valid_until",
-            "source_session_ids",
-            "source_message_ids",
-            "created_at",
-        ]
+        fields = list(REVISION_FIELDS)  # as the memory export writes a revision
         read_only_fields = fields
 
 
