@@ -69,13 +69,15 @@ class PriceBook:
     """All prices, read once (one query); `price_for` resolves a model name: the exact row, else the longest
     prefix row, else None."""
 
-    def __init__(self, prices: Iterable[ModelPrice]):
+    def __init__(self, prices: Iterable):
+        """`prices`: ModelPrice rows, or rows of the same attributes (`load` reads tuples: a statistics call would
+        otherwise spend more CPU building a hundred model instances than in its own query)."""
         self.exact: dict[str, Price] = {}
         self.prefixes: list[tuple[str, Price]] = []
         for row in prices:
             price = Price(
                 price_id=row.pk,
-                pattern=str(row),
+                pattern=row.model + ("*" if row.match == PriceMatch.PREFIX else ""),  # as ModelPrice.__str__
                 input_usd_per_mtok=row.input_usd_per_mtok,
                 output_usd_per_mtok=row.output_usd_per_mtok,
                 cache_read_usd_per_mtok=row.cache_read_usd_per_mtok,
@@ -90,7 +92,18 @@ class PriceBook:
 
     @classmethod
     def load(cls) -> PriceBook:
-        return cls(ModelPrice.objects.all())
+        return cls(
+            ModelPrice.objects.values_list(
+                "pk",
+                "model",
+                "match",
+                "input_usd_per_mtok",
+                "output_usd_per_mtok",
+                "cache_read_usd_per_mtok",
+                "cache_write_usd_per_mtok",
+                named=True,
+            )
+        )
 
     def price_for(self, model: str) -> Price | None:
         if model not in self._resolved:
