@@ -156,6 +156,9 @@ ACE_PUBLIC_HOST = f"{env.str('ACE_HOST', default='127.0.0.1')}:{env.str('ACE_POR
 # Tool results (file contents, command output) are half an agent log's messages and 95% of its text: embedding
 # them doubled the workers' embedding after an import; keyword search finds them without vectors.
 ACE_EMBED_MESSAGES = env.bool("ACE_EMBED_MESSAGES", default=True)
+# How long a web process trusts its last check of an API key: a key revoked on another server stops working
+# within this many seconds (at once on the server that revoked it); 0 checks the database on every call.
+ACE_API_KEY_CACHE_SECONDS = env.float("ACE_API_KEY_CACHE_SECONDS", default=5.0)
 _embed_roles = env.list("ACE_EMBED_MESSAGE_ROLES", default=["user", "assistant"])
 ACE_EMBED_MESSAGE_ROLES = [role.strip() for role in _embed_roles if role.strip()]
 if not ACE_EMBED_MESSAGE_ROLES or set(ACE_EMBED_MESSAGE_ROLES) - set(ROLES):

@@ -58,35 +58,49 @@ def within_time(
         raise
 
 
+# A statement, or one clause of a larger one: (SQL, parameters).
+Clause = tuple[str, list]
+
+
 def update_rows(model, objects: list, fields: list[str]) -> None:
     """Save `fields` of many rows, each with its own values, in one `UPDATE … FROM (VALUES …)`.
 
     Django's bulk_update builds a CASE expression per field and row, which for a few dozen rows costs more
     Python than the statement costs PostgreSQL. Values are prepared by the fields themselves (dates, foreign
     keys by their column) and cast to the column types; JSON as COPY writes it (NUL made U+FFFD)."""
+    execute(update_rows_sql(model, objects, fields))
+
+
+def update_rows_sql(model, objects: list, fields: list[str]) -> Clause | None:
+    """The statement of `update_rows`, to run on its own or as a clause of a larger one (None: no rows)."""
     meta = model._meta
     columns = [meta.pk, *(meta.get_field(name) for name in fields)]
     names = [connection.ops.quote_name(field.column) for field in columns]
-
-    def prepare(field, value):
-        if isinstance(field, models.JSONField):
-            return None if value is None else Jsonb(value, dumps=_json_text)
-        return field.get_db_prep_save(value, connection)
-
-    _update_from_values(
+    return _update_from_values(
         meta.db_table,
         names,
         [field.db_type(connection) for field in columns],
         [f"{name} = v.{name}" for name in names[1:]],
-        [[prepare(field, getattr(obj, field.attname)) for field in columns] for obj in objects],
+        [[_prepare(field, getattr(obj, field.attname)) for field in columns] for obj in objects],
     )
+
+
+def _prepare(field, value):
+    if isinstance(field, models.JSONField):
+        return None if value is None else Jsonb(value, dumps=_json_text)
+    return field.get_db_prep_save(value, connection)
 
 
 def add_to_rows(model, *, add: tuple[str, ...], assign: dict[str, tuple[str, str]], rows: list[tuple]) -> None:
     """The same for counters, each row given as (id, *values of `add`, *values of `assign`): the `add`
     columns get their value added, the `assign` columns ({column: (SQL type, expression of t.column and
     v.column)}) the expression. The ORM's F() expressions cost more to compile than PostgreSQL's work."""
-    _update_from_values(
+    execute(add_to_rows_sql(model, add=add, assign=assign, rows=rows))
+
+
+def add_to_rows_sql(model, *, add: tuple[str, ...], assign: dict[str, tuple[str, str]], rows: list[tuple]):
+    """The statement of `add_to_rows` (None: no rows)."""
+    return _update_from_values(
         model._meta.db_table,
         ["id", *add, *assign],
         ["uuid", *["bigint"] * len(add), *(sql_type for sql_type, _ in assign.values())],
@@ -95,17 +109,33 @@ def add_to_rows(model, *, add: tuple[str, ...], assign: dict[str, tuple[str, str
     )
 
 
-def _update_from_values(table: str, columns: list[str], types: list[str], sets: list[str], rows: list) -> None:
+def _update_from_values(table: str, columns: list[str], types: list[str], sets: list[str], rows: list):
     """UPDATE table AS t SET <sets> FROM (VALUES <rows>) AS v(<columns>) WHERE t.<first> = v.<first>."""
     if not rows:
-        return
+        return None
     row = "(" + ", ".join(f"%s::{sql_type}" for sql_type in types) + ")"
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} AS t SET {', '.join(sets)} FROM (VALUES {', '.join([row] * len(rows))}) "
-            f"AS v({', '.join(columns)}) WHERE t.{columns[0]} = v.{columns[0]}",
-            [value for values in rows for value in values],
-        )
+    return (
+        f"UPDATE {table} AS t SET {', '.join(sets)} FROM (VALUES {', '.join([row] * len(rows))}) "
+        f"AS v({', '.join(columns)}) WHERE t.{columns[0]} = v.{columns[0]}",
+        [value for values in rows for value in values],
+    )
+
+
+def execute(clause: Clause | None) -> None:
+    if clause is not None:
+        with connection.cursor() as cursor:
+            cursor.execute(*clause)
+
+
+def together(clauses: list[Clause | None], select: Clause = ("SELECT 1 WHERE false", [])) -> Clause | None:
+    """One statement of several data-modifying ones, as WITH clauses before `select`: one round trip, and
+    the constraints checked at its end (a row may refer to one inserted by another clause). PostgreSQL runs
+    them all on one snapshot, so no two may change the same row. None when there is nothing to write."""
+    clauses = [clause for clause in clauses if clause is not None]
+    if not clauses:
+        return None
+    sql = "".join(f"{'WITH' if i == 0 else ','} w{i} AS ({clause}) " for i, (clause, _) in enumerate(clauses))
+    return sql + select[0], [value for _, params in clauses for value in params] + list(select[1])
 
 
 # -- rows made and inserted in bulk -------------------------------------------------------------------------
@@ -195,6 +225,8 @@ class FlushingCopyWriter(LibpqWriter):
 @dataclass(frozen=True)
 class _CopyPlan:
     sql: str
+    insert: str  # INSERT INTO table (columns) VALUES, for a few rows inside a larger statement
+    placeholders: str  # one row of it: (%s::type, …)
     row: operator.itemgetter  # the row's values, in column order, from an instance's __dict__
     types: tuple[str, ...]  # the columns' types: values are formatted by column, not looked up by type
 
@@ -233,6 +265,8 @@ def _copy_plan(model) -> _CopyPlan:
             types.append(_COPY_TYPES.get(base, base))
         plan = _COPY_PLANS[model] = _CopyPlan(
             sql=f"COPY {model._meta.db_table} ({columns}) FROM STDIN (FORMAT BINARY)",
+            insert=f"INSERT INTO {model._meta.db_table} ({columns}) VALUES ",
+            placeholders="(" + ", ".join(f"%s::{sql_type}" for sql_type in types) + ")",
             row=operator.itemgetter(*(f.attname for f in fields)),
             types=tuple(types),
         )
@@ -257,6 +291,25 @@ def copy_insert(model, objects: list) -> None:
             write_row = copy.write_row
             for obj in objects:
                 write_row(row(obj.__dict__))
+    mark_saved(objects)
+
+
+def insert_rows_sql(model, objects: list) -> Clause | None:
+    """`copy_insert`'s rows as one INSERT, to write a few of them as a clause of a larger statement (`together`)
+    where a COPY would be a round trip of its own. Call `mark_saved` once it has run."""
+    if not objects:
+        return None
+    plan = _copy_plan(model)
+    row = plan.row
+    params = []
+    for obj in objects:
+        params.extend(
+            Jsonb(value, dumps=_json_text) if isinstance(value, dict | list) else value for value in row(obj.__dict__)
+        )
+    return plan.insert + ", ".join([plan.placeholders] * len(objects)), params
+
+
+def mark_saved(objects: list) -> None:
     alias = connection.alias
     for obj in objects:
         state = obj._state
