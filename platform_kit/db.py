@@ -138,6 +138,46 @@ def together(clauses: list[Clause | None], select: Clause = ("SELECT 1 WHERE fal
     return sql + select[0], [value for _, params in clauses for value in params] + list(select[1])
 
 
+# -- rows read as model instances, without compiling a query --------------------------------------------------
+_SELECTS: dict[tuple, tuple[str, list]] = {}
+
+
+def select_instances(sql: str, params: list, tables: tuple[tuple[str, type], ...]) -> tuple | None:
+    """The first row of `sql` as (one instance per table, *the row's other values), or None when it has none.
+
+    `sql`'s `{columns}` becomes every concrete column of `tables` ((alias, model), in order), then whatever
+    else it selects. For the calls made many times a second, where the ORM would compile the same query (each
+    select_related model's fields, joins and aliases) on every call: the text is built once."""
+    key = (sql, tables)
+    built = _SELECTS.get(key)
+    if built is None:
+        columns, layout = [], []
+        for alias, model in tables:
+            fields = model._meta.concrete_fields
+            columns.extend(f"{alias}.{connection.ops.quote_name(field.column)}" for field in fields)
+            converters = [
+                (position, field, converter)
+                for position, field in enumerate(fields)
+                for converter in field.get_db_converters(connection)
+            ]
+            layout.append((model, len(fields), converters))
+        built = _SELECTS[key] = (sql.format(columns=", ".join(columns)), layout)
+    text, layout = built
+    with connection.cursor() as cursor:
+        cursor.execute(text, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    instances, start, alias = [], 0, connection.alias
+    for model, width, converters in layout:
+        values = list(row[start : start + width])
+        for position, field, converter in converters:
+            values[position] = converter(values[position], field, connection)
+        instances.append(model.from_db(alias, None, values))
+        start += width
+    return (*instances, *row[start:])
+
+
 # -- rows made and inserted in bulk -------------------------------------------------------------------------
 def _field_defaults(model) -> tuple[dict, list]:
     """The model's field defaults: (constant values by attname, [(attname, callable)])."""

@@ -521,6 +521,7 @@ def messages_append_to_sessions(
     index_later: bool = False,
     amend: bool = False,
     also: Callable[[list[list[Message]]], list[Clause]] | None = None,
+    announce: bool = True,
 ) -> list[AppendResult]:
     """`messages_append` for several sessions at once (an import's files), with one statement per table for
     all of them. Each session must appear once, as the caller's transaction has just locked (or created)
@@ -531,7 +532,8 @@ def messages_append_to_sessions(
     tool rewrote. Its changed content is indexed and embedded again (`messages_amended`, after the commit).
 
     `also(messages)` (the messages per session, in input order) gives the caller's own writes that go with
-    these messages (a chat turn's row): they are made in the same statement."""
+    these messages (a chat turn's row): they are made in the same statement. `announce=False` sends no
+    `messages_appended` (a chat turn's messages are announced by `turn_completed`, with their final text)."""
     now = timezone.now()
     with transaction.atomic(savepoint=False):
         return _append(
@@ -539,6 +541,7 @@ def messages_append_to_sessions(
             index_later=index_later,
             amend=amend,
             also=also,
+            announce=announce,
         )
 
 
@@ -548,6 +551,7 @@ def _append(
     index_later: bool,
     amend: bool = False,
     also: Callable[[list[list[Message]]], list[Clause]] | None = None,
+    announce: bool = True,
 ) -> list[AppendResult]:
     stored = _load_stored(appends)
     _load_conversation_refs(appends)
@@ -600,7 +604,7 @@ def _append(
                 amended=len(append.amended),
             )
         )
-    if appended:
+    if appended and announce:
         transaction.on_commit(lambda: messages_appended.send(sender=Session, appended=appended))
     if amended:
         transaction.on_commit(lambda: messages_amended.send(sender=Session, amended=amended))
