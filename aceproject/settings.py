@@ -124,6 +124,10 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # a connection an outage brok
 # A database host that does not answer fails a connection in seconds (a 503, a task retried later), not
 # after the web server's own timeout; ?connect_timeout= in DATABASE_URL overrides it.
 DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env.int("DB_CONNECT_TIMEOUT", default=5))
+# The statements of a chat turn and of a small append are prepared once per connection (platform_kit.db.
+# prepared_cursor): PostgreSQL plans them once instead of on every call. Off for a pooler in transaction mode
+# that cannot keep prepared statements (PgBouncer before 1.21, or without max_prepared_statements).
+ACE_DB_PREPARED = env.bool("ACE_DB_PREPARED", default=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -3,6 +3,7 @@ and bulk inserts with COPY of rows made without Model.__init__."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import operator
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from typing import TypeVar
 
 import orjson
 import psycopg
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import OperationalError, connection, connections, models, transaction
 from django.db.models.base import ModelState
@@ -127,6 +129,41 @@ def execute(clause: Clause | None) -> None:
             cursor.execute(*clause)
 
 
+class _PreparingCursor(psycopg.Cursor):
+    """psycopg's server-side binding cursor, every statement prepared (psycopg keeps the last `prepared_max`, 100,
+    per connection, and deallocates the oldest)."""
+
+    def execute(self, query, params=None, *, prepare=None, binary=None):
+        return super().execute(query, params, prepare=True, binary=binary)
+
+    def _convert_query(self, query, params=None):
+        # Kept, as psycopg's client-side cursor keeps it: Django logs `_query.query` (the text, with $n).
+        self._query = super()._convert_query(query, params)
+        return self._query
+
+
+# Server-side binding sends each parameter on its own, and the protocol counts them in 16 bits.
+PREPARED_MAX_PARAMS = 30_000
+
+
+@contextlib.contextmanager
+def prepared_cursor():
+    """A cursor (logged and wrapped as Django wraps any) whose statements PostgreSQL parses and plans once per
+    connection: for the statements of fixed shape run many times a second (a chat turn's, a small append's),
+    where planning them cost PostgreSQL more than running them. The parameters go apart from the text, so
+    kilobytes of content are not quoted into it either. ACE_DB_PREPARED=false gives a plain cursor."""
+    if not settings.ACE_DB_PREPARED:
+        with connection.cursor() as cursor:
+            yield cursor
+        return
+    connection.ensure_connection()
+    raw = connection.connection
+    if raw.prepare_threshold is None:  # Django's: never prepare. Prepare only what is asked for (prepare=True).
+        raw.prepare_threshold = 2**31 - 1
+    with connection._prepare_cursor(_PreparingCursor(raw)) as cursor:
+        yield cursor
+
+
 def together(clauses: list[Clause | None], select: Clause = ("SELECT 1 WHERE false", [])) -> Clause | None:
     """One statement of several data-modifying ones, as WITH clauses before `select`: one round trip, and
     the constraints checked at its end (a row may refer to one inserted by another clause). PostgreSQL runs
@@ -163,7 +200,7 @@ def select_instances(sql: str, params: list, tables: tuple[tuple[str, type], ...
             layout.append((model, len(fields), converters))
         built = _SELECTS[key] = (sql.format(columns=", ".join(columns)), layout)
     text, layout = built
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(text, params)
         row = cursor.fetchone()
     if row is None:

@@ -432,7 +432,8 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
     new_requests = [request for append in appends for request in append.new_requests]
     inserted = [(Conversation, new_conversations), (LlmRequest, new_requests), (Message, messages)]
     clauses = []
-    if index_later or sum(len(rows) for _, rows in inserted) > INLINE_ROWS:
+    copied = index_later or sum(len(rows) for _, rows in inserted) > INLINE_ROWS
+    if copied:
         copy_insert(Conversation, new_conversations)
         copy_insert(LlmRequest, new_requests)
         if messages:
@@ -490,6 +491,7 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
     rollups_add(
         entries=[(append.session, append.rollup_deltas()) for append in appends],
         before=[clause for clause in clauses if clause is not None],
+        prepared=not copied and len(appends) == 1,  # an API call's few rows, of a shape that comes again
     )
     for _, rows in inserted:
         mark_saved(rows)

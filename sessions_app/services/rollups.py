@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from platform_kit.db import Clause, execute, together
+from platform_kit.db import PREPARED_MAX_PARAMS, Clause, execute, prepared_cursor, together
 from sessions_app.models import (
     Session,
     SessionModelUsage,
@@ -45,10 +45,16 @@ def rollup_add(*, session: Session, deltas: dict[tuple[datetime, str], Counter])
     rollups_add(entries=[(session, deltas)])
 
 
-def rollups_add(*, entries: list[tuple[Session, dict[tuple[datetime, str], dict]]], before: list[Clause] = ()) -> None:
+def rollups_add(
+    *,
+    entries: list[tuple[Session, dict[tuple[datetime, str], dict]]],
+    before: list[Clause] = (),
+    prepared: bool = False,
+) -> None:
     """`rollup_add` for several sessions in one statement (the three upserts as WITH clauses), so one round
     trip. Sessions that share a tenant, tool, user, project and machine share roll-up rows: their deltas are summed.
-    `before`: the writer's own data-modifying clauses (its messages, its session row…), run in the same statement."""
+    `before`: the writer's own data-modifying clauses (its messages, its session row…), run in the same statement;
+    `prepared`: a statement of a shape written many times a second (a chat turn's), prepared once per connection."""
     hourly: dict[tuple, Counter] = defaultdict(Counter)
     daily: dict[tuple, Counter] = defaultdict(Counter)
     by_model: dict[tuple, Counter] = defaultdict(Counter)
@@ -92,7 +98,8 @@ def rollups_add(*, entries: list[tuple[Session, dict[tuple[datetime, str], dict]
         statement = together(clauses, (f", {budget_clauses} {budget_select}", [*budget_params, *select_params]))
     else:
         statement = together(clauses)
-    with connection.cursor() as cursor:
+    prepared = prepared and len(statement[1]) <= PREPARED_MAX_PARAMS
+    with prepared_cursor() if prepared else connection.cursor() as cursor:
         cursor.execute(*statement)
         budget_rows = cursor.fetchall() if budget_clauses else []
     if budget_rows:

@@ -20,13 +20,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from platform_kit.db import (
     add_to_rows_sql,
     insert_rows_sql,
     mark_saved,
+    prepared_cursor,
     select_instances,
     unsaved_instance,
     update_rows_sql,
@@ -237,7 +238,7 @@ def _progress(*, tenant: Tenant, turn_id, message: str, fields: dict, ready: boo
         sets=sets,
     )
     params = [now, *([now] if ready else []), turn_id, tenant.pk, *fields.values()]
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
@@ -405,7 +406,7 @@ def _finish(*, turn: Turn, data: dict, status: str, digest: str) -> None:
         sender=Turn, session_id=session.pk, first_seq=user.seq, message_ids=[user.pk, assistant.pk]
     ):
         clauses.append(clause)
-    rollups_add(entries=[(session, rollup)], before=[clause for clause in clauses if clause is not None])
+    rollups_add(entries=[(session, rollup)], before=[clause for clause in clauses if clause is not None], prepared=True)
     for name in COUNTER_FIELDS:
         setattr(session, name, getattr(session, name) + delta[name])
 
