@@ -49,7 +49,6 @@ NOT_FOR_A_COMMAND = [
     "transformers",
     "memory_app.embedders.local",
     "memory_app.embedders.onnx_export",
-    "sessions_app.admin",
     "memory_app.admin",
     "strategies_app.admin",
     "webhooks_app.admin",
