@@ -20,8 +20,6 @@ import functools
 import logging
 import math
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -34,6 +32,7 @@ from django.db.models.functions import Cast
 from memory_app.embedders import EmbedderError, get_embedder
 from memory_app.embeddings import ensure_vector_index
 from memory_app.models import UNEXPIRED_SQL, MessageEmbedding, Record, unexpired
+from memory_app.query_vectors import query_vector, vector_literal
 from platform_kit.db import within_time
 from sessions_app.models import Message, Session, Tenant
 
@@ -122,7 +121,7 @@ def _vector_scores(
     sql_table: str,
     where: str,
     params: list,
-    vector: list[float],
+    literal: str,
     dims: int,
     key: str,
     *,
@@ -132,8 +131,8 @@ def _vector_scores(
     """Nearest rows of one embedder's space under `where` with their cosine similarity, best first:
     (id, similarity), and with `places` (messages) the message's session and seq too. Runs in the recall's
     transaction (RECALL_SETTINGS). `at_most`: a bound on the rows the filter keeps, known from elsewhere (the
-    sessions' counters); within ACE_RECALL_EXACT_UP_TO it saves counting them."""
-    literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
+    sessions' counters); within ACE_RECALL_EXACT_UP_TO it saves counting them. `literal`: the query vector in
+    pgvector's text form."""
     with connection.cursor() as cursor:
         shortlist = False
         if at_most is None or at_most > settings.ACE_RECALL_EXACT_UP_TO:
@@ -158,7 +157,7 @@ def _vector_ids(sql_table: str, where: str, params: list, vector: list[float], d
     """The ids of `_vector_scores`, nearest first (in a transaction of its own)."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(RECALL_SETTINGS)
-        return [pk for pk, _ in _vector_scores(sql_table, where, params, vector, dims, key)]
+        return [pk for pk, _ in _vector_scores(sql_table, where, params, vector_literal(vector), dims, key)]
 
 
 # -- BM25 over stored tsvectors ---------------------------------------------------------------------------
@@ -313,27 +312,6 @@ def _keyword_matches(queryset, terms: SearchQuery, *, newest: str, rows: int, co
     return found
 
 
-_query_vectors: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
-_query_vectors_lock = threading.Lock()
-QUERY_VECTORS_CACHED = 2048
-
-
-def query_vector(embedder, query: str) -> list[float]:
-    """The query's vector, from a small per-process cache: a chat app asks the same question again (a retry, a
-    context refresh, the same opening line of many sessions), and embedding it is most of a recall's time."""
-    key = (embedder.key, query)
-    with _query_vectors_lock:
-        if key in _query_vectors:
-            _query_vectors.move_to_end(key)
-            return _query_vectors[key]
-    vector = embedder.embed([query])[0]
-    with _query_vectors_lock:
-        _query_vectors[key] = vector
-        while len(_query_vectors) > QUERY_VECTORS_CACHED:
-            _query_vectors.popitem(last=False)
-    return vector
-
-
 @dataclass
 class _Candidate:
     kind: str
@@ -413,7 +391,7 @@ def gather(
     tenant: Tenant,
     query: str,
     user_id: str,
-    vector: list[float] | None,
+    vector: str | None,
     embedder,
     types: list[str] | None,
     session,
@@ -423,7 +401,8 @@ def gather(
     include_records: bool,
 ) -> tuple[dict[str, _Candidate], dict[str, float]]:
     """The candidates of the four lists (keyed "r:<id>" / "m:<id>", with their cosine and, for messages, their
-    place in the session) and the keyword matches' BM25 scores, 0–1, over one collection of both kinds."""
+    place in the session) and the keyword matches' BM25 scores, 0–1, over one collection of both kinds.
+    `vector`: the query's, in pgvector's text form (query_vector), or None for keywords only."""
     candidates: dict[str, _Candidate] = {}
     docs: dict[str, tuple[dict[str, list[int]], int]] = {}  # keyword matches of both kinds: one collection
     rows = 0
