@@ -26,12 +26,12 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery
 from django.db import connection, transaction
-from django.db.models import Prefetch, Sum, TextField
+from django.db.models import BooleanField, Func, Prefetch, Sum, TextField, Value
 from django.db.models.functions import Cast
 
 from memory_app.embedders import EmbedderError, get_embedder
 from memory_app.embeddings import ensure_vector_index
-from memory_app.models import UNEXPIRED_SQL, MessageEmbedding, Record, unexpired
+from memory_app.models import UNEXPIRED_SQL, MessageEmbedding, Record, UserSearchVector, unexpired, user_lexeme
 from memory_app.query_vectors import query_vector, vector_literal
 from platform_kit.db import within_time
 from sessions_app.models import Message, Session, Tenant
@@ -109,12 +109,13 @@ def count_sql(table: str, where: str) -> str:
 
 
 # Planner settings of a recall's transaction: pgvector's iterative HNSW scan (it keeps reading the graph until
-# LIMIT rows pass the filter, so a selective filter does not silently return too few), and a keyword search
-# that reads the user's rows through their btree index and tests each (see _keyword_matches).
+# LIMIT rows pass the filter, so a selective filter does not silently return too few), and no sequential scans.
 RECALL_SETTINGS = (
-    "SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 100; "
-    "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off"
+    "SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 100; SET LOCAL enable_seqscan = off"
 )
+# Then, before the messages' keyword search: the user's messages through their btree index, each tested (see
+# _message_keyword_matches); the records' keyword search before it needs bitmap scans (its GIN index).
+MESSAGE_KEYWORD_SETTINGS = "SET LOCAL enable_bitmapscan = off"
 
 
 def _vector_scores(
@@ -253,17 +254,31 @@ def bm25_scores(
     return scores
 
 
+def _quoted(lexeme: str) -> str:
+    """A lexeme in tsquery syntax."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
 def terms_query(terms: list[tuple[str, ...]]) -> SearchQuery | None:
     """The rows containing any of the terms: a raw tsquery of the lexemes as the stored vectors hold them
     (`simple`, so nothing is stemmed twice), a CJK pair as a phrase."""
     if not terms:
         return None
-
-    def quoted(lexeme: str) -> str:
-        return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-    parts = [" <-> ".join(quoted(lexeme) for lexeme in term) for term in terms]
+    parts = [" <-> ".join(_quoted(lexeme) for lexeme in term) for term in terms]
     return SearchQuery(" | ".join(f"({part})" for part in parts), search_type="raw", config="simple")
+
+
+def _of_user(tenant: Tenant, user_id: str) -> Func:
+    """The records whose UserSearchVector holds the user's lexeme. The lexeme goes in verbatim (`::tsquery`):
+    to_tsquery would parse "<tenant id>/<user id>" into several words."""
+    lexeme = Value(_quoted(user_lexeme(tenant.pk, user_id)))
+    return Func(
+        UserSearchVector(),
+        lexeme,
+        template="(%(expressions)s::tsquery)",
+        arg_joiner=" @@ ",
+        output_field=BooleanField(),
+    )
 
 
 def _window_lookups(column: str, since, until) -> dict:
@@ -278,12 +293,29 @@ def _window(where: list[str], params: list, column: str, since, until) -> None:
         params.append(value)
 
 
-def _keyword_matches(queryset, terms: SearchQuery, *, newest: str, rows: int, columns: tuple[str, ...]) -> list:
-    """(pk, *columns, search vector text) of the newest KEYWORD_POOL rows matching any term. Runs in the
-    recall's transaction (RECALL_SETTINGS).
+def _keyword_pool(matches, *, newest: str, columns: tuple[str, ...] = ()):
+    """(pk, *columns, search vector text) of the newest KEYWORD_POOL rows of `matches`.
 
     Scoring reads every match's stored vector; for a user with tens of thousands of matching rows that would
-    be most of the query's time, so only the newest pool is scored (exact for everyone with fewer matches).
+    be most of the query's time, so only the newest pool is scored (exact for everyone with fewer matches)."""
+    return (
+        matches.order_by(f"-{newest}")
+        .annotate(lexemes=Cast("search_vector", TextField()))
+        .values_list("pk", *columns, "lexemes")[:KEYWORD_POOL]
+    )
+
+
+def _record_keyword_matches(records, terms: SearchQuery, *, tenant: Tenant, user_id: str) -> list:
+    """`_keyword_pool` of the user's records matching any term, through their GIN index of the words and the
+    user (record_user_search), which intersects the two: a heavy user's matches without reading the user's
+    other rows, or the word's rows of other users."""
+    matches = records.filter(_of_user(tenant, user_id)).alias(user_search=UserSearchVector()).filter(user_search=terms)
+    return list(_keyword_pool(matches, newest="updated_at"))
+
+
+def _message_keyword_matches(messages, terms: SearchQuery, *, rows: int) -> list:
+    """`_keyword_pool` of the messages matching any term, with their session and seq. Runs in the recall's
+    transaction, after MESSAGE_KEYWORD_SETTINGS.
 
     Which rows match is found one of two ways, chosen by `rows` (about how many the filter keeps). Recall
     matches *any* query word, and a common word's GIN posting list spans every user: PostgreSQL's estimate
@@ -292,23 +324,18 @@ def _keyword_matches(queryset, terms: SearchQuery, *, newest: str, rows: int, co
     microsecond a row). For a bigger user the GIN index goes first, given KEYWORD_PROBE_MS: quick when the
     words are rare; abandoned for the per-row test when they are not.
     """
-    pool = (
-        queryset.filter(search_vector=terms)
-        .order_by(f"-{newest}")
-        .annotate(lexemes=Cast("search_vector", TextField()))
-        .values_list("pk", *columns, "lexemes")[:KEYWORD_POOL]
-    )
+    pool = _keyword_pool(messages.filter(search_vector=terms), newest="created_at", columns=("session_id", "seq"))
     found = None
     if rows > KEYWORD_SCAN_UP_TO:
         found = within_time(
             lambda: list(pool),
             milliseconds=KEYWORD_PROBE_MS,
-            using=queryset.db,
-            # matches from the GIN index (the recall's transaction has bitmap scans off)
+            using=messages.db,
+            # matches from the GIN index (MESSAGE_KEYWORD_SETTINGS has bitmap scans off)
             planner={"enable_seqscan": "off", "enable_indexscan": "off", "enable_bitmapscan": "on"},
         )
     if found is None:
-        found = list(pool)  # RECALL_SETTINGS: the filter's rows through its btree index, tested one by one
+        found = list(pool)  # MESSAGE_KEYWORD_SETTINGS: the filter's rows through its btree index, tested one by one
     return found
 
 
@@ -427,10 +454,10 @@ def gather(
         records = records.filter(**_window_lookups("updated_at", since, until))
         record_rows = None
         if matcher is not None:
-            count = records.values("pk")[: KEYWORD_SCAN_UP_TO + 1].count()
+            count = records.order_by().values("pk")[: KEYWORD_SCAN_UP_TO + 1].count()
             rows += count
             record_rows = count if count <= KEYWORD_SCAN_UP_TO else None
-            for pk, text in _keyword_matches(records, matcher, newest="updated_at", rows=count, columns=()):
+            for pk, text in _record_keyword_matches(records, matcher, tenant=tenant, user_id=user_id):
                 candidate("record", pk)
                 docs[f"r:{pk}"] = doc_terms(text, lexemes)
         if vector is not None:
@@ -465,9 +492,9 @@ def gather(
             count = sessions.aggregate(rows=Sum("messages"))["rows"] or 0  # the sessions' own counters
             rows += count
             message_rows = count
-            for pk, session_id, seq, text in _keyword_matches(
-                messages, matcher, newest="created_at", rows=count, columns=("session_id", "seq")
-            ):
+            with connection.cursor() as cursor:
+                cursor.execute(MESSAGE_KEYWORD_SETTINGS)
+            for pk, session_id, seq, text in _message_keyword_matches(messages, matcher, rows=count):
                 candidate("message", pk, (str(session_id), seq))
                 docs[f"m:{pk}"] = doc_terms(text, lexemes)
         if vector is not None:
