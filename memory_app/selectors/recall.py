@@ -178,9 +178,7 @@ def query_terms(query: str) -> list[tuple[str, ...]]:
     """The query's terms as the stored vectors index them: English lexemes (stemmed, stop words out) as
     1-tuples, and each pair of adjacent CJK characters as a 2-tuple (a character alone when it has no
     neighbour). Computed by the same `ace_tsvector` as the stored rows, so the two always agree."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT ace_tsvector(%s)::text", [query[:4000]])
-        lexemes = parse_tsvector(cursor.fetchone()[0])
+    lexemes = parse_tsvector(_query_tsvector(query[:4000]))
     terms: list[tuple[str, ...]] = []
     cjk_at: dict[int, str] = {}
     for lexeme, positions in lexemes.items():
@@ -195,6 +193,15 @@ def query_terms(query: str) -> list[tuple[str, ...]]:
         elif not preceding:
             terms.append((char,))
     return list(dict.fromkeys(terms))[:96]
+
+
+@functools.lru_cache(maxsize=2048)
+def _query_tsvector(query: str) -> str:
+    """`ace_tsvector` of a query, as text: asked of PostgreSQL once per process and query (a function of the
+    text alone), like the query's vector (memory_app.query_vectors)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT ace_tsvector(%s)::text", [query])
+        return cursor.fetchone()[0]
 
 
 def doc_terms(text: str | None, lexemes: list[str]) -> tuple[dict[str, list[int]], int]:

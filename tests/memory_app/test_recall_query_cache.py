@@ -1,6 +1,8 @@
 """A repeated recall query is not embedded again: its vector comes from the per-process cache."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memory_app.embedders import get_embedder
 from memory_app.embeddings import records_embed
@@ -49,6 +51,10 @@ def test_a_repeated_query_is_embedded_once(api, embed_calls):
 
     recall(api, "is she allergic to anything")
     assert len(embed_calls) == 2  # a new question is embedded
+    with CaptureQueriesContext(connection) as repeated:
+        assert recall(api, "is she allergic to anything")[0][0] == "Allergic to peanuts"
+    assert len(embed_calls) == 2
+    assert not [q for q in repeated.captured_queries if "ace_tsvector" in q["sql"]]  # nor its words looked up again
 
 
 def test_the_cache_is_per_vector_space_and_bounded(api, embed_calls, settings, monkeypatch):
