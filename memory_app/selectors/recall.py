@@ -39,6 +39,7 @@ from sessions_app.models import Message, Session, Tenant
 logger = logging.getLogger(__name__)
 
 CANDIDATES = 100  # nearest rows per vector list (records, messages) before scoring
+MAX_TOP_K = 100  # the most hits a recall returns (RecallQuerySerializer.top_k)
 KEYWORD_POOL = 2000  # keyword matches scored per list: the newest ones
 KEYWORD_SCAN_UP_TO = 20_000  # rows a keyword search tests one by one rather than probing the GIN index first
 KEYWORD_PROBE_MS = 40  # above that, matches through the GIN index, if it answers this fast
@@ -465,8 +466,7 @@ def gather(
             rows += count
             record_rows = count if count <= KEYWORD_SCAN_UP_TO else None
             for pk, text in _record_keyword_matches(records, matcher, tenant=tenant, user_id=user_id):
-                candidate("record", pk)
-                docs[f"r:{pk}"] = doc_terms(text, lexemes)
+                docs[f"r:{pk}"] = doc_terms(text, lexemes)  # a candidate once scored: _best_keyword_records
         if vector is not None:
             where, params = ["tenant_id = %s", "user_id = %s", "valid", UNEXPIRED_SQL], [tenant.pk, user_id]
             if types:
@@ -528,7 +528,20 @@ def gather(
             for pk, cosine, place in nearest:
                 candidate("message", pk, place).cosine = cosine
 
-    return candidates, bm25_scores(docs, terms, rows)
+    keyword = bm25_scores(docs, terms, rows)
+    for pk in _best_keyword_records(keyword, candidates):
+        candidate("record", pk)
+    return candidates, keyword
+
+
+def _best_keyword_records(keyword: dict[str, float], candidates: dict[str, _Candidate]) -> list[str]:
+    """The ids of the records matched by keyword alone (not among the vector candidates) that can still be
+    picked: the best MAX_TOP_K of them. Such a record's score is its keyword score alone (no cosine, no
+    neighbours), so the others rank below these whatever the weights; a heavy user's pool of KEYWORD_POOL
+    matches is not carried through scoring and sorting."""
+    alone = [key for key in keyword if key.startswith("r:") and key not in candidates]
+    alone.sort(key=lambda key: (-keyword[key], key[2:]))
+    return [key[2:] for key in alone[:MAX_TOP_K]]
 
 
 def _score(candidates: dict[str, _Candidate], keyword: dict[str, float]) -> list[_Candidate]:
