@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 CANDIDATES = 100  # nearest rows per vector list (records, messages) before scoring
 MAX_TOP_K = 100  # the most hits a recall returns (RecallQuerySerializer.top_k)
 KEYWORD_POOL = 2000  # keyword matches scored per list: the newest ones
-KEYWORD_SCAN_UP_TO = 20_000  # rows a keyword search tests one by one rather than probing the GIN index first
+KEYWORD_SCAN_UP_TO = 20_000  # messages a keyword search tests one by one before probing GIN; records counted exactly
 KEYWORD_PROBE_MS = 40  # above that, matches through the GIN index, if it answers this fast
 
 # BM25's usual constants.
@@ -128,16 +128,18 @@ def _vector_scores(
     key: str,
     *,
     at_most: int | None = None,
+    rows: int | None = None,
     places: bool = False,
 ) -> list[tuple]:
     """Nearest rows of one embedder's space under `where` with their cosine similarity, best first:
     (id, similarity), and with `places` (messages) the message's session and seq too. Runs in the recall's
-    transaction (RECALL_SETTINGS). `at_most`: a bound on the rows the filter keeps, known from elsewhere (the
-    sessions' counters); within ACE_RECALL_EXACT_UP_TO it saves counting them. `literal`: the query vector in
-    pgvector's text form."""
+    transaction (RECALL_SETTINGS). Whether to shortlist needs the number of rows the filter keeps in the space:
+    `rows`, that number when counted elsewhere (_record_counts), or `at_most`, a bound on it (the sessions'
+    counters) that saves counting them when within ACE_RECALL_EXACT_UP_TO; else they are counted here.
+    `literal`: the query vector in pgvector's text form."""
     with connection.cursor() as cursor:
-        shortlist = False
-        if at_most is None or at_most > settings.ACE_RECALL_EXACT_UP_TO:
+        shortlist = rows is not None and rows > settings.ACE_RECALL_EXACT_UP_TO
+        if rows is None and (at_most is None or at_most > settings.ACE_RECALL_EXACT_UP_TO):
             cursor.execute(count_sql(sql_table, where), [key, *params])
             shortlist = cursor.fetchone()[0] > settings.ACE_RECALL_EXACT_UP_TO
         if shortlist:
@@ -313,6 +315,18 @@ def _keyword_pool(matches, *, newest: str, columns: tuple[str, ...] = ()):
     )
 
 
+def _record_counts(where: str, params: list, key: str) -> tuple[int, int]:
+    """How many records the filter keeps, and how many of those have a vector of `key`, in one statement (an
+    index-only scan of record_user_bits); both exact when the first is at most KEYWORD_SCAN_UP_TO."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE embedding_key = %s) FROM (SELECT embedding_key FROM "
+            f"{Record._meta.db_table} WHERE {where} LIMIT {KEYWORD_SCAN_UP_TO + 1}) AS kept",
+            [key, *params],
+        )
+        return cursor.fetchone()
+
+
 def _record_keyword_matches(records, terms: SearchQuery, *, tenant: Tenant, user_id: str) -> list:
     """`_keyword_pool` of the user's records matching any term, through their GIN index of the words and the
     user (record_user_search), which intersects the two: a heavy user's matches without reading the user's
@@ -439,6 +453,7 @@ def gather(
     place in the session) and the keyword matches' BM25 scores, 0–1, over one collection of both kinds.
     `vector`: the query's, in pgvector's text form (query_vector), or None for keywords only."""
     candidates: dict[str, _Candidate] = {}
+    embedder_key = embedder.key if embedder is not None else ""
     docs: dict[str, tuple[dict[str, list[int]], int]] = {}  # keyword matches of both kinds: one collection
     rows = 0
     terms = query_terms(query)
@@ -460,22 +475,22 @@ def gather(
         if session is not None:
             records = records.filter(source_sessions=session)
         records = records.filter(**_window_lookups("updated_at", since, until))
-        record_rows = None
+        where, params = ["tenant_id = %s", "user_id = %s", "valid", UNEXPIRED_SQL], [tenant.pk, user_id]  # the same
+        if types:
+            where.append("type = ANY(%s)")
+            params.append(list(types))
+        if session is not None:
+            where.append("id IN (SELECT record_id FROM memory_app_record_source_sessions WHERE session_id = %s)")
+            params.append(session)
+        _window(where, params, "updated_at", since, until)
+        in_space = None
         if matcher is not None:
-            count = records.order_by().values("pk")[: KEYWORD_SCAN_UP_TO + 1].count()
+            count, counted_in_space = _record_counts(" AND ".join(where), params, embedder_key)
             rows += count
-            record_rows = count if count <= KEYWORD_SCAN_UP_TO else None
+            in_space = counted_in_space if count <= KEYWORD_SCAN_UP_TO else None
             for pk, text in _record_keyword_matches(records, matcher, tenant=tenant, user_id=user_id):
                 docs[f"r:{pk}"] = doc_terms(text, lexemes)  # a candidate once scored: _best_keyword_records
         if vector is not None:
-            where, params = ["tenant_id = %s", "user_id = %s", "valid", UNEXPIRED_SQL], [tenant.pk, user_id]
-            if types:
-                where.append("type = ANY(%s)")
-                params.append(list(types))
-            if session is not None:
-                where.append("id IN (SELECT record_id FROM memory_app_record_source_sessions WHERE session_id = %s)")
-                params.append(session)
-            _window(where, params, "updated_at", since, until)
             for pk, cosine in _vector_scores(
                 Record._meta.db_table,
                 " AND ".join(where),
@@ -483,7 +498,7 @@ def gather(
                 vector,
                 embedder.dimensions,
                 embedder.key,
-                at_most=record_rows,
+                rows=in_space,
             ):
                 candidate("record", pk).cosine = cosine
     if include_messages:

@@ -4,6 +4,7 @@ import time
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memory_app.embeddings import messages_embed, records_embed
 from memory_app.models import Record
@@ -210,6 +211,23 @@ def test_a_heavy_user_is_ranked_through_the_sign_bit_shortlist_like_an_exact_sca
     assert len(exact) == len(shortlisted) == CANDIDATES  # never fewer than asked for
     assert distances(shortlisted[:10]) == distances(exact[:10])
     assert distances(exact[:10]) != distances(exact[-10:])  # the query does separate near from far
+
+    from memory_app.selectors.recall import recall_search
+
+    def recalled(**limits):  # through the service: the records are counted once, for keywords and vectors
+        for name, value in limits.items():
+            setattr(settings, name, value)
+        with CaptureQueriesContext(connection) as captured:
+            hits = recall_search(tenant=api.tenant, query="which tea house did he visit in Kyoto", user_id="heavy")
+        statements = [q["sql"] for q in captured.captured_queries]
+        return [(h.id, h.score) for h in hits.results], statements
+
+    shortlisted, statements = recalled(ACE_RECALL_EXACT_UP_TO=50, ACE_RECALL_SHORTLIST=CANDIDATES + 20)
+    assert any(sql.startswith("WITH shortlist") for sql in statements)
+    assert not any(sql.startswith("SELECT count(*) FROM (SELECT 1") for sql in statements)  # no second count
+    exact, statements = recalled(ACE_RECALL_EXACT_UP_TO=10_000)
+    assert not any(sql.startswith("WITH shortlist") for sql in statements)
+    assert [score for _, score in shortlisted] == [score for _, score in exact]
 
 
 def test_keyword_matches_are_the_same_through_the_gin_index_or_row_by_row(api, monkeypatch):
