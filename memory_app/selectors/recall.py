@@ -475,7 +475,8 @@ def gather(
         if session is not None:
             records = records.filter(source_sessions=session)
         records = records.filter(**_window_lookups("updated_at", since, until))
-        where, params = ["tenant_id = %s", "user_id = %s", "valid", UNEXPIRED_SQL], [tenant.pk, user_id]  # the same
+        # The same filter as `records`, as SQL: for the count and the nearest rows.
+        where, params = ["tenant_id = %s", "user_id = %s", "valid", UNEXPIRED_SQL], [tenant.pk, user_id]
         if types:
             where.append("type = ANY(%s)")
             params.append(list(types))
