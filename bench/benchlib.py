@@ -570,3 +570,71 @@ def write_results(name: str, payload: dict) -> Path:
     payload = {"benchmark": name, "measured_at": datetime.now(UTC).isoformat(timespec="seconds"), **payload}
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
     return path
+
+
+# -- in-process calls: statements, CPU and latency per call --------------------------------------------------
+class InProcessClient:
+    """django.test.Client with the tenant's API key: a call goes through the whole Django stack (middleware,
+    authentication, DRF, services) without a web server, so its CPU is the application's."""
+
+    def __init__(self, key: str):
+        from django.test import Client
+
+        self.client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+
+    def call(self, method: str, path: str, body, expect: int, content_type: str = "application/json"):
+        data = None if body is None else json.dumps(body)
+        response = getattr(self.client, method)(path, data=data, content_type=content_type)
+        assert response.status_code == expect, (method, path, response.status_code, response.content[:300])
+        return response
+
+
+@dataclass
+class CallCost:
+    statements: list[str]  # the SQL of one call
+    cpu_ms_median: float  # time.process_time: this process's CPU, the database's not included
+    p50_ms: float
+    p95_ms: float
+
+
+def statements_of(call) -> list[str]:
+    """The SQL `call()` sends through Django's connection, its COPYs included (CaptureQueriesContext misses them)."""
+    import psycopg
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    copies, original_copy = [], psycopg.Cursor.copy
+
+    def copy(cursor, statement, *args, **kwargs):
+        copies.append(f"COPY … ({str(statement)[:80]})")
+        return original_copy(cursor, statement, *args, **kwargs)
+
+    psycopg.Cursor.copy = copy
+    try:
+        with CaptureQueriesContext(connection) as captured:
+            call()
+    finally:
+        psycopg.Cursor.copy = original_copy
+    return [q["sql"] for q in captured.captured_queries] + copies
+
+
+def measure_calls(call, *, runs: int, warmup: int = 5, capture_sql: bool = True) -> CallCost:
+    """`call(n)` `warmup` times untimed (the last one's SQL captured), then `runs` times timed one by one."""
+    statements: list[str] = []
+    for n in range(warmup):
+        if capture_sql and n == warmup - 1:
+            statements = statements_of(lambda n=n: call(n))
+        else:
+            call(n)
+    walls, cpus = [], []
+    for n in range(warmup, warmup + runs):
+        wall, cpu = time.perf_counter(), time.process_time()
+        call(n)
+        cpus.append(time.process_time() - cpu)
+        walls.append(time.perf_counter() - wall)
+    return CallCost(
+        statements=statements,
+        cpu_ms_median=statistics.median(cpus) * 1000,
+        p50_ms=percentile(walls, 50) * 1000,
+        p95_ms=percentile(walls, 95) * 1000,
+    )

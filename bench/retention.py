@@ -15,11 +15,21 @@ Timed:
   `messages_purged` signal) the messages' vectors;
 - `floor`: one `UPDATE` of the same columns over the other tenant's messages and one `DELETE` of its vectors,
   in one transaction: no batches, no locks, no keyset reads — what the purge cannot beat.
+
+Then the daily case: a second run over the service tenant's history, all of it purged now, beside N/10 messages
+of the last 12 hours that the policy keeps (nothing is left to purge):
+- `second run (now)`: messages_content_purge again, first right after the purge (autovacuum has not yet cleared
+  the purged rows' index entries), then the median of --repeat runs after `VACUUM (ANALYZE)`;
+- `before issue 21`: the query the purge ran before, on the schema before (the index of unpurged messages
+  dropped in a transaction rolled back after): it read the purged history through the `(tenant, created_at)`
+  index and found nothing — the whole cost of that second run — timed the same two ways.
+Each with the rows of the message table it read (PostgreSQL's count, `pg_stat_xact_user_tables`).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from datetime import timedelta
@@ -35,6 +45,7 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=200_000, help="per side")
     parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=5, help="second runs timed after VACUUM (median)")
     return parser.parse_args()
 
 
@@ -116,6 +127,102 @@ def floor(tenant) -> int:
     return purged
 
 
+# The purge's first read before issue 21: the oldest unpurged messages by created_at, through the (tenant,
+# created_at) index, every purged row of the tenant read and filtered out on the way.
+BEFORE_SQL = """
+SELECT id, session_id, created_at FROM sessions_app_message
+WHERE tenant_id = %s AND created_at < %s AND content_purged_at IS NULL
+ORDER BY created_at LIMIT %s
+"""
+
+
+def recent(tenant, n: int) -> None:
+    """About `n` messages of the last 12 hours in the tenant's sessions, after their old ones: content kept."""
+    from django.db import connection
+    from memory_status import columns_sql
+
+    names, values = columns_sql(
+        "sessions_app_message",
+        {
+            "id": "gen_random_uuid()",
+            "tenant_id": "s.tenant_id",
+            "session_id": "s.id",
+            "seq": "s.last_seq + q",
+            "role": "CASE WHEN q %% 2 = 0 THEN 'user' ELSE 'assistant' END",
+            "content": "'a recent message ' || q",
+            "created_at": "now() - interval '12 hours' + q * interval '1 second'",
+            "received_at": "now() - interval '12 hours' + q * interval '1 second'",
+        },
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM sessions_app_session WHERE tenant_id = %s", [tenant.pk])
+        per = max(n // max(cursor.fetchone()[0], 1), 1)
+        cursor.execute(
+            f"INSERT INTO sessions_app_message ({names}) SELECT {values} FROM sessions_app_session s "
+            "CROSS JOIN generate_series(1, %(per)s) q WHERE s.tenant_id = %(tenant)s",
+            {"tenant": tenant.pk, "per": per},
+        )
+
+
+def rows_read() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables "
+            "WHERE relid = 'sessions_app_message'::regclass"
+        )
+        return cursor.fetchone()[0]
+
+
+def timed_read(work) -> tuple[float, int]:
+    """Seconds and message rows read by `work`, in one transaction (the row count stays with it)."""
+    from django.db import transaction
+
+    with transaction.atomic():
+        rows = rows_read()
+        started = time.perf_counter()
+        work()
+        seconds = time.perf_counter() - started
+        return seconds, rows_read() - rows
+
+
+def second_runs(tenant, before, batch: int, repeat: int) -> dict:
+    from django.db import connection, transaction
+
+    from sessions_app.services.retention import messages_content_purge
+
+    def service():
+        assert messages_content_purge(tenant=tenant, before=before, batch=batch).messages == 0
+
+    def before_issue_21():
+        with connection.cursor() as cursor:
+            cursor.execute(BEFORE_SQL, [tenant.pk, before, batch])
+            assert cursor.fetchall() == []
+
+    def timed(name, work):
+        if name == "service":
+            return timed_read(work)
+        with transaction.atomic():  # the schema before issue 21, for this one read
+            with connection.cursor() as cursor:
+                cursor.execute("DROP INDEX message_content_kept")
+            figures = timed_read(work)
+            transaction.set_rollback(True)
+            return figures
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE sessions_app_message")  # what autovacuum does after a purge of this size
+    figures = {"service": {}, "before": {}}
+    for name, work in (("service", service), ("before", before_issue_21)):
+        figures[name]["unvacuumed"] = timed(name, work)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM (ANALYZE) sessions_app_message")
+    for name, work in (("service", service), ("before", before_issue_21)):
+        runs = [timed(name, work) for _ in range(repeat)]
+        figures[name]["vacuumed"] = (statistics.median(s for s, _ in runs), runs[-1][1])
+    return figures
+
+
 def main() -> None:
     args = parse_args()
     benchlib.setup_django()
@@ -148,6 +255,22 @@ def main() -> None:
     rows = [[name, f"{n:,}", f"{seconds:.2f}", f"{n / seconds:,.0f}"] for name, n, seconds in rows]
     benchlib.print_table(["purge", "messages", "seconds", "messages/s"], rows, title="Purging message content")
     print(f"service / floor time: {service_seconds / floor_seconds:.2f}×; vectors left on the service side: {left}")
+
+    recent(service_tenant, args.messages // 10)
+    second = second_runs(service_tenant, before, args.batch, args.repeat)
+    rows = [
+        [label, when, f"{seconds * 1000:,.1f}", f"{read:,}"]
+        for label, name in (("second run (now)", "service"), ("second run before issue 21", "before"))
+        for when, (seconds, read) in (
+            ("right after the purge", second[name]["unvacuumed"]),
+            (f"after VACUUM (median of {args.repeat})", second[name]["vacuumed"]),
+        )
+    ]
+    benchlib.print_table(
+        ["run", "when", "ms", "message rows read"],
+        rows,
+        title=f"A second run over {purged:,} purged messages (nothing left to purge)",
+    )
     path = benchlib.write_results(
         "retention",
         {
@@ -155,6 +278,10 @@ def main() -> None:
             "batch": args.batch,
             "service": {"messages": purged, "seconds": service_seconds},
             "floor": {"messages": floor_purged, "seconds": floor_seconds},
+            "second_run": {
+                name: {when: {"seconds": seconds, "rows_read": read} for when, (seconds, read) in figures.items()}
+                for name, figures in second.items()
+            },
             "database": benchlib.database_description(),
             "machine": benchlib.machine(),
             "code": benchlib.code_version(),

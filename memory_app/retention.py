@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from memory_app.models import TTL_DAYS_MAX, TTL_DAYS_MIN, MessageEmbedding, Record, RecordTtl, RecordType
 from memory_app.selectors.retention import expired_records, retention_preview, tenants_with_retention
+from memory_app.signals import strategy_names_wanted
 from sessions_app.models import RetentionEvent, RetentionRun, Tenant
 from sessions_app.selectors.retention import ContentPurge, content_cutoff, retention_policy_get
 from sessions_app.services.retention import messages_content_purge, retention_event_add
@@ -26,11 +27,30 @@ TTL_FIELDS = ("record_type", "strategy", "ttl_days", "on_expiry")
 RECORD_PURGE_BATCH = 500
 
 
-def _ttl_snapshot(ttl: RecordTtl) -> dict:
+def ttl_snapshot(ttl: RecordTtl) -> dict:
+    """A TTL's fields as the audit trail keeps them (and as `record_ttl_validate` compares a change with)."""
     return {name: getattr(ttl, name) for name in TTL_FIELDS}
 
 
-def _ttl_validate(ttl: RecordTtl) -> None:
+def known_strategies(*, tenant_id) -> list[str]:
+    """The strategy names a record TTL may name: the tenant's strategies (defined above this app, which answer
+    `strategy_names_wanted`) and the names its records carry (a client may write records under its own)."""
+    names = {name for _, found in strategy_names_wanted.send(sender=RecordTtl, tenant_id=tenant_id) for name in found}
+    carried = Record.objects.filter(tenant_id=tenant_id).exclude(strategy="").order_by().values_list("strategy")
+    return sorted(names | {name for (name,) in carried.distinct()})
+
+
+def _strategy_known(*, tenant_id, name: str) -> bool:
+    answers = strategy_names_wanted.send(sender=RecordTtl, tenant_id=tenant_id)
+    return (
+        any(name in found for _, found in answers) or Record.objects.filter(tenant_id=tenant_id, strategy=name).exists()
+    )
+
+
+def record_ttl_validate(ttl: RecordTtl, *, before: dict | None = None) -> None:
+    """Raise a ValidationError by field if this TTL (new, or changed from `before`) cannot be saved. A strategy is
+    checked against the tenant's when it is named or renamed: a TTL under a name nothing carries would govern
+    nothing, silently."""
     errors: dict[str, list[str]] = {}
     if bool(ttl.record_type) == bool(ttl.strategy):
         errors["record_type"] = ["Give either a record_type or a strategy (the name of one), not both or neither."]
@@ -39,6 +59,16 @@ def _ttl_validate(ttl: RecordTtl) -> None:
         errors["record_type"] = [f'"{ttl.record_type}" is not a record type. Use one of: {choices}.']
     if len(ttl.strategy) > 255:
         errors["strategy"] = ["At most 255 characters."]
+    elif (
+        ttl.strategy
+        and (before is None or ttl.strategy != before["strategy"])
+        and not _strategy_known(tenant_id=ttl.tenant_id, name=ttl.strategy)
+    ):
+        known = known_strategies(tenant_id=ttl.tenant_id)
+        errors["strategy"] = [
+            f'"{ttl.strategy}" is not a strategy of this tenant. '
+            + (f"Use one of: {', '.join(known)}." if known else "It has none yet.")
+        ]
     days = ttl.ttl_days
     if isinstance(days, bool) or not isinstance(days, int) or not TTL_DAYS_MIN <= days <= TTL_DAYS_MAX:
         errors["ttl_days"] = [f"Must be a whole number of days from {TTL_DAYS_MIN} to {TTL_DAYS_MAX}."]
@@ -78,7 +108,7 @@ def record_ttl_create(
     `expires_at` at once (so recall skips the expired ones from now on)."""
     ttl = RecordTtl(tenant=tenant, record_type=record_type, strategy=strategy, ttl_days=ttl_days, on_expiry=on_expiry)
     with transaction.atomic():
-        _ttl_validate(ttl)
+        record_ttl_validate(ttl)
         ttl.save()
         _records_expiry_refresh(tenant_id=tenant.pk, targets=[(ttl.record_type, ttl.strategy)])
         retention_event_add(
@@ -86,7 +116,7 @@ def record_ttl_create(
             action=RetentionEvent.Action.TTL_CREATED,
             actor=actor,
             subject_id=ttl.pk,
-            after=_ttl_snapshot(ttl),
+            after=ttl_snapshot(ttl),
         )
     return ttl
 
@@ -97,11 +127,11 @@ def record_ttl_update(*, tenant: Tenant, ttl_id, actor: str, **changes) -> Recor
         raise ValidationError({name: ["Unknown field."] for name in unknown})
     with transaction.atomic():
         ttl = RecordTtl.objects.select_for_update().get(pk=ttl_id, tenant=tenant)
-        before = _ttl_snapshot(ttl)
+        before = ttl_snapshot(ttl)
         for name, value in changes.items():
             setattr(ttl, name, value)
-        _ttl_validate(ttl)
-        if _ttl_snapshot(ttl) == before:
+        record_ttl_validate(ttl, before=before)
+        if ttl_snapshot(ttl) == before:
             return ttl
         ttl.updated_at = timezone.now()
         ttl.save()
@@ -113,7 +143,7 @@ def record_ttl_update(*, tenant: Tenant, ttl_id, actor: str, **changes) -> Recor
             actor=actor,
             subject_id=ttl.pk,
             before=before,
-            after=_ttl_snapshot(ttl),
+            after=ttl_snapshot(ttl),
         )
     return ttl
 
@@ -122,7 +152,7 @@ def record_ttl_delete(*, tenant: Tenant, ttl_id, actor: str) -> None:
     """The records it governed no longer expire (unless another TTL now governs them)."""
     with transaction.atomic():
         ttl = RecordTtl.objects.select_for_update().get(pk=ttl_id, tenant=tenant)
-        before = _ttl_snapshot(ttl)
+        before = ttl_snapshot(ttl)
         ttl.delete()
         _records_expiry_refresh(tenant_id=tenant.pk, targets=[(before["record_type"], before["strategy"])])
         retention_event_add(

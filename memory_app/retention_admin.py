@@ -1,11 +1,20 @@
 """Record TTLs in the admin (saved through the services, so audited like the API), and the preview and "apply
 now" actions that join the retention policies' admin from here (sessions_app does not know about records)."""
 
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
 from memory_app.models import RecordTtl
-from memory_app.retention import record_ttl_create, record_ttl_delete, record_ttl_update, retention_apply
+from memory_app.retention import (
+    TTL_FIELDS,
+    record_ttl_create,
+    record_ttl_delete,
+    record_ttl_update,
+    record_ttl_validate,
+    retention_apply,
+    ttl_snapshot,
+)
 from memory_app.selectors.retention import retention_preview
 from sessions_app.models import RetentionPolicy, RetentionRun
 
@@ -14,8 +23,33 @@ def _day(moment) -> str:
     return "-" if moment is None else f"{moment:%Y-%m-%d}"
 
 
+class RecordTtlForm(forms.ModelForm):
+    """Checked by the service's own rules before anything is saved, so a refusal is a form error on its field."""
+
+    class Meta:
+        model = RecordTtl
+        fields = ("tenant", *TTL_FIELDS)
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        adding = self.instance._state.adding
+        ttl = RecordTtl(
+            pk=self.instance.pk,
+            tenant=data["tenant"] if adding else self.instance.tenant,
+            **{name: data.get(name, getattr(self.instance, name)) for name in TTL_FIELDS},
+        )
+        try:
+            record_ttl_validate(ttl, before=None if adding else ttl_snapshot(self.instance))
+        except ValidationError as error:
+            self.add_error(None, error)
+        return data
+
+
 @admin.register(RecordTtl)
 class RecordTtlAdmin(admin.ModelAdmin):
+    form = RecordTtlForm
     list_display = ("tenant", "record_type", "strategy", "ttl_days", "on_expiry", "updated_at")
     list_filter = ("on_expiry", "record_type", "tenant")
     list_select_related = ("tenant",)
@@ -26,7 +60,7 @@ class RecordTtlAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         actor = f"admin:{request.user}"
-        values = {name: getattr(obj, name) for name in ("record_type", "strategy", "ttl_days", "on_expiry")}
+        values = {name: getattr(obj, name) for name in TTL_FIELDS}
         try:
             if change:
                 saved = record_ttl_update(tenant=obj.tenant, ttl_id=obj.pk, actor=actor, **values)

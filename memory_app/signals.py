@@ -11,3 +11,7 @@ from django.dispatch import Signal
 # restatement and a session's deletion unlinking a record are "updated"; a delete (DELETE /records/{id}/) and
 # an invalidation are "invalidated".
 record_changed = Signal()
+
+# sender=the RecordTtl model; kwargs: tenant_id. Asked, not announced: each receiver returns the names of the
+# tenant's strategies it defines, which a record TTL may name (with the names the tenant's records carry).
+strategy_names_wanted = Signal()

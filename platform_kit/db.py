@@ -23,37 +23,40 @@ from psycopg.types.json import Jsonb, JsonbBinaryDumper
 T = TypeVar("T")
 
 
+@contextlib.contextmanager
+def planner_settings(settings: dict[str, str], *, using: str = "default"):
+    """A transaction (a savepoint inside the caller's) whose queries run with these settings (e.g.
+    {"enable_seqscan": "off"} where PostgreSQL misjudges a plan). Put back on the way out: a SET LOCAL would
+    otherwise outlast the savepoint and hold for the rest of the caller's transaction. On an error the rollback
+    puts them back."""
+    names = list(settings)
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        cursor.execute(
+            "SELECT "
+            + ", ".join(["current_setting(%s)"] * len(names))
+            + ", "
+            + ", ".join(["set_config(%s, %s, true)"] * len(names)),
+            [*names, *[part for name in names for part in (name, settings[name])]],
+        )
+        previous = cursor.fetchone()[: len(names)]
+        yield
+        cursor.execute(
+            "SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(names)),
+            [part for name, value in zip(names, previous, strict=True) for part in (name, value)],
+        )
+
+
 def within_time(
     fn: Callable[[], T], *, milliseconds: int, using: str = "default", planner: dict[str, str] | None = None
 ) -> T | None:
     """Run `fn` (some queries) in a savepoint with a statement timeout; None if it took longer.
 
     For optional shortcuts: a probe that is quick when it helps is abandoned, cleanly, when it does not.
-    `planner` settings (e.g. {"enable_seqscan": "off"}) apply to the probe only. Every setting is put back
-    afterwards: a SET LOCAL would otherwise outlast the savepoint and hold for the rest of the caller's
-    transaction.
+    `planner` settings (e.g. {"enable_seqscan": "off"}) apply to the probe only.
     """
-    settings = {"statement_timeout": str(int(milliseconds)), **(planner or {})}
-    connection = connections[using]
     try:
-        with transaction.atomic(using=using):
-            with connection.cursor() as cursor:
-                names = list(settings)
-                cursor.execute(
-                    "SELECT "
-                    + ", ".join(["current_setting(%s)"] * len(names))
-                    + ", "
-                    + ", ".join(["set_config(%s, %s, true)"] * len(names)),
-                    [*names, *[part for name in names for part in (name, settings[name])]],
-                )
-                previous = cursor.fetchone()[: len(names)]
-            result = fn()
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(names)),
-                    [part for name, value in zip(names, previous, strict=True) for part in (name, value)],
-                )
-            return result
+        with planner_settings({"statement_timeout": str(int(milliseconds)), **(planner or {})}, using=using):
+            return fn()
     except OperationalError as error:
         if isinstance(error.__cause__, psycopg.errors.QueryCanceled):
             return None  # the savepoint's rollback has put the settings back

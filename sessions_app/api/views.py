@@ -6,6 +6,7 @@ import math
 import re
 import uuid
 
+from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -43,11 +44,11 @@ from sessions_app.api.serializers import (
     TurnStartSerializer,
 )
 from sessions_app.models import Conversation, Message, Session, StateVersion, Turn, TurnStatus
-from sessions_app.selectors.budgets import budget_blocking
+from sessions_app.selectors.budgets import budget_blocking, budgets_blocked
 from sessions_app.selectors.usage import session_stats, usage_grouped
 from sessions_app.services.messages import messages_append
 from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
-from sessions_app.services.state import StaleVersion, state_get, state_merge, state_replace
+from sessions_app.services.state import StaleVersion, state_merge, state_read, state_replace
 from sessions_app.services.turns import (
     BudgetUsedUp,
     TurnClosed,
@@ -153,9 +154,9 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
     )
     @action(detail=True, methods=["get", "post"])
     def messages(self, request, pk=None):
-        session = self.get_object()
         if request.method == "POST":
-            return self._append_messages(session, request.data)
+            return self._append_messages(request.data)
+        session = self.get_object()
         filterset = SessionMessageFilter(request.query_params, queryset=Message.objects.filter(session=session))
         if not filterset.is_valid():
             raise serializers.ValidationError(filterset.errors)
@@ -168,7 +169,15 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
         # The session filters apply to the list only; detail actions filter their own rows.
         return super().filter_queryset(queryset) if self.action == "list" else queryset
 
-    def _append_messages(self, session, data):
+    def _session_pk(self) -> uuid.UUID:
+        """The session id of the URL, for a write whose service finds the tenant's session itself (and raises
+        Session.DoesNotExist: a 404): reading it first as well would read the same row twice."""
+        try:
+            return uuid.UUID(self.kwargs["pk"])
+        except ValueError:
+            raise Http404 from None
+
+    def _append_messages(self, data):
         single = isinstance(data, dict)
         if not single and not isinstance(data, list):
             raise serializers.ValidationError({"non_field_errors": ["Send one message object or a list of them."]})
@@ -176,11 +185,16 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
         if not batch.is_valid():
             errors = batch.errors
             raise serializers.ValidationError(errors[0] if single and isinstance(errors, list) else errors)
-        refusal = over_budget_response(session, self.request)
-        if refusal is not None:
-            return refusal
+        blocked = budgets_blocked(tenant_id=self.tenant.pk)
+        if blocked:  # the session decides whether one covers this write
+            refusal = over_budget_response(self.get_object(), self.request, blocked=blocked)
+            if refusal is not None:
+                return refusal
         try:
-            result = messages_append(tenant=self.tenant, session_id=session.pk, items=batch.validated_data)
+            # The service's own transaction, begun here: an unknown session rolls back only this (a savepoint when
+            # the caller has a transaction open), never the caller's whole transaction.
+            with transaction.atomic():
+                result = messages_append(tenant=self.tenant, session_id=self._session_pk(), items=batch.validated_data)
         except Session.DoesNotExist:
             raise Http404 from None
         body = MessageSerializer(result.messages, many=True).data
@@ -264,34 +278,38 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
     )
     @action(detail=True, methods=["get", "put", "patch"], parser_classes=[StrictJSONParser, MergePatchParser])
     def state(self, request, pk=None):
-        session = self.get_object()
-        if request.method == "GET":
-            snapshot = state_get(session=session)
-        else:
-            data = request.data
-            if not isinstance(data, dict):
-                raise serializers.ValidationError({"data": ["The state is a JSON object."]})
-            error = stored_json_error(data)
-            if error:
-                raise serializers.ValidationError({"data": [error]})
-            if_match = self._if_match(request, session)
-            try:
-                if request.method == "PUT":
-                    snapshot = state_replace(tenant=self.tenant, session_id=session.pk, data=data, if_match=if_match)
-                else:
-                    snapshot = state_merge(tenant=self.tenant, session_id=session.pk, patch=data, if_match=if_match)
-            except StaleVersion as stale:
-                raise PreconditionFailed(
-                    f'The state is at version {stale.current}; you sent If-Match "{stale.expected}". '
-                    "Read it again and retry."
-                ) from None
+        session_id = self._session_pk()
+        try:
+            if request.method == "GET":
+                snapshot = state_read(tenant=self.tenant, session_id=session_id)
+            else:
+                snapshot = self._state_write(request, session_id)
+        except Session.DoesNotExist:
+            raise Http404 from None
         body = {"version": snapshot.version, "data": snapshot.data, "updated_at": snapshot.updated_at}
         response = Response(StateSerializer(body).data)
         response["ETag"] = f'"{snapshot.version}"'
         return response
 
-    @staticmethod
-    def _if_match(request, session) -> int | None:
+    def _state_write(self, request, session_id):
+        data = request.data
+        if not isinstance(data, dict):
+            raise serializers.ValidationError({"data": ["The state is a JSON object."]})
+        error = stored_json_error(data)
+        if error:
+            raise serializers.ValidationError({"data": [error]})
+        if_match = self._if_match(request)
+        try:
+            if request.method == "PUT":
+                return state_replace(tenant=self.tenant, session_id=session_id, data=data, if_match=if_match)
+            return state_merge(tenant=self.tenant, session_id=session_id, patch=data, if_match=if_match)
+        except StaleVersion as stale:
+            raise PreconditionFailed(
+                f'The state is at version {stale.current}; you sent If-Match "{stale.expected}". '
+                "Read it again and retry."
+            ) from None
+
+    def _if_match(self, request) -> int | None:
         header = request.headers.get("If-Match")
         if header is None or header.strip() == "*":
             return None
@@ -301,7 +319,7 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
                 {
                     "If-Match": [
                         "Send the version you read, as the ETag gives it: "
-                        f'"{session.state_version}" for the state as it is now.'
+                        f'"{self.get_object().state_version}" for the state as it is now.'
                     ]
                 }
             )
@@ -367,10 +385,10 @@ class StatsView(TenantScopedMixin, APIView):
         return Response(GroupedStatsSerializer(body).data)
 
 
-def over_budget_response(session: Session, request) -> Response | None:
+def over_budget_response(session: Session, request, blocked=None) -> Response | None:
     """429 while a hard-limit budget covering this write is used up (docs/budgets.md, Hard limits)."""
     api_key = request.auth
-    budget = budget_blocking(session=session, api_key_id=api_key.pk if api_key else None)
+    budget = budget_blocking(session=session, api_key_id=api_key.pk if api_key else None, blocked=blocked)
     return None if budget is None else budget_refusal(budget)
 
 

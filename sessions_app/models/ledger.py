@@ -270,6 +270,14 @@ class Message(models.Model):
             # Auditors look a message up by the client's or the LLM provider's id.
             models.Index(fields=["external_id"], name="message_external_id", condition=Q(external_id__isnull=False)),
             models.Index(fields=["request_id"], name="message_request_id", condition=~Q(request_id="")),
+            # The messages retention may still purge: a run reads these and nothing of the purged history, under
+            # any policy (a cutoff moved either way, roles added or removed). Role before time: a role-limited
+            # policy reads only its roles; an every-role one skips across the five roles.
+            models.Index(
+                fields=["tenant", "role", "created_at"],
+                name="message_content_kept",
+                condition=Q(content_purged_at__isnull=True),
+            ),
         ]
 
     def __str__(self):

@@ -153,11 +153,21 @@ def budget_covers(budget: Budget, *, session: Session, api_key_id) -> bool:
     return budget.api_key_id is not None and budget.api_key_id in (api_key_id, session.api_key_id)
 
 
-def budget_blocking(*, session: Session, api_key_id, now: datetime | None = None) -> Budget | None:
-    """The hard-limit budget that refuses a write into `session` now, if any: one small query on the budgets
-    the writes that reached their limits marked (`blocked_until`), whatever the number of budgets."""
+def budgets_blocked(*, tenant_id, now: datetime | None = None) -> list[Budget]:
+    """The tenant's hard-limit budgets used up now, latest to reopen first: one small query on the budgets the
+    writes that reached their limits marked (`blocked_until`), whatever the number of budgets. Usually none."""
     now = now or timezone.now()
-    blocked = Budget.objects.filter(
-        tenant_id=session.tenant_id, active=True, hard_limit=True, blocked_until__gt=now
-    ).order_by("-blocked_until")
+    return list(
+        Budget.objects.filter(tenant_id=tenant_id, active=True, hard_limit=True, blocked_until__gt=now).order_by(
+            "-blocked_until"
+        )
+    )
+
+
+def budget_blocking(
+    *, session: Session, api_key_id, now: datetime | None = None, blocked: list[Budget] | None = None
+) -> Budget | None:
+    """The hard-limit budget that refuses a write into `session` now, if any (of `blocked`, when the caller has
+    read them already)."""
+    blocked = budgets_blocked(tenant_id=session.tenant_id, now=now) if blocked is None else blocked
     return next((budget for budget in blocked if budget_covers(budget, session=session, api_key_id=api_key_id)), None)

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
+from platform_kit.db import planner_settings
 from sessions_app.models import Message, RetentionPolicy, Tenant
 
 
@@ -37,9 +38,16 @@ def content_cutoff(*, policy: RetentionPolicy, now: datetime | None = None) -> d
     return (now or timezone.now()) - timedelta(days=policy.message_content_days)
 
 
+# How to read `messages_to_purge`: through `message_content_kept`, the index of unpurged messages, which holds the
+# candidates and nothing of the purged history. Left to itself PostgreSQL takes "not purged" and "older than the
+# cutoff" for independent, expects a share of the old rows to be unpurged, and scans the whole table; and a bitmap
+# scan, unlike an index scan, leaves the entries of rows a batch has just purged for the next batch to read again.
+UNPURGED_SCAN = {"enable_seqscan": "off", "enable_bitmapscan": "off"}
+
+
 def messages_to_purge(*, tenant: Tenant, before: datetime, roles=()):
     """The tenant's messages created before `before` whose content is still there (of `roles`; empty: all).
-    Read through the (tenant, created_at) index; purged rows are skipped by the filter."""
+    Read it under `planner_settings(UNPURGED_SCAN)`."""
     messages = Message.objects.filter(tenant=tenant, created_at__lt=before, content_purged_at__isnull=True)
     return messages.filter(role__in=roles) if roles else messages
 
@@ -49,7 +57,8 @@ def content_purge_preview(*, tenant: Tenant, policy: RetentionPolicy, now: datet
     before = content_cutoff(policy=policy, now=now)
     if before is None:
         return ContentPurge()
-    found = messages_to_purge(tenant=tenant, before=before, roles=policy.roles).aggregate(
-        messages=Count("pk"), oldest=Min("created_at"), newest=Max("created_at")
-    )
+    with planner_settings(UNPURGED_SCAN):
+        found = messages_to_purge(tenant=tenant, before=before, roles=policy.roles).aggregate(
+            messages=Count("pk"), oldest=Min("created_at"), newest=Max("created_at")
+        )
     return ContentPurge(**found)

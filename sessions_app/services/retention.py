@@ -16,10 +16,11 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
+from platform_kit.db import planner_settings
 from sessions_app.models import Message, RetentionEvent, RetentionPolicy, Session, Tenant
 from sessions_app.models.retention import CONTENT_DAYS_MAX, CONTENT_DAYS_MIN
 from sessions_app.schema import ROLES
-from sessions_app.selectors.retention import ContentPurge, messages_to_purge
+from sessions_app.selectors.retention import UNPURGED_SCAN, ContentPurge, messages_to_purge
 from sessions_app.signals import messages_purged
 
 # Messages purged per transaction: each batch locks its sessions for one short UPDATE, so an append to one of
@@ -117,24 +118,25 @@ def messages_content_purge(
     *, tenant: Tenant, before: datetime, roles=(), batch: int = PURGE_BATCH, now: datetime | None = None
 ) -> ContentPurge:
     """Purge the content of the tenant's messages created before `before` (of `roles`; empty: every role), in
-    transactions of `batch` messages. Safe to run twice and to stop: purged messages are never touched again."""
+    transactions of `batch` messages. Safe to run twice and to stop: purged messages are never touched again.
+
+    Each batch is whichever `batch` messages are still to purge, in no order, read from the index of unpurged
+    messages (`messages_to_purge`): a purge takes them out of it, so the next batch starts past them without a
+    keyset, and a run reads the messages it purges and nothing of the purged history."""
     done = ContentPurge()
     now = now or timezone.now()
-    candidates = messages_to_purge(tenant=tenant, before=before, roles=roles).order_by("created_at")
-    since = None
+    candidates = messages_to_purge(tenant=tenant, before=before, roles=roles).order_by()  # any order: no sort
     while True:
-        page = candidates if since is None else candidates.filter(created_at__gte=since)
-        rows = list(page.values_list("pk", "session_id", "created_at")[:batch])
-        if not rows:
-            return done
-        since = rows[-1][2]  # keyset: the next batch starts where this one ended, not from the oldest row again
-        with transaction.atomic():
+        with planner_settings(UNPURGED_SCAN):
+            rows = list(candidates.values_list("pk", "session_id")[:batch])
+            if not rows:
+                return done
             # The sessions' row locks, in the order imports take them: an append or import to one of these
             # sessions waits for this one UPDATE (and an import completing a message never races the purge).
-            session_ids = sorted({session_id for _, session_id, _ in rows})
+            session_ids = sorted({session_id for _, session_id in rows})
             list(Session.objects.select_for_update().filter(pk__in=session_ids).order_by("pk").values_list("pk"))
             with connection.cursor() as cursor:
-                cursor.execute(PURGE_SQL, [now, [pk for pk, _, _ in rows]])
+                cursor.execute(PURGE_SQL, [now, [pk for pk, _ in rows]])
                 purged = cursor.fetchall()
             if purged:
                 ids = [pk for pk, _ in purged]

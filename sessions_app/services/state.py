@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import models, transaction
+from django.db.models import OuterRef, Subquery
 
 from platform_kit.redaction import redact
 from sessions_app.models import Session, StateVersion, Tenant
@@ -45,12 +46,35 @@ def state_get(*, session: Session) -> StateSnapshot:
     return StateSnapshot(version=row.version, data=row.data, updated_at=row.created_at)
 
 
+def _with_current_state(sessions):
+    """The sessions (their id and state version only) with their current state beside: the session and its
+    state in one statement."""
+    current = StateVersion.objects.filter(session=OuterRef("pk"), version=OuterRef("state_version"))
+    return sessions.only("pk", "tenant_id", "state_version").annotate(
+        state_data=Subquery(current.values("data"), output_field=models.JSONField()),
+        state_updated_at=Subquery(current.values("created_at")),
+    )
+
+
+def _current_state(session) -> StateSnapshot:
+    if session.state_version == 0:
+        return StateSnapshot(version=0, data={}, updated_at=None)
+    return StateSnapshot(version=session.state_version, data=session.state_data, updated_at=session.state_updated_at)
+
+
+def state_read(*, tenant: Tenant, session_id) -> StateSnapshot:
+    """The current state of the tenant's session, in one statement; Session.DoesNotExist when not its own."""
+    sessions = Session.objects.filter(tenant=tenant, deleted_at__isnull=True)
+    return _current_state(_with_current_state(sessions).get(pk=session_id))
+
+
 def _state_write(*, tenant: Tenant, session_id, change: str, if_match: int | None, compute) -> StateSnapshot:
     with transaction.atomic():
-        session = Session.objects.select_for_update().get(pk=session_id, tenant=tenant, deleted_at__isnull=True)
+        sessions = Session.objects.select_for_update().filter(tenant=tenant, deleted_at__isnull=True)
+        session = _with_current_state(sessions).get(pk=session_id)
         if if_match is not None and if_match != session.state_version:
             raise StaleVersion(expected=if_match, current=session.state_version)
-        previous = state_get(session=session)
+        previous = _current_state(session)
         data = redact(compute(previous.data))  # a value under "password", a key in a note: never stored
         if data == previous.data and session.state_version > 0:
             return previous  # nothing changed: no new version

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from memory_app.embeddings import records_embed
-from memory_app.models import Record, RecordRevision
+from memory_app.models import Record, RecordRevision, RecordTtl
 from sessions_app.models import RetentionRun
 
 pytestmark = pytest.mark.django_db
@@ -150,3 +150,51 @@ def test_a_second_ttl_for_the_same_target_is_refused_and_tenants_are_apart(api, 
     theirs = remember(other_api, "Finish the report", type="task")
     age(theirs, 10)
     assert other_api.get(f"/api/v1/records/{theirs}/").json()["expires_at"] is None
+
+
+def test_a_ttl_naming_no_strategy_of_the_tenant_is_refused_with_the_ones_it_has(api, other_api):
+    body = {"name": "their-secret", "type": "fact", "prompt": "Remember facts from {messages}"}
+    created = other_api.post("/api/v1/strategies/", body, format="json")
+    assert created.status_code == 201, created.content
+    response = api.post("/api/v1/record-ttls/", {"strategy": "user-profil", "ttl_days": 7}, format="json")
+    assert response.status_code == 400, response.content
+    message = response.json()["errors"]["strategy"][0]
+    assert '"user-profil" is not a strategy' in message
+    assert "user-profile" in message and "task-progress" in message  # the built-in ones every tenant has
+    assert "their-secret" not in message  # another tenant's
+    assert api.get("/api/v1/record-ttls/").json()["results"] == []
+
+    # Its own strategies and the names its records carry are accepted; a rename to an unknown one is not.
+    assert ttl(api, strategy="user-profile", ttl_days=30)["strategy"] == "user-profile"
+    remember(api, "Prefers trains", strategy="travel-notes")
+    rule = ttl(api, strategy="travel-notes", ttl_days=30)
+    assert (
+        "travel-notes"
+        in api.post("/api/v1/record-ttls/", {"strategy": "travel", "ttl_days": 7}, format="json").json()["errors"][
+            "strategy"
+        ][0]
+    )
+    response = api.patch(f"/api/v1/record-ttls/{rule['id']}/", {"strategy": "travel"}, format="json")
+    assert response.status_code == 400 and "strategy" in response.json()["errors"]
+    assert api.get(f"/api/v1/record-ttls/{rule['id']}/").json()["strategy"] == "travel-notes"
+    assert api.patch(f"/api/v1/record-ttls/{rule['id']}/", {"ttl_days": 9}, format="json").status_code == 200
+
+
+def test_the_admin_form_shows_an_unknown_strategy_as_an_error_on_its_field(api, client, django_user_model):
+    client.force_login(django_user_model.objects.create_superuser(username="ops", password="x", email=""))
+    form = {"tenant": str(api.tenant.pk), "record_type": "", "ttl_days": "7", "on_expiry": "keep"}
+    response = client.post("/admin/memory_app/recordttl/add/", {**form, "strategy": "no-such-strategy"})
+    assert response.status_code == 200  # the form again, not a redirect
+    errors = response.context["adminform"].form.errors
+    assert '"no-such-strategy" is not a strategy' in errors["strategy"][0] and "user-profile" in errors["strategy"][0]
+    assert RecordTtl.objects.count() == 0
+
+    response = client.post("/admin/memory_app/recordttl/add/", {**form, "strategy": "user-profile"})
+    assert response.status_code == 302
+    saved = RecordTtl.objects.get()
+    assert (saved.strategy, saved.ttl_days) == ("user-profile", 7)
+    assert api.get("/api/v1/retention/events/").json()["results"][0]["action"] == "ttl_created"  # via the service
+    change = f"/admin/memory_app/recordttl/{saved.pk}/change/"
+    response = client.post(change, {"record_type": "", "strategy": "nope", "ttl_days": "7", "on_expiry": "keep"})
+    assert response.status_code == 200 and "strategy" in response.context["adminform"].form.errors
+    assert RecordTtl.objects.get().strategy == "user-profile"

@@ -1,5 +1,10 @@
 """Appending and reading messages: seq, batches, idempotency, filters, search, pagination."""
 
+import uuid
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
 from sessions_app.models import Message
 
 
@@ -236,3 +241,18 @@ def test_search_gives_the_same_answer_for_rare_and_common_words(api, session, mo
     assert (found("deploy"), found("rollback")) == rare_path
     assert rare_path[1] == ["deploy log 8 rollback", "deploy log 4 rollback", "deploy log 0 rollback"]
     assert len(rare_path[0]) == 5
+
+
+def test_an_append_reads_the_session_row_once_and_unknown_sessions_are_404(api, other_api, session):
+    with CaptureQueriesContext(connection) as captured:
+        response = api.post(url(session), {"role": "user", "content": "去西湖"}, format="json")
+    assert response.status_code == 201
+    reads = [q["sql"] for q in captured.captured_queries if 'FROM "sessions_app_session"' in q["sql"]]
+    assert len(reads) == 1 and reads[0].endswith("FOR UPDATE"), reads  # the service's lock, nothing before it
+
+    message = {"role": "user", "content": "x"}
+    assert other_api.post(url(session), message, format="json").status_code == 404
+    assert api.post("/api/v1/sessions/not-a-session/messages/", message, format="json").status_code == 404
+    assert api.post(f"/api/v1/sessions/{uuid.uuid4()}/messages/", [message], format="json").status_code == 404
+    assert api.get(url(session)).json()["results"][0]["content"] == "去西湖"
+    assert Message.objects.filter(session=session).count() == 1

@@ -1,3 +1,7 @@
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+
 def state_url(session, suffix=""):
     return f"/api/v1/sessions/{session.pk}/state/{suffix}"
 
@@ -54,3 +58,28 @@ def test_a_write_that_changes_nothing_makes_no_new_version(api, session):
     again = api.put(state_url(session), {"a": 1}, format="json")
     assert again.json()["version"] == 1
     assert len(api.get(state_url(session, "history/")).json()["results"]) == 1
+
+
+def app_statements(call):
+    """The response of `call()` and the statements it sent, less the API key's lookup and the test's savepoints."""
+    with CaptureQueriesContext(connection) as captured:
+        response = call()
+    sql = [q["sql"] for q in captured.captured_queries]
+    return response, [s for s in sql if "sessions_app_apikey" not in s and not s.startswith(("SAVEPOINT", "RELEASE"))]
+
+
+def test_state_calls_read_the_session_and_its_state_in_one_statement(api, other_api, session):
+    response, sql = app_statements(lambda: api.put(state_url(session), {"city": "杭州"}, format="json"))
+    # The session locked with its current state beside it, the new version, the session's version number.
+    assert response.status_code == 200 and len(sql) == 3, sql
+    response, sql = app_statements(lambda: api.patch(state_url(session), {"step": 2}, format="json"))
+    assert response.json()["data"] == {"city": "杭州", "step": 2} and len(sql) == 3, sql
+    response, sql = app_statements(lambda: api.get(state_url(session)))
+    assert (response.json()["version"], response.json()["data"], len(sql)) == (2, {"city": "杭州", "step": 2}, 1)
+    assert response.json()["updated_at"] and response["ETag"] == '"2"'
+
+    for client, path in ((other_api, state_url(session)), (api, "/api/v1/sessions/not-a-session/state/")):
+        assert client.get(path).status_code == 404
+        assert client.put(path, {"a": 1}, format="json").status_code == 404
+        assert client.patch(path, {"a": 1}, format="json").status_code == 404
+    assert api.get(state_url(session)).json()["version"] == 2
