@@ -160,7 +160,6 @@ def main() -> int:
     parser.add_argument("--generate-only", action="store_true")
     args = parser.parse_args()
     benchlib.setup_django()
-    from django.db import connection
 
     from sessions_app.services.apikeys import tenant_get_or_create
 
@@ -170,13 +169,7 @@ def main() -> int:
     data = generate(tenant, args.records, args.users, args.pool, args.noise, args.seed, space)
     if args.generate_only:
         return 0
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT user_id, count(*) FROM memory_app_record WHERE tenant_id = %s AND valid GROUP BY user_id "
-            "ORDER BY count(*) DESC, user_id",
-            [tenant.pk],
-        )
-        users_by_count = cursor.fetchall()
+    users_by_count = benchlib.users_by_record_count(tenant)
     print(f"  {len(users_by_count):,} users; heaviest {users_by_count[0][1]:,} rows, index {data['index_size']}")
     db = recall.time_queries(tenant, users_by_count, args.queries, args.warmup, args.seed, embedder=space)
     recall.print_database_part(db, f"Database part, dense vectors ({args.records:,} records)")

@@ -318,15 +318,7 @@ def main(argv=None) -> int:
     print(f"  data: {data}", flush=True)
     if args.generate_only:
         return 0
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT user_id, count(*) FROM memory_app_record WHERE tenant_id = %s AND valid GROUP BY user_id "
-            "ORDER BY count(*) DESC, user_id",
-            [tenant.pk],
-        )
-        users_by_count = cursor.fetchall()
+    users_by_count = benchlib.users_by_record_count(tenant)
     print(f"  {len(users_by_count):,} users; heaviest {users_by_count[0][1]:,} rows", flush=True)
     if args.keyword_pool:
         from memory_app.selectors import recall as recall_selector
