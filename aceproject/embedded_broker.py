@@ -8,8 +8,8 @@ again. Queued tasks survive restarts: every write goes to an append-only file in
 disk every second, and Celery's redis transport keeps a task that a worker took but never acknowledged and
 hands it out again after the visibility timeout.
 
-Celery talks to it through kombu's redis transport (`Transport` below), which blocks on the queues instead of
-polling them: a task published is a task delivered, in well under a millisecond.
+Celery talks to it through kombu's redis transport (aceproject/embedded_broker_transport.py), which blocks on the
+queues instead of polling them: a task published is a task delivered, in well under a millisecond.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 
 from kombu.transport import TRANSPORT_ALIASES
-from kombu.transport import redis as kombu_redis
 
 logger = logging.getLogger(__name__)
 
@@ -166,21 +165,7 @@ def stop_embedded_broker(data_dir: Path) -> bool:
     return True
 
 
-class Channel(kombu_redis.Channel):
-    """kombu's redis channel that starts the embedded server before it connects (on the first connection of a
-    process, and on every reconnection: a server that died is started again by whoever notices)."""
-
-    def _connparams(self, asynchronous=False):
-        data_dir = self.connection.client.transport_options.get("ace_data_dir")
-        if data_dir:
-            ensure_embedded_broker(Path(data_dir))
-        return super()._connparams(asynchronous=asynchronous)
-
-
-class Transport(kombu_redis.Transport):
-    Channel = Channel
-    driver_name = "valkey (embedded)"
-
-
-# The URL scheme of the default broker (registered when the settings import this module).
-TRANSPORT_ALIASES[SCHEME] = f"{__name__}:Transport"
+# The URL scheme of the default broker (registered when the settings import this module). The transport's module
+# imports kombu's redis transport and the redis client: loaded by kombu when a process first connects, not by
+# every process that reads the settings.
+TRANSPORT_ALIASES[SCHEME] = "aceproject.embedded_broker_transport:Transport"

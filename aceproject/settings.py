@@ -124,6 +124,10 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # a connection an outage brok
 # A database host that does not answer fails a connection in seconds (a 503, a task retried later), not
 # after the web server's own timeout; ?connect_timeout= in DATABASE_URL overrides it.
 DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env.int("DB_CONNECT_TIMEOUT", default=5))
+# The statements of a chat turn and of a small append are prepared once per connection (platform_kit.db.
+# prepared_cursor): PostgreSQL plans them once instead of on every call. Off for a pooler in transaction mode
+# that cannot keep prepared statements (PgBouncer before 1.21, or without max_prepared_statements).
+ACE_DB_PREPARED = env.bool("ACE_DB_PREPARED", default=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -156,6 +160,9 @@ ACE_PUBLIC_HOST = f"{env.str('ACE_HOST', default='127.0.0.1')}:{env.str('ACE_POR
 # Tool results (file contents, command output) are half an agent log's messages and 95% of its text: embedding
 # them doubled the workers' embedding after an import; keyword search finds them without vectors.
 ACE_EMBED_MESSAGES = env.bool("ACE_EMBED_MESSAGES", default=True)
+# How long a web process trusts its last check of an API key: a key revoked on another server stops working
+# within this many seconds (at once on the server that revoked it); 0 checks the database on every call.
+ACE_API_KEY_CACHE_SECONDS = env.float("ACE_API_KEY_CACHE_SECONDS", default=5.0)
 _embed_roles = env.list("ACE_EMBED_MESSAGE_ROLES", default=["user", "assistant"])
 ACE_EMBED_MESSAGE_ROLES = [role.strip() for role in _embed_roles if role.strip()]
 if not ACE_EMBED_MESSAGE_ROLES or set(ACE_EMBED_MESSAGE_ROLES) - set(ROLES):

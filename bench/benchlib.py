@@ -452,6 +452,19 @@ def copy_rows(
 
 
 # -- gunicorn --------------------------------------------------------------------------------------------
+def users_by_record_count(tenant) -> list[tuple[str, int]]:
+    """(user id, valid records) of the tenant's users, the heaviest first: the recall benches pick users from it."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT user_id, count(*) FROM memory_app_record WHERE tenant_id = %s AND valid GROUP BY user_id "
+            "ORDER BY count(*) DESC, user_id",
+            [tenant.pk],
+        )
+        return cursor.fetchall()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

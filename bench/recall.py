@@ -441,7 +441,6 @@ def print_database_part(db: dict, title: str) -> None:
 def main() -> int:
     args = parse_args()
     benchlib.setup_django()
-    from django.db import connection
 
     from sessions_app.services.apikeys import tenant_get_or_create
 
@@ -450,13 +449,7 @@ def main() -> int:
     data = generate(tenant, args.records, args.users, args.procs)
     if args.generate_only:
         return 0
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT user_id, count(*) FROM memory_app_record WHERE tenant_id = %s AND valid GROUP BY user_id "
-            "ORDER BY count(*) DESC, user_id",
-            [tenant.pk],
-        )
-        users_by_count = cursor.fetchall()
+    users_by_count = benchlib.users_by_record_count(tenant)
     print(f"  {len(users_by_count):,} users; heaviest {users_by_count[0][1]:,} rows, index {data['index_size']}")
     db = time_queries(tenant, users_by_count, args.queries, args.warmup, args.seed)
     print_database_part(

@@ -191,7 +191,27 @@ def make_plans(args) -> list[list[dict]]:
 TICK = os.sysconf("SC_CLK_TCK")
 
 
+_POSTMASTER: list[int] = []
+
+
+def postmaster_pid() -> int | None:
+    """The pid of the bench's own PostgreSQL server: other servers on the machine (another project's tests,
+    say) count as other work, not as this API's database CPU."""
+    if not _POSTMASTER:
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('data_directory')")
+            data_directory = cursor.fetchone()[0]
+        try:
+            _POSTMASTER.append(int(Path(data_directory, "postmaster.pid").read_text().split()[0]))
+        except (OSError, ValueError, IndexError):
+            _POSTMASTER.append(0)
+    return _POSTMASTER[0] or None
+
+
 def cpu_snapshot(gunicorn_pid: int | None) -> dict:
+    postmaster = postmaster_pid()
     procs = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -209,7 +229,7 @@ def cpu_snapshot(gunicorn_pid: int | None) -> dict:
             kind = "bench clients"
         elif gunicorn_pid and (pid == gunicorn_pid or ppid == gunicorn_pid):
             kind = "gunicorn"
-        elif comm == "postgres":
+        elif comm == "postgres" and (postmaster is None or postmaster in (pid, ppid)):
             kind = "postgres"
         else:
             kind = "other"

@@ -14,11 +14,13 @@ class MemoryAppConfig(AppConfig):
             messages_purged,
             session_deleted,
             turn_completed,
+            turn_completing,
             user_forgetting,
         )
 
         messages_appended.connect(tasks.messages_appended_handler, dispatch_uid="memory_app.embed_messages")
         messages_amended.connect(tasks.messages_amended_handler, dispatch_uid="memory_app.embed_amended_messages")
+        turn_completing.connect(tasks.turn_completing_handler, dispatch_uid="memory_app.turn_text_waits")
         turn_completed.connect(tasks.turn_completed_handler, dispatch_uid="memory_app.embed_turn_messages")
         session_deleted.connect(services.session_deleted_handler, dispatch_uid="memory_app.forget_deleted_session")
         messages_purged.connect(retention.messages_purged_handler, dispatch_uid="memory_app.forget_purged_messages")

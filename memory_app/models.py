@@ -92,6 +92,32 @@ def sign_bits(vector_field: str) -> models.GeneratedField:
     )
 
 
+class UserSearchVector(models.Func):
+    """A record's search vector plus one lexeme naming its tenant and user (`user_lexeme`).
+
+    A GIN index over it finds one user's rows containing any of a query's words from posting lists alone: the
+    user's lexeme is ANDed with the words inside the index. A GIN index of the words alone reads a common
+    word's rows of every user, and a btree of the user reads all of a heavy user's rows, one heap page each.
+    """
+
+    output_field = SearchVectorField()
+
+    def __init__(self):
+        super().__init__(F("search_vector"), F("tenant_id"), F("user_id"))
+
+    def as_sql(self, compiler, connection, **extra_context):
+        (vector, vector_params), (tenant, tenant_params), (user, user_params) = (
+            compiler.compile(expression) for expression in self.get_source_expressions()
+        )
+        sql = f"({vector} || array_to_tsvector(ARRAY[({tenant})::text || '/' || ({user})]))"
+        return sql, [*vector_params, *tenant_params, *user_params]
+
+
+def user_lexeme(tenant_id, user_id: str) -> str:
+    """The lexeme UserSearchVector adds to a row of this tenant and user (PostgreSQL's text of a uuid is Python's)."""
+    return f"{tenant_id}/{user_id}"
+
+
 class RecordManager(models.Manager):
     def get_queryset(self):
         return super().get_queryset().defer("search_vector", "embedding_bits")  # only used inside SQL
@@ -146,7 +172,8 @@ class Record(models.Model):
             models.Index(fields=["tenant", "user_id", "type"], name="record_user_type", condition=Q(valid=True)),
             models.Index(fields=["tenant", "-updated_at"], name="record_tenant_updated"),
             models.Index(fields=["tenant", "strategy"], name="record_strategy", condition=~Q(strategy="")),
-            GinIndex(fields=["search_vector"], name="record_search"),
+            # Recall's keyword matches: one user's rows containing any query word (UserSearchVector).
+            GinIndex(UserSearchVector(), name="record_user_search", condition=Q(valid=True)),
             models.Index(
                 fields=["tenant", "user_id", "embedding_key"],
                 include=["id", "embedding_bits", "expires_at"],  # the shortlist is an index-only scan

@@ -6,7 +6,7 @@ from django.conf import settings
 from memory_app.embedders import EmbedderUnavailable, get_embedder
 from memory_app.embeddings import message_embeddings_reset, messages_embed, records_embed
 from memory_app.selectors.records import pending_messages, pending_records
-from memory_app.selectors.status import embedding_progress_lower, embedding_progress_refresh
+from memory_app.selectors.status import embedding_progress_lower_sql, embedding_progress_refresh
 from platform_kit.tasks import enqueue_or_leave_to_sweep, queued_siblings
 
 RETRY = {
@@ -82,10 +82,16 @@ def messages_amended_handler(sender, amended, **kwargs):
         enqueue(embed_messages, ids[start : start + EMBED_TASK_MESSAGES])
 
 
-def turn_completed_handler(sender, message_ids, **kwargs):
-    # The turn's two messages have their final text now (the placeholder was empty when it was appended).
+def turn_completing_handler(sender, session_id, first_seq, **kwargs):
+    # The turn's two messages have their final text now (the placeholder was empty when it was appended): the
+    # memory status counts them as waiting again, in the completion's own statement.
     if settings.ACE_EMBED_MESSAGES:
-        embedding_progress_lower(message_ids=message_ids)  # the memory status counts the new text as waiting
+        return embedding_progress_lower_sql(session_id=session_id, first_seq=first_seq)
+    return None
+
+
+def turn_completed_handler(sender, message_ids, **kwargs):
+    if settings.ACE_EMBED_MESSAGES:
         enqueue(embed_messages, message_ids)
 
 

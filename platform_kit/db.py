@@ -3,15 +3,16 @@ and bulk inserts with COPY of rows made without Model.__init__."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import operator
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
 import orjson
 import psycopg
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import OperationalError, connection, connections, models, transaction
 from django.db.models.base import ModelState
@@ -22,7 +23,7 @@ from psycopg.types.json import Jsonb, JsonbBinaryDumper
 T = TypeVar("T")
 
 
-@contextmanager
+@contextlib.contextmanager
 def planner_settings(settings: dict[str, str], *, using: str = "default"):
     """A transaction (a savepoint inside the caller's) whose queries run with these settings (e.g.
     {"enable_seqscan": "off"} where PostgreSQL misjudges a plan). Put back on the way out: a SET LOCAL would
@@ -62,35 +63,49 @@ def within_time(
         raise
 
 
+# A statement, or one clause of a larger one: (SQL, parameters).
+Clause = tuple[str, list]
+
+
 def update_rows(model, objects: list, fields: list[str]) -> None:
     """Save `fields` of many rows, each with its own values, in one `UPDATE … FROM (VALUES …)`.
 
     Django's bulk_update builds a CASE expression per field and row, which for a few dozen rows costs more
     Python than the statement costs PostgreSQL. Values are prepared by the fields themselves (dates, foreign
     keys by their column) and cast to the column types; JSON as COPY writes it (NUL made U+FFFD)."""
+    execute(update_rows_sql(model, objects, fields))
+
+
+def update_rows_sql(model, objects: list, fields: list[str]) -> Clause | None:
+    """The statement of `update_rows`, to run on its own or as a clause of a larger one (None: no rows)."""
     meta = model._meta
     columns = [meta.pk, *(meta.get_field(name) for name in fields)]
     names = [connection.ops.quote_name(field.column) for field in columns]
-
-    def prepare(field, value):
-        if isinstance(field, models.JSONField):
-            return None if value is None else Jsonb(value, dumps=_json_text)
-        return field.get_db_prep_save(value, connection)
-
-    _update_from_values(
+    return _update_from_values(
         meta.db_table,
         names,
         [field.db_type(connection) for field in columns],
         [f"{name} = v.{name}" for name in names[1:]],
-        [[prepare(field, getattr(obj, field.attname)) for field in columns] for obj in objects],
+        [[_prepare(field, getattr(obj, field.attname)) for field in columns] for obj in objects],
     )
+
+
+def _prepare(field, value):
+    if isinstance(field, models.JSONField):
+        return None if value is None else Jsonb(value, dumps=_json_text)
+    return field.get_db_prep_save(value, connection)
 
 
 def add_to_rows(model, *, add: tuple[str, ...], assign: dict[str, tuple[str, str]], rows: list[tuple]) -> None:
     """The same for counters, each row given as (id, *values of `add`, *values of `assign`): the `add`
     columns get their value added, the `assign` columns ({column: (SQL type, expression of t.column and
     v.column)}) the expression. The ORM's F() expressions cost more to compile than PostgreSQL's work."""
-    _update_from_values(
+    execute(add_to_rows_sql(model, add=add, assign=assign, rows=rows))
+
+
+def add_to_rows_sql(model, *, add: tuple[str, ...], assign: dict[str, tuple[str, str]], rows: list[tuple]):
+    """The statement of `add_to_rows` (None: no rows)."""
+    return _update_from_values(
         model._meta.db_table,
         ["id", *add, *assign],
         ["uuid", *["bigint"] * len(add), *(sql_type for sql_type, _ in assign.values())],
@@ -99,17 +114,108 @@ def add_to_rows(model, *, add: tuple[str, ...], assign: dict[str, tuple[str, str
     )
 
 
-def _update_from_values(table: str, columns: list[str], types: list[str], sets: list[str], rows: list) -> None:
+def _update_from_values(table: str, columns: list[str], types: list[str], sets: list[str], rows: list):
     """UPDATE table AS t SET <sets> FROM (VALUES <rows>) AS v(<columns>) WHERE t.<first> = v.<first>."""
     if not rows:
-        return
+        return None
     row = "(" + ", ".join(f"%s::{sql_type}" for sql_type in types) + ")"
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} AS t SET {', '.join(sets)} FROM (VALUES {', '.join([row] * len(rows))}) "
-            f"AS v({', '.join(columns)}) WHERE t.{columns[0]} = v.{columns[0]}",
-            [value for values in rows for value in values],
-        )
+    return (
+        f"UPDATE {table} AS t SET {', '.join(sets)} FROM (VALUES {', '.join([row] * len(rows))}) "
+        f"AS v({', '.join(columns)}) WHERE t.{columns[0]} = v.{columns[0]}",
+        [value for values in rows for value in values],
+    )
+
+
+def execute(clause: Clause | None) -> None:
+    if clause is not None:
+        with connection.cursor() as cursor:
+            cursor.execute(*clause)
+
+
+class _PreparingCursor(psycopg.Cursor):
+    """psycopg's server-side binding cursor, every statement prepared (psycopg keeps the last `prepared_max`, 100,
+    per connection, and deallocates the oldest)."""
+
+    def execute(self, query, params=None, *, prepare=None, binary=None):
+        return super().execute(query, params, prepare=True, binary=binary)
+
+    def _convert_query(self, query, params=None):
+        # Kept, as psycopg's client-side cursor keeps it: Django logs `_query.query` (the text, with $n).
+        self._query = super()._convert_query(query, params)
+        return self._query
+
+
+# Server-side binding sends each parameter on its own, and the protocol counts them in 16 bits.
+PREPARED_MAX_PARAMS = 30_000
+
+
+@contextlib.contextmanager
+def prepared_cursor():
+    """A cursor (logged and wrapped as Django wraps any) whose statements PostgreSQL parses and plans once per
+    connection: for the statements of fixed shape run many times a second (a chat turn's, a small append's),
+    where planning them cost PostgreSQL more than running them. The parameters go apart from the text, so
+    kilobytes of content are not quoted into it either. ACE_DB_PREPARED=false gives a plain cursor."""
+    if not settings.ACE_DB_PREPARED:
+        with connection.cursor() as cursor:
+            yield cursor
+        return
+    connection.ensure_connection()
+    raw = connection.connection
+    if raw.prepare_threshold is None:  # Django's: never prepare. Prepare only what is asked for (prepare=True).
+        raw.prepare_threshold = 2**31 - 1
+    with connection._prepare_cursor(_PreparingCursor(raw)) as cursor:
+        yield cursor
+
+
+def together(clauses: list[Clause | None], select: Clause = ("SELECT 1 WHERE false", [])) -> Clause | None:
+    """One statement of several data-modifying ones, as WITH clauses before `select`: one round trip, and
+    the constraints checked at its end (a row may refer to one inserted by another clause). PostgreSQL runs
+    them all on one snapshot, so no two may change the same row. None when there is nothing to write."""
+    clauses = [clause for clause in clauses if clause is not None]
+    if not clauses:
+        return None
+    sql = "".join(f"{'WITH' if i == 0 else ','} w{i} AS ({clause}) " for i, (clause, _) in enumerate(clauses))
+    return sql + select[0], [value for _, params in clauses for value in params] + list(select[1])
+
+
+# -- rows read as model instances, without compiling a query --------------------------------------------------
+_SELECTS: dict[tuple, tuple[str, list]] = {}
+
+
+def select_instances(sql: str, params: list, tables: tuple[tuple[str, type], ...]) -> tuple | None:
+    """The first row of `sql` as (one instance per table, *the row's other values), or None when it has none.
+
+    `sql`'s `{columns}` becomes every concrete column of `tables` ((alias, model), in order), then whatever
+    else it selects. For the calls made many times a second, where the ORM would compile the same query (each
+    select_related model's fields, joins and aliases) on every call: the text is built once."""
+    key = (sql, tables)
+    built = _SELECTS.get(key)
+    if built is None:
+        columns, layout = [], []
+        for alias, model in tables:
+            fields = model._meta.concrete_fields
+            columns.extend(f"{alias}.{connection.ops.quote_name(field.column)}" for field in fields)
+            converters = [
+                (position, field, converter)
+                for position, field in enumerate(fields)
+                for converter in field.get_db_converters(connection)
+            ]
+            layout.append((model, len(fields), converters))
+        built = _SELECTS[key] = (sql.format(columns=", ".join(columns)), layout)
+    text, layout = built
+    with prepared_cursor() as cursor:
+        cursor.execute(text, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    instances, start, alias = [], 0, connection.alias
+    for model, width, converters in layout:
+        values = list(row[start : start + width])
+        for position, field, converter in converters:
+            values[position] = converter(values[position], field, connection)
+        instances.append(model.from_db(alias, None, values))
+        start += width
+    return (*instances, *row[start:])
 
 
 # -- rows made and inserted in bulk -------------------------------------------------------------------------
@@ -199,6 +305,8 @@ class FlushingCopyWriter(LibpqWriter):
 @dataclass(frozen=True)
 class _CopyPlan:
     sql: str
+    insert: str  # INSERT INTO table (columns) VALUES, for a few rows inside a larger statement
+    placeholders: str  # one row of it: (%s::type, …)
     row: operator.itemgetter  # the row's values, in column order, from an instance's __dict__
     types: tuple[str, ...]  # the columns' types: values are formatted by column, not looked up by type
 
@@ -237,6 +345,8 @@ def _copy_plan(model) -> _CopyPlan:
             types.append(_COPY_TYPES.get(base, base))
         plan = _COPY_PLANS[model] = _CopyPlan(
             sql=f"COPY {model._meta.db_table} ({columns}) FROM STDIN (FORMAT BINARY)",
+            insert=f"INSERT INTO {model._meta.db_table} ({columns}) VALUES ",
+            placeholders="(" + ", ".join(f"%s::{sql_type}" for sql_type in types) + ")",
             row=operator.itemgetter(*(f.attname for f in fields)),
             types=tuple(types),
         )
@@ -261,6 +371,25 @@ def copy_insert(model, objects: list) -> None:
             write_row = copy.write_row
             for obj in objects:
                 write_row(row(obj.__dict__))
+    mark_saved(objects)
+
+
+def insert_rows_sql(model, objects: list) -> Clause | None:
+    """`copy_insert`'s rows as one INSERT, to write a few of them as a clause of a larger statement (`together`)
+    where a COPY would be a round trip of its own. Call `mark_saved` once it has run."""
+    if not objects:
+        return None
+    plan = _copy_plan(model)
+    row = plan.row
+    params = []
+    for obj in objects:
+        params.extend(
+            Jsonb(value, dumps=_json_text) if isinstance(value, dict | list) else value for value in row(obj.__dict__)
+        )
+    return plan.insert + ", ".join([plan.placeholders] * len(objects)), params
+
+
+def mark_saved(objects: list) -> None:
     alias = connection.alias
     for obj in objects:
         state = obj._state

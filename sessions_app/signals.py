@@ -29,8 +29,15 @@ messages_amended = Signal()
 state_changed = Signal()
 # sender=Session class; kwargs: session_id, tenant_id
 session_ended = Signal()
-# sender=Turn class; kwargs: turn_id, session_id, tenant_id, status, tool_names (called), message_ids
+# sender=Turn class; kwargs: turn_id, session_id, tenant_id, status, tool_names (called), message_ids (the user
+# message and the answer). A chat turn's two messages are announced here, when it ends (completed, failed or closed
+# as abandoned), not by messages_appended at its start: the answer's text exists only now.
 turn_completed = Signal()
+# sender=Turn class; kwargs: session_id, first_seq (the turn's user message), message_ids. Sent INSIDE the
+# completing transaction, before its one statement: a receiver returns a data-modifying clause (SQL, params) that
+# joins that statement, for its own bookkeeping of the turn's changed text, or None. It must not touch the
+# session's, turn's or messages' rows (one snapshot: no row may be changed twice).
+turn_completing = Signal()
 # sender=Session class; kwargs: session_id, tenant_id. Sent INSIDE the deleting transaction (like Django's
 # post_delete): what the other apps derived from the session (message vectors, records citing it) goes with it
 # in the same commit, so no reader ever sees the session deleted and its messages still recallable.

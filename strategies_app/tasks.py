@@ -18,7 +18,7 @@ from django.utils import timezone
 from sessions_app.models import Session
 from strategies_app.models import RunStatus, Strategy, StrategyRun, Trigger, Watermark
 from strategies_app.services.runs import run_enqueue, run_execute, run_failed_announce, run_request, runs_lost
-from strategies_app.triggers import enabled_strategies, messages_evaluate
+from strategies_app.triggers import enabled_strategies, messages_evaluate, turn_evaluate
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,12 @@ def sessions_messages_triggers(entries: list[list]) -> int:
         else:
             done += 1
     return done
+
+
+@shared_task(acks_late=True, time_limit=120, soft_time_limit=100)
+def turn_triggers(session_id: str, tenant_id: str, tool_names: list[str], message_ids: list[str]) -> None:
+    """A completed chat turn's triggers (queued by the turn_completed receiver)."""
+    turn_evaluate(session_id=session_id, tenant_id=tenant_id, tool_names=tool_names, message_ids=message_ids)
 
 
 @shared_task(acks_late=True, time_limit=120, soft_time_limit=100)

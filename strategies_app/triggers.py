@@ -99,12 +99,10 @@ def _guarded(handler):
     return receiver
 
 
-def _scored_rows(message_ids, roles=None) -> list[dict]:
+def _scored_rows(message_ids) -> list[dict]:
     """role, seq and the start of the content (what the scorer reads): a tool's output, often most of the
     bytes, is never read back — the scorer rates tool messages by role alone."""
     rows = Message.objects.filter(pk__in=message_ids)
-    if roles:
-        rows = rows.filter(role__in=roles)
     head = Case(When(role__in=["user", "assistant"], then=Substr("content", 1, SCORED_CHARS)), default=Value(""))
     return list(rows.annotate(head=head).values("role", "seq", "head").order_by("seq"))
 
@@ -144,22 +142,40 @@ def messages_evaluate(*, session_id, tenant_id, message_ids, strategies: list[St
         )
 
 
-@_guarded
-def turn_completed_trigger(*, session_id, tenant_id, tool_names, message_ids, **kwargs):
-    # The assistant's final text exists only now (its placeholder was empty when it was appended).
-    rows = _scored_rows(message_ids, roles=["assistant"])
-    if tool_names:
-        session = Session.objects.get(pk=session_id)
-        for strategy in enabled_strategies(tenant_id):
-            if strategy.on_tool_result:
-                run_request(
-                    strategy=strategy,
-                    trigger=Trigger.TOOL_RESULT,
-                    session=session,
-                    detail=f"turn completed with tool calls: {', '.join(tool_names)[:200]}",
-                )
+def turn_completed_trigger(sender, *, turn_id, session_id, tenant_id, tool_names, message_ids, **kwargs):
+    """Receiver: like new messages, a completed turn is evaluated by a task (tasks.turn_triggers), so the
+    completion's request reads nothing back for it."""
+    enqueue_or_leave_to_sweep(
+        "strategies_app.tasks.turn_triggers",
+        str(session_id),
+        str(tenant_id),
+        list(tool_names),
+        [str(pk) for pk in message_ids],
+        what=f"triggers of turn {turn_id}",
+        sweep="each strategy's scheduled run",
+    )
+
+
+def turn_evaluate(*, session_id, tenant_id, tool_names, message_ids) -> None:
+    """What a completed turn starts: a tool-result run when it called tools, else the threshold triggers on
+    its question and its answer's final text (a turn's messages are evaluated when it ends, not at its start)."""
+    strategies = enabled_strategies(tenant_id)
+    if not strategies:
         return
-    _on_messages(tenant_id=tenant_id, session_id=session_id, messages=rows)
+    with transaction.atomic():
+        if tool_names:
+            session = Session.objects.get(pk=session_id)
+            for strategy in strategies:
+                if strategy.on_tool_result:
+                    run_request(
+                        strategy=strategy,
+                        trigger=Trigger.TOOL_RESULT,
+                        session=session,
+                        detail=f"turn completed with tool calls: {', '.join(tool_names)[:200]}",
+                    )
+            return
+        rows = _scored_rows(message_ids)
+        _on_messages(tenant_id=tenant_id, session_id=session_id, messages=rows, strategies=strategies)
 
 
 @_guarded

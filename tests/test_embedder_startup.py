@@ -1,10 +1,13 @@
 """No model loading on a request: web processes (gunicorn, started the Procfile's way) and Celery pool processes load
 the embedder when they start, and /healthz says so before the first request that needs it.
 
-Both run the real commands of the Procfile with ACE_EMBEDDER=local on ONNX Runtime, in a data folder of their own
-under the tests' (its database is migrated on the first run), with the tests' model cache (exported once)."""
+The process tests run the real commands of the Procfile with ACE_EMBEDDER=local on ONNX Runtime, in a data folder
+of their own under the tests' (its database is migrated on the first run), with the tests' model cache (exported
+once). The hook they call (aceproject.embedder_warmup.warm_up) is then tested in this process: what it loads, what
+it skips, what it logs."""
 
 import json
+import logging
 import os
 import re
 import signal
@@ -18,10 +21,15 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from aceproject.embedder_warmup import warm_up
+from memory_app.embedders import get_embedder
+
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "local:all-MiniLM-L6-v2:384"
 
-pytestmark = pytest.mark.skipif(bool(settings.DATABASE_URL), reason="a data folder of its own, embedded PostgreSQL")
+own_data_folder = pytest.mark.skipif(
+    bool(settings.DATABASE_URL), reason="a data folder of its own, embedded PostgreSQL"
+)
 
 
 def _free_port() -> int:
@@ -95,6 +103,7 @@ def _get(url: str, headers: dict | None = None, body: dict | None = None) -> tup
         return error.code, json.loads(error.read() or b"{}")
 
 
+@own_data_folder
 def test_a_web_process_loads_the_embedder_before_its_first_request(env, tmp_path):
     key = (
         subprocess.run(
@@ -144,6 +153,7 @@ def test_a_web_process_loads_the_embedder_before_its_first_request(env, tmp_path
         _stop(web)
 
 
+@own_data_folder
 def test_an_embedding_worker_loads_the_embedder_when_its_pool_process_starts(env, tmp_path):
     worker = _start(_procfile("embedder").replace("%h", "warmup-test"), env, tmp_path / "worker.log")
     try:
@@ -156,3 +166,44 @@ def test_an_embedding_worker_loads_the_embedder_when_its_pool_process_starts(env
             log = (tmp_path / "worker.log").read_text()
     finally:
         _stop(worker)
+
+
+# -- the hook, in this process (after the tests above, which export the model into the same cache) -----------------
+
+
+@pytest.fixture
+def embedders():
+    """get_embedder with no embedder built yet; the ones built here are dropped after (the model with them)."""
+    get_embedder.cache_clear()
+    yield get_embedder
+    get_embedder.cache_clear()
+
+
+def warm_up_lines(caplog, role: str) -> list[str]:
+    with caplog.at_level(logging.INFO, logger="aceproject.embedder"):
+        warm_up(role)
+    return [record.getMessage() for record in caplog.records if record.name == "aceproject.embedder"]
+
+
+def test_the_warm_up_loads_the_configured_embedder_and_logs_how_long_it_took(settings, embedders, caplog):
+    settings.ACE_EMBEDDER, settings.ACE_EMBEDDER_RUNTIME, settings.ACE_EMBEDDER_THREADS = "local", "onnx", 1
+    assert not embedders().loaded
+    [line] = warm_up_lines(caplog, "web")
+    embedder = embedders()
+    assert embedder.key == KEY and embedder.loaded and embedder.load_seconds is not None
+    assert re.fullmatch(rf"Embedder {KEY} loaded in [\d.]+ s \(web process {os.getpid()}\)", line), line
+    assert warm_up_lines(caplog, "web") == [line]  # a second call finds it loaded: nothing more to say
+
+
+def test_no_warm_up_when_it_is_turned_off_or_there_is_nothing_to_load(settings, embedders, caplog):
+    settings.ACE_EMBEDDER, settings.ACE_EMBEDDER_PRELOAD = "local", False
+    assert warm_up_lines(caplog, "worker") == []
+    assert not embedders().loaded
+    settings.ACE_EMBEDDER, settings.ACE_EMBEDDER_PRELOAD = "hash", True
+    assert warm_up_lines(caplog, "worker") == []  # the hash embedder has no model
+
+
+def test_an_embedder_that_cannot_load_is_logged_and_the_process_goes_on(settings, embedders, caplog, tmp_path):
+    settings.ACE_EMBEDDER, settings.ACE_EMBEDDER_MODEL = "local", str(tmp_path / "no-such-model")
+    [line] = warm_up_lines(caplog, "worker")
+    assert line.startswith("The embedder could not be loaded when this worker process started: "), line

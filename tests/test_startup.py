@@ -1,6 +1,6 @@
 """Start-up: a process that imports logs (or runs any command) does not load the libraries only some requests
-need — numpy, jsonschema, the models' embedder, the apps' admin modules, the API schema — and the admin and
-its system checks still see every ModelAdmin when they are asked for."""
+need — numpy, jsonschema, the models' embedder, the apps' admin modules, the API schema, the redis client — and
+the admin and its system checks still see every ModelAdmin when they are asked for."""
 
 import json
 import os
@@ -32,6 +32,55 @@ load_command_class("sessions_app", "ace_import")  # what `manage.py ace_import` 
 from sessions_app.importers import parse_file  # and what an import runs
 print(json.dumps(sorted(name for name in %r if name in sys.modules)))
 """
+
+
+# What `manage.py <command>` has imported when the command is done: manage.py run as a script would run it.
+MANAGE_PROBE = """
+import json, runpy, sys
+sys.argv = ["manage.py", *%r]
+try:
+    runpy.run_path("manage.py", run_name="__main__")
+except SystemExit as exit:
+    assert not exit.code, exit.code
+print(json.dumps(sorted(sys.modules)))
+"""
+NOT_FOR_A_COMMAND = [
+    *LOADED_LATE,
+    "transformers",
+    "memory_app.embedders.local",
+    "memory_app.embedders.onnx_export",
+    "memory_app.admin",
+    "strategies_app.admin",
+    "webhooks_app.admin",
+    "aceproject.urls",
+    "drf_spectacular.generators",
+    "redis",
+    "kombu.transport.redis",
+]
+
+
+def modules_after(*command: str) -> set[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    done = subprocess.run(
+        [sys.executable, "-c", MANAGE_PROBE % (list(command),)], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize(
+    "command", [("ace_import", "--help"), ("ace_db", "status"), ("ace_broker", "status"), ("ace_apikey", "--help")]
+)
+def test_a_command_that_needs_neither_the_embedder_nor_the_admin_imports_neither(command):
+    assert sorted(modules_after(*command) & set(NOT_FOR_A_COMMAND)) == []
+
+
+def test_the_probe_sees_what_the_system_checks_load():
+    """`check` loads the URLs and the apps' admin modules: the probe above would see them in any command."""
+    loaded = modules_after("check")
+    assert {"aceproject.urls", "sessions_app.admin", "memory_app.admin", "django.contrib.admin.sites"} <= loaded
+    assert not loaded & {"torch", "sentence_transformers", "onnxruntime", "memory_app.embedders.local"}
 
 
 def test_an_import_process_starts_without_the_libraries_only_some_requests_need():

@@ -222,3 +222,53 @@ def test_the_sweep_queues_a_stranded_export_again_and_fails_one_whose_worker_wen
     assert lost.status == ExportStatus.FAILED and "request another export" in lost.error
     recent.refresh_from_db()
     assert recent.status == ExportStatus.QUEUED
+
+
+def test_forgetting_a_user_withdraws_the_export_files_that_hold_them(
+    db, settings, tmp_path, django_capture_on_commit_callbacks
+):
+    """An export written before a user is forgotten holds them: its file goes with the forget, its row says why."""
+    from aceproject.tasks import tenant_export_run
+    from sessions_app.services.forget import user_forget
+
+    settings.ACE_DATA_DIR = tmp_path
+    api = make_client("acme")
+    fill(api, "xiaoming")
+    tenant = Tenant.objects.get(name="acme")
+    export_id = api.post("/api/v1/exports/").json()["id"]
+    assert tenant_export_run(export_id) == "succeeded"
+    path = Path(TenantExport.objects.get(pk=export_id).path)
+    assert b"xiaoming" in b"".join(zipfile.ZipFile(path).read(n) for n in zipfile.ZipFile(path).namelist())
+
+    dry = user_forget(tenant=tenant, user_id="xiaoming", actor="test", dry_run=True)
+    assert dry.deleted["sessions_app.TenantExport (file)"] == 1 and path.is_file()
+    with django_capture_on_commit_callbacks(execute=True):
+        done = user_forget(tenant=tenant, user_id="xiaoming", actor="test")
+    assert done.deleted["sessions_app.TenantExport (file)"] == 1
+    assert not path.exists()
+    export = TenantExport.objects.get(pk=export_id)
+    assert export.status == ExportStatus.WITHDRAWN and "forgotten" in export.error
+    answer = api.get(f"/api/v1/exports/{export_id}/download/")
+    assert answer.status_code == 409 and "a user it held was forgotten" in answer.json()["detail"]
+
+    # A new export, written after the forget, is kept.
+    later = api.post("/api/v1/exports/").json()["id"]
+    assert tenant_export_run(later) == "succeeded"
+    assert api.get(f"/api/v1/exports/{later}/download/").status_code == 200
+
+
+def test_an_export_being_written_while_a_user_is_forgotten_is_withdrawn_as_it_finishes(db, settings, tmp_path):
+    from sessions_app.services.exports import tenant_export_claim, tenant_export_succeed
+    from sessions_app.services.forget import user_forget
+
+    settings.ACE_DATA_DIR = tmp_path
+    api = make_client("acme")
+    fill(api, "xiaoming")
+    tenant = Tenant.objects.get(name="acme")
+    export_id = api.post("/api/v1/exports/").json()["id"]
+    claimed = tenant_export_claim(export_id=export_id)  # the worker started reading...
+    user_forget(tenant=tenant, user_id="xiaoming", actor="test")  # ...when the user was forgotten
+    path = tmp_path / "written.zip"
+    path.write_bytes(b"the rows it read before the forget")
+    tenant_export_succeed(export_id=claimed.pk, path=path, counts={})
+    assert TenantExport.objects.get(pk=export_id).status == ExportStatus.WITHDRAWN

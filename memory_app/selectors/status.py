@@ -279,6 +279,16 @@ def embedding_progress_lower(*, message_ids) -> None:
         )
 
 
+def embedding_progress_lower_sql(*, session_id, first_seq: int) -> tuple[str, list]:
+    """`embedding_progress_lower` for messages of one session from `first_seq` on, as a clause of the writer's
+    own statement (a completed chat turn's)."""
+    return (
+        f"UPDATE {_PROGRESS} SET embedded_through_seq = LEAST(embedded_through_seq, %s), "
+        "updated_at = clock_timestamp() WHERE session_id = %s AND embedded_through_seq >= %s",
+        [first_seq - 1, session_id, first_seq],
+    )
+
+
 # -- records and the search index ---------------------------------------------------------------------------
 def pending_record_vectors(*, tenant: Tenant, user_id: str | None, key: str | None) -> tuple[int, datetime | None]:
     """Valid records without a vector of `key` (None: without any vector), and the oldest one's last change."""

@@ -69,6 +69,8 @@ class TenantExportViewSet(
     @action(detail=True, methods=["get"])
     def download(self, request, pk=None):
         export = self.get_object()
+        if export.status == ExportStatus.WITHDRAWN:
+            raise Conflict(export.error)
         if export.status != ExportStatus.SUCCEEDED:
             raise Conflict(f"The export is {export.status}: only a succeeded export can be downloaded.")
         path = tenant_export_path(export)

@@ -21,6 +21,7 @@ from platform_kit.api.fields import stored_json_error
 from platform_kit.api.pagination import CursorPage, cursor_page
 from platform_kit.api.parsers import StrictJSONParser
 from platform_kit.api.schema import error_responses
+from platform_kit.api.serializers import represented, validated
 from platform_kit.api.views import TenantScopedMixin
 from sessions_app.api.filters import ConversationFilter, MessageFilter, SessionFilter, SessionMessageFilter
 from sessions_app.api.serializers import (
@@ -49,6 +50,7 @@ from sessions_app.services.messages import messages_append
 from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
 from sessions_app.services.state import StaleVersion, state_merge, state_read, state_replace
 from sessions_app.services.turns import (
+    BudgetUsedUp,
     TurnClosed,
     turn_checkpoint,
     turn_complete,
@@ -214,28 +216,36 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
     )
     @action(detail=True, methods=["get", "post"])
     def turns(self, request, pk=None):
+        if request.method == "POST":
+            return self._start_turn(request, pk)
         session = self.get_object()
-        if request.method == "GET":
-            turns = Turn.objects.filter(session=session).select_related("user_message", "assistant_message")
-            status_filter = request.query_params.get("status")
-            if status_filter is not None:
-                if status_filter not in TurnStatus.values:
-                    raise serializers.ValidationError({"status": [f"Use one of: {', '.join(TurnStatus.values)}."]})
-                turns = turns.filter(status=status_filter)
-            paginator = cursor_page("-started_at")()
-            page = paginator.paginate_queryset(turns, request, view=self)
-            return paginator.get_paginated_response(TurnSerializer(page, many=True).data)
-        body = TurnStartSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        refusal = over_budget_response(session, request)
-        if refusal is not None:
-            return refusal
+        turns = Turn.objects.filter(session=session).select_related("user_message", "assistant_message")
+        status_filter = request.query_params.get("status")
+        if status_filter is not None:
+            if status_filter not in TurnStatus.values:
+                raise serializers.ValidationError({"status": [f"Use one of: {', '.join(TurnStatus.values)}."]})
+            turns = turns.filter(status=status_filter)
+        paginator = cursor_page("-started_at")()
+        page = paginator.paginate_queryset(turns, request, view=self)
+        return paginator.get_paginated_response(TurnSerializer(page, many=True).data)
+
+    def _start_turn(self, request, pk):
+        """The service finds (and locks) the tenant's session itself: no lookup of its own here."""
+        body = validated(TurnStartSerializer, request.data)
+        api_key = request.auth
         try:
-            started = turn_start(tenant=self.tenant, session_id=session.pk, **body.validated_data)
+            started = turn_start(
+                tenant=self.tenant,
+                session_id=_uuid_or_404(pk),
+                api_key_id=api_key.pk if api_key else None,
+                **body,
+            )
         except Session.DoesNotExist:
             raise Http404 from None
+        except BudgetUsedUp as refused:
+            return budget_refusal(refused.budget)
         code = status.HTTP_201_CREATED if started.created else status.HTTP_200_OK
-        return Response(TurnSerializer(_turn_with_messages(started.turn.pk)).data, status=code)
+        return Response(represented(TurnSerializer, started.turn), status=code)
 
     # -- conversations ---------------------------------------------------------------------------------
     @extend_schema(responses=ConversationSerializer(many=True), summary="The session's conversations")
@@ -379,8 +389,10 @@ def over_budget_response(session: Session, request, blocked=None) -> Response | 
     """429 while a hard-limit budget covering this write is used up (docs/budgets.md, Hard limits)."""
     api_key = request.auth
     budget = budget_blocking(session=session, api_key_id=api_key.pk if api_key else None, blocked=blocked)
-    if budget is None:
-        return None
+    return None if budget is None else budget_refusal(budget)
+
+
+def budget_refusal(budget) -> Response:
     resets_at = budget.blocked_until
     retry_after = max(1, math.ceil((resets_at - timezone.now()).total_seconds()))
     body = {
@@ -391,8 +403,11 @@ def over_budget_response(session: Session, request, blocked=None) -> Response | 
     return Response(body, status=status.HTTP_429_TOO_MANY_REQUESTS, headers={"Retry-After": str(retry_after)})
 
 
-def _turn_with_messages(turn_id) -> Turn:
-    return Turn.objects.select_related("user_message", "assistant_message").get(pk=turn_id)
+def _uuid_or_404(value) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise Http404 from None
 
 
 @extend_schema_view(retrieve=extend_schema(summary="A chat turn with its two messages"))
@@ -409,17 +424,13 @@ class TurnViewSet(TenantScopedMixin, mixins.RetrieveModelMixin, viewsets.Generic
         )
 
     def _turn_id(self) -> uuid.UUID:
-        try:
-            return uuid.UUID(str(self.kwargs["pk"]))
-        except ValueError:
-            raise Http404 from None
+        return _uuid_or_404(self.kwargs["pk"])
 
     def _run(self, serializer_class, call):
         """Validate, then `call(turn_id, data)`: the service finds the tenant's turn itself (no extra lookup)."""
-        body = serializer_class(data=self.request.data)
-        body.is_valid(raise_exception=True)
+        body = validated(serializer_class, self.request.data)
         try:
-            return call(self._turn_id(), dict(body.validated_data))
+            return call(self._turn_id(), dict(body))
         except Turn.DoesNotExist:
             raise Http404 from None
         except TurnClosed as closed:
@@ -435,7 +446,7 @@ class TurnViewSet(TenantScopedMixin, mixins.RetrieveModelMixin, viewsets.Generic
         turn = self._run(
             CheckpointSerializer, lambda turn_id, data: turn_checkpoint(tenant=self.tenant, turn_id=turn_id, **data)
         )
-        return Response(TurnProgressSerializer(turn).data)
+        return Response(represented(TurnProgressSerializer, turn))
 
     @extend_schema(
         request=SystemReadySerializer,
@@ -447,7 +458,7 @@ class TurnViewSet(TenantScopedMixin, mixins.RetrieveModelMixin, viewsets.Generic
         turn = self._run(
             SystemReadySerializer, lambda turn_id, data: turn_system_ready(tenant=self.tenant, turn_id=turn_id, **data)
         )
-        return Response(TurnProgressSerializer(turn).data)
+        return Response(represented(TurnProgressSerializer, turn))
 
     @extend_schema(
         request=TurnCompleteSerializer,
@@ -462,4 +473,4 @@ class TurnViewSet(TenantScopedMixin, mixins.RetrieveModelMixin, viewsets.Generic
             return turn_complete(tenant=self.tenant, turn_id=turn_id, data=data)[0]
 
         turn = self._run(TurnCompleteSerializer, complete)
-        return Response(TurnSerializer(_turn_with_messages(turn.pk)).data)
+        return Response(represented(TurnSerializer, turn))

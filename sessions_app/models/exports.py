@@ -14,6 +14,7 @@ class ExportStatus(models.TextChoices):
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    WITHDRAWN = "withdrawn"  # its zip deleted: it held a user forgotten since
 
 
 class TenantExport(models.Model):

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from platform_kit.tasks import enqueue_or_leave_to_sweep
-from sessions_app.models import ExportStatus, Tenant, TenantExport
+from sessions_app.models import ExportStatus, ForgetAudit, Tenant, TenantExport
 
 TASK = "aceproject.tasks.tenant_export_run"
 # The exports sweep (`sessions_app.tasks.sweep_tenant_exports`, every 5 minutes): an export still queued this
@@ -57,14 +57,39 @@ def tenant_export_claim(*, export_id) -> TenantExport | None:
 
 
 def tenant_export_succeed(*, export_id, path: Path, counts: dict[str, int]) -> None:
-    TenantExport.objects.filter(pk=export_id, status=ExportStatus.RUNNING).update(
-        status=ExportStatus.SUCCEEDED,
-        path=str(path),
-        size=path.stat().st_size,
-        counts=counts,
-        error="",
-        finished_at=timezone.now(),
+    with transaction.atomic():
+        updated = TenantExport.objects.filter(pk=export_id, status=ExportStatus.RUNNING).update(
+            status=ExportStatus.SUCCEEDED,
+            path=str(path),
+            size=path.stat().st_size,
+            counts=counts,
+            error="",
+            finished_at=timezone.now(),
+        )
+        export = TenantExport.objects.get(pk=export_id)
+        if updated and ForgetAudit.objects.filter(tenant_id=export.tenant_id, forgotten_at__gte=export.started_at):
+            # A user was forgotten while it was written: it may hold them.
+            tenant_exports_withdraw(tenant_id=export.tenant_id, since=export.started_at)
+
+
+def tenant_exports_withdraw(*, tenant_id, since=None, dry_run: bool = False) -> int:
+    """Delete the zips of the tenant's succeeded exports (finished at or after `since`, if given): a user was
+    just forgotten, and an export written before holds them. The rows stay, `withdrawn`, saying why; the files go
+    after the commit. A running export is withdrawn as it finishes (`tenant_export_succeed`). Returns how many."""
+    exports = TenantExport.objects.filter(tenant_id=tenant_id, status=ExportStatus.SUCCEEDED)
+    if since is not None:
+        exports = exports.filter(finished_at__gte=since)
+    exports = list(exports.select_for_update())
+    if dry_run or not exports:
+        return len(exports)
+    now = timezone.now()
+    TenantExport.objects.filter(pk__in=[export.pk for export in exports]).update(
+        status=ExportStatus.WITHDRAWN,
+        error=f"Withdrawn at {now:%Y-%m-%d %H:%M:%S} UTC: a user it held was forgotten. Request a new export.",
     )
+    paths = [tenant_export_path(export) for export in exports]
+    transaction.on_commit(lambda: [path.unlink(missing_ok=True) for path in paths])
+    return len(exports)
 
 
 def tenant_export_fail(*, export_id, error: str) -> None:

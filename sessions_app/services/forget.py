@@ -32,6 +32,7 @@ from sessions_app.models import (
     UsageDaily,
     UsageHourly,
 )
+from sessions_app.services.exports import tenant_exports_withdraw
 from sessions_app.signals import user_forgetting
 
 
@@ -81,6 +82,10 @@ def user_forget(*, tenant: Tenant, user_id: str, actor: str, dry_run: bool = Fal
             add(cascade_delete(model, of_user, params))
         # The retention trail's entries for the user's records a TTL purged: they name the user.
         add(cascade_delete(RetentionEvent, "tenant_id = %s AND before ->> 'user_id' = %s", params))
+        # The tenant's export files hold the user too: deleted (after the commit), their rows kept as withdrawn.
+        withdrawn = tenant_exports_withdraw(tenant_id=tenant.pk, dry_run=dry_run)
+        if withdrawn:
+            add({"sessions_app.TenantExport (file)": withdrawn})
         audit = None
         if dry_run:
             transaction.set_rollback(True)

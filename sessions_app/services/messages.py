@@ -13,13 +13,22 @@ stored row and its request, and the counters by exactly that growth — never a 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from platform_kit.db import add_to_rows, copy_insert, unsaved_instance, update_rows
+from platform_kit.db import (
+    Clause,
+    add_to_rows_sql,
+    copy_insert,
+    insert_rows_sql,
+    mark_saved,
+    unsaved_instance,
+    update_rows_sql,
+)
 from platform_kit.redaction import redact_fields
 from sessions_app.accounting import (
     CONVERSATIONS,
@@ -399,8 +408,13 @@ def _load_requests(appends: list[_Append], stored: dict[tuple, Message]) -> None
             by_session[request.session_id].requests_by_id[request.request_id] = request
 
 
-# -- writing what the appends made: one statement per table, whatever the number of sessions --------------
-def _write(appends: list[_Append], messages: list[Message], *, index_later: bool) -> None:
+# -- writing what the appends made: one statement per table, whatever the number of sessions; for the few
+# rows of an API call, one statement in all -------------------------------------------------------------------
+# Up to this many new rows are inserted by clauses of the append's one statement; more go by COPY first.
+INLINE_ROWS = 100
+
+
+def _write(appends: list[_Append], messages: list[Message], *, index_later: bool, also: list[Clause] = ()) -> None:
     new_conversations, existing = [], []
     for append in appends:
         for conversation in append.new_conversations:
@@ -415,52 +429,72 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
             for pk, tally in append.conversation_tally.items()
             if pk not in new_ids
         )
-    copy_insert(Conversation, new_conversations)
-    copy_insert(LlmRequest, [request for append in appends for request in append.new_requests])
+    new_requests = [request for append in appends for request in append.new_requests]
+    inserted = [(Conversation, new_conversations), (LlmRequest, new_requests), (Message, messages)]
+    clauses = []
+    copied = index_later or sum(len(rows) for _, rows in inserted) > INLINE_ROWS
+    if copied:
+        copy_insert(Conversation, new_conversations)
+        copy_insert(LlmRequest, new_requests)
+        if messages:
+            if index_later:
+                _defer_search(True)  # read by the insert trigger of migration 0008, for this write only
+            copy_insert(Message, messages)
+            if index_later:
+                _defer_search(False)
+    else:
+        clauses.extend(insert_rows_sql(model, rows) for model, rows in inserted)
     changed = [request for append in appends for request in append.changed_requests.values()]
-    update_rows(LlmRequest, changed, [*TOKEN_FIELDS, "model", "auth_type"])
-    if messages:
-        if index_later:
-            _defer_search(True)  # read by the insert trigger of migration 0008, for this write only
-        copy_insert(Message, messages)
-        if index_later:
-            _defer_search(False)
+    clauses.append(update_rows_sql(LlmRequest, changed, [*TOKEN_FIELDS, "model", "auth_type"]))
     # A changed content gets its search vector again from the update trigger of migration 0008 (or NULL,
     # for the indexing task, when it is long).
-    update_rows(
-        Message,
-        [message for append in appends for message in append.amended.values()],
-        [*AMENDED_FIELDS, *TOKEN_FIELDS, "received_at", "request_id", "auth_type", "llm_request"],
+    clauses.append(
+        update_rows_sql(
+            Message,
+            [message for append in appends for message in append.amended.values()],
+            [*AMENDED_FIELDS, *TOKEN_FIELDS, "received_at", "request_id", "auth_type", "llm_request"],
+        )
     )
-    add_to_rows(
-        Conversation,
-        add=COUNTER_FIELDS,
-        assign={
-            "last_message_at": ("timestamptz", "GREATEST(t.last_message_at, v.last_message_at)"),
-            "feishu_conversation_id": ("varchar", "COALESCE(v.feishu_conversation_id, t.feishu_conversation_id)"),
-        },
-        rows=existing,
+    clauses.append(
+        add_to_rows_sql(
+            Conversation,
+            add=COUNTER_FIELDS,
+            assign={
+                "last_message_at": ("timestamptz", "GREATEST(t.last_message_at, v.last_message_at)"),
+                "feishu_conversation_id": ("varchar", "COALESCE(v.feishu_conversation_id, t.feishu_conversation_id)"),
+            },
+            rows=existing,
+        )
     )
-    add_to_rows(
-        Session,
-        add=SESSION_COUNTER_FIELDS,
-        assign={
-            "last_seq": ("bigint", "v.last_seq"),
-            "current_conversation_id": ("uuid", "v.current_conversation_id"),
-            "last_message_at": ("timestamptz", "GREATEST(t.last_message_at, v.last_message_at)"),
-        },
-        rows=[
-            (
-                append.session.pk,
-                *append.session_tally[: len(SESSION_COUNTER_FIELDS)],
-                append.seq,
-                append.current.pk if append.current else append.session.current_conversation_id,
-                append.last_message_at,
-            )
-            for append in appends
-        ],
+    clauses.append(
+        add_to_rows_sql(
+            Session,
+            add=SESSION_COUNTER_FIELDS,
+            assign={
+                "last_seq": ("bigint", "v.last_seq"),
+                "current_conversation_id": ("uuid", "v.current_conversation_id"),
+                "last_message_at": ("timestamptz", "GREATEST(t.last_message_at, v.last_message_at)"),
+            },
+            rows=[
+                (
+                    append.session.pk,
+                    *append.session_tally[: len(SESSION_COUNTER_FIELDS)],
+                    append.seq,
+                    append.current.pk if append.current else append.session.current_conversation_id,
+                    append.last_message_at,
+                )
+                for append in appends
+            ],
+        )
     )
-    rollups_add(entries=[(append.session, append.rollup_deltas()) for append in appends])
+    clauses.extend(also)
+    rollups_add(
+        entries=[(append.session, append.rollup_deltas()) for append in appends],
+        before=[clause for clause in clauses if clause is not None],
+        prepared=not copied and len(appends) == 1,  # an API call's few rows, of a shape that comes again
+    )
+    for _, rows in inserted:
+        mark_saved(rows)
 
 
 def _defer_search(on: bool) -> None:
@@ -484,7 +518,12 @@ def messages_append(
 
 
 def messages_append_to_sessions(
-    *, appends: list[tuple[Session, list[dict]]], index_later: bool = False, amend: bool = False
+    *,
+    appends: list[tuple[Session, list[dict]]],
+    index_later: bool = False,
+    amend: bool = False,
+    also: Callable[[list[list[Message]]], list[Clause]] | None = None,
+    announce: bool = True,
 ) -> list[AppendResult]:
     """`messages_append` for several sessions at once (an import's files), with one statement per table for
     all of them. Each session must appear once, as the caller's transaction has just locked (or created)
@@ -492,15 +531,30 @@ def messages_append_to_sessions(
 
     `amend` (imports only): an item repeating a stored `external_id` is a later version of that message, and
     completes it in place (`_Append.amend`): a streamed response whose last lines arrived since, a record its
-    tool rewrote. Its changed content is indexed and embedded again (`messages_amended`, after the commit)."""
+    tool rewrote. Its changed content is indexed and embedded again (`messages_amended`, after the commit).
+
+    `also(messages)` (the messages per session, in input order) gives the caller's own writes that go with
+    these messages (a chat turn's row): they are made in the same statement. `announce=False` sends no
+    `messages_appended` (a chat turn's messages are announced by `turn_completed`, with their final text)."""
     now = timezone.now()
     with transaction.atomic(savepoint=False):
         return _append(
-            [_Append(session, items, now) for session, items in appends], index_later=index_later, amend=amend
+            [_Append(session, items, now) for session, items in appends],
+            index_later=index_later,
+            amend=amend,
+            also=also,
+            announce=announce,
         )
 
 
-def _append(appends: list[_Append], *, index_later: bool, amend: bool = False) -> list[AppendResult]:
+def _append(
+    appends: list[_Append],
+    *,
+    index_later: bool,
+    amend: bool = False,
+    also: Callable[[list[list[Message]]], list[Clause]] | None = None,
+    announce: bool = True,
+) -> list[AppendResult]:
     stored = _load_stored(appends)
     _load_conversation_refs(appends)
     _load_requests(appends, stored if amend else {})
@@ -527,7 +581,8 @@ def _append(appends: list[_Append], *, index_later: bool, amend: bool = False) -
         outcomes.append((append, results, new))
     written = [append for append, _, new in outcomes if any(new) or append.amended]
     if written:
-        _write(written, new_messages, index_later=index_later)
+        extra = also([results for _, results, _ in outcomes]) if also else []
+        _write(written, new_messages, index_later=index_later, also=extra)
         index_after_commit([m.id for m in new_messages if index_later or needs_index(m.content)])
         index_after_commit(
             [pk for append in written for pk in append.restated if needs_index(append.amended[pk].content)]
@@ -551,7 +606,7 @@ def _append(appends: list[_Append], *, index_later: bool, amend: bool = False) -
                 amended=len(append.amended),
             )
         )
-    if appended:
+    if appended and announce:
         transaction.on_commit(lambda: messages_appended.send(sender=Session, appended=appended))
     if amended:
         transaction.on_commit(lambda: messages_amended.send(sender=Session, amended=amended))

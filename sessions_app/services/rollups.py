@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
+from platform_kit.db import PREPARED_MAX_PARAMS, Clause, execute, prepared_cursor, together
 from sessions_app.models import (
     Session,
     SessionModelUsage,
@@ -44,9 +45,16 @@ def rollup_add(*, session: Session, deltas: dict[tuple[datetime, str], Counter])
     rollups_add(entries=[(session, deltas)])
 
 
-def rollups_add(*, entries: list[tuple[Session, dict[tuple[datetime, str], dict]]]) -> None:
+def rollups_add(
+    *,
+    entries: list[tuple[Session, dict[tuple[datetime, str], dict]]],
+    before: list[Clause] = (),
+    prepared: bool = False,
+) -> None:
     """`rollup_add` for several sessions in one statement (the three upserts as WITH clauses), so one round
-    trip. Sessions that share a tenant, tool, user, project and machine share roll-up rows: their deltas are summed."""
+    trip. Sessions that share a tenant, tool, user, project and machine share roll-up rows: their deltas are summed.
+    `before`: the writer's own data-modifying clauses (its messages, its session row…), run in the same statement;
+    `prepared`: a statement of a shape written many times a second (a chat turn's), prepared once per connection."""
     hourly: dict[tuple, Counter] = defaultdict(Counter)
     daily: dict[tuple, Counter] = defaultdict(Counter)
     by_model: dict[tuple, Counter] = defaultdict(Counter)
@@ -61,6 +69,7 @@ def rollups_add(*, entries: list[tuple[Session, dict[tuple[datetime, str], dict]
             for name in SESSION_MODEL_FIELDS:
                 model_delta[name] += delta.get(name, 0)
     if not hourly:
+        execute(together(before))
         return
     # One fixed order of rows for every writer (sorted keys), so writers sharing rows cannot deadlock.
     upserts = [
@@ -84,15 +93,15 @@ def rollups_add(*, entries: list[tuple[Session, dict[tuple[datetime, str], dict]
     # budget periods, then hourly, daily and usage-by-model rows, each in sorted order.
     now = timezone.now()
     budget_clauses, budget_params, budget_select, select_params = usage_sql(entries=entries, now=now)
-    sql = "".join(f"{'WITH' if i == 0 else ','} u{i} AS ({clause}) " for i, (clause, _) in enumerate(upserts))
-    params = [value for _, clause_params in upserts for value in clause_params]
-    with connection.cursor() as cursor:
-        if budget_clauses:
-            cursor.execute(f"{sql}, {budget_clauses} {budget_select}", [*params, *budget_params, *select_params])
-            budget_rows = cursor.fetchall()
-        else:
-            cursor.execute(f"{sql} SELECT 1 WHERE false", params)
-            budget_rows = []
+    clauses = [*before, *upserts]
+    if budget_clauses:
+        statement = together(clauses, (f", {budget_clauses} {budget_select}", [*budget_params, *select_params]))
+    else:
+        statement = together(clauses)
+    prepared = prepared and len(statement[1]) <= PREPARED_MAX_PARAMS
+    with prepared_cursor() if prepared else connection.cursor() as cursor:
+        cursor.execute(*statement)
+        budget_rows = cursor.fetchall() if budget_clauses else []
     if budget_rows:
         usage_evaluate(rows=budget_rows, now=now)
 

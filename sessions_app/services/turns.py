@@ -20,14 +20,22 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import transaction
-from django.db.models import F
-from django.db.models.functions import Greatest
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from platform_kit.db import (
+    add_to_rows_sql,
+    insert_rows_sql,
+    mark_saved,
+    prepared_cursor,
+    select_instances,
+    unsaved_instance,
+    update_rows_sql,
+)
 from platform_kit.redaction import redact, redact_text
 from sessions_app.accounting import total_tokens, turn_answer_usage
 from sessions_app.models import (
+    Budget,
     Conversation,
     Message,
     Role,
@@ -38,9 +46,10 @@ from sessions_app.models import (
 )
 from sessions_app.schema import COUNTER_FIELDS, TOKEN_FIELDS
 from sessions_app.search import index_after_commit, needs_index
-from sessions_app.services.messages import messages_append
-from sessions_app.services.rollups import rollup_add
-from sessions_app.signals import turn_completed
+from sessions_app.selectors.budgets import budget_blocking
+from sessions_app.services.messages import messages_append_to_sessions
+from sessions_app.services.rollups import rollups_add
+from sessions_app.signals import turn_completed, turn_completing
 
 FINISH_REASONS = ("stop", "length", "tool_calls", "error")
 CLOSED = (TurnStatus.COMPLETED, TurnStatus.FAILED)
@@ -71,6 +80,14 @@ class TurnStarted:
     created: bool
 
 
+class BudgetUsedUp(Exception):
+    """A hard-limit budget covering the session is used up: the turn is refused (429)."""
+
+    def __init__(self, budget):
+        super().__init__(budget.name)
+        self.budget = budget
+
+
 def _turns(tenant: Tenant):
     return Turn.objects.filter(tenant=tenant, session__deleted_at__isnull=True)
 
@@ -84,74 +101,173 @@ def turn_start(
     thinking_mode: str = "",
     conversation: str | None = None,
     external_id: str | None = None,
+    api_key_id=None,
 ) -> TurnStarted:
-    """Write the user message and the assistant placeholder. A repeated `external_id` returns the turn."""
+    """Write the user message and the assistant placeholder. A repeated `external_id` returns the turn.
+
+    Two statements: the session's row locked (with whether a budget refuses the write, and the turn a
+    repeated `external_id` names), then the messages, the turn, the counters and the roll-ups in one.
+    Raises Session.DoesNotExist (not the tenant's) and BudgetUsedUp."""
+    try:
+        return _start(
+            tenant=tenant,
+            session_id=session_id,
+            content=content,
+            attachments=attachments,
+            thinking_mode=thinking_mode,
+            conversation=conversation,
+            external_id=external_id,
+            api_key_id=api_key_id,
+        )
+    except IntegrityError as error:
+        # Its twin (the same external_id) committed while this one waited for the session's lock, after
+        # this statement's snapshot was taken: the next one sees it.
+        if not external_id or "turn_session_external_id" not in str(error):
+            raise
+    return TurnStarted(
+        turn=_with_messages(_turns(tenant).get(session_id=session_id, external_id=external_id)), created=False
+    )
+
+
+_START_SQL = f"""
+SELECT {{columns}},
+  EXISTS (SELECT 1 FROM {Budget._meta.db_table} b
+          WHERE b.tenant_id = s.tenant_id AND b.active AND b.hard_limit AND b.blocked_until > %s),
+  (SELECT t.id FROM {Turn._meta.db_table} t WHERE t.session_id = s.id AND t.external_id = %s)
+FROM {Session._meta.db_table} s WHERE s.id = %s AND s.tenant_id = %s AND s.deleted_at IS NULL
+FOR UPDATE OF s
+"""
+
+
+def _start(*, tenant, session_id, content, attachments, thinking_mode, conversation, external_id, api_key_id):
     now = timezone.now()
     with transaction.atomic():
         # The session's lock first, as every counter writer takes it: a repeated external_id then
-        # cannot race its twin.
-        Session.objects.select_for_update().get(pk=session_id, tenant=tenant, deleted_at__isnull=True)
-        if external_id:
-            existing = Turn.objects.filter(session_id=session_id, external_id=external_id).first()
-            if existing is not None:
-                return TurnStarted(turn=existing, created=False)
+        # cannot race its twin. With it: whether a hard-limit budget of the tenant is used up, and the turn
+        # a repeated external_id names.
+        found = select_instances(_START_SQL, [now, external_id, session_id, tenant.pk], (("s", Session),))
+        if found is None:
+            raise Session.DoesNotExist
+        session, budget_blocked, repeated_turn = found
+        if repeated_turn is not None:
+            return TurnStarted(turn=_with_messages(Turn.objects.get(pk=repeated_turn)), created=False)
+        if budget_blocked:
+            budget = budget_blocking(session=session, api_key_id=api_key_id, now=now)
+            if budget is not None:
+                raise BudgetUsedUp(budget)
         user = {"role": Role.USER, "content": content, "created_at": now, "thinking_mode": thinking_mode}
         if attachments is not None:
             user["attachments"] = attachments
         if conversation:
             user["conversation"] = conversation
         placeholder = {"role": Role.ASSISTANT, "content": "", "created_at": now}
-        user_message, assistant_message = messages_append(
-            tenant=tenant, session_id=session_id, items=[user, placeholder]
-        ).messages
-        turn = Turn.objects.create(
-            tenant=tenant,
-            session_id=session_id,
-            conversation_id=user_message.conversation_id,
-            user_message=user_message,
-            assistant_message=assistant_message,
-            external_id=external_id,
-            started_at=now,
-            last_activity_at=now,
-        )
-    return TurnStarted(turn=turn, created=True)
+        made = []
+
+        def the_turn(messages: list[list[Message]]):
+            user_message, assistant_message = messages[0]
+            turn = unsaved_instance(
+                Turn,
+                tenant_id=tenant.pk,
+                session_id=session.pk,
+                conversation_id=user_message.conversation_id,
+                user_message_id=user_message.id,
+                assistant_message_id=assistant_message.id,
+                external_id=external_id,
+                started_at=now,
+                last_activity_at=now,
+            )
+            cache = turn._state.fields_cache
+            cache["user_message"], cache["assistant_message"] = user_message, assistant_message
+            made.append(turn)
+            return [insert_rows_sql(Turn, [turn])]
+
+        # Embedding and the strategies' triggers wait for the turn's end (turn_completed, with both messages'
+        # final text; an abandoned turn ends too): the question is not looked at twice.
+        messages_append_to_sessions(appends=[(session, [user, placeholder])], also=the_turn, announce=False)
+        mark_saved(made)
+    return TurnStarted(turn=made[0], created=True)
 
 
-def _open_turn(*, tenant: Tenant, turn_id) -> Turn:
-    turn = _turns(tenant).select_for_update(of=("self",)).get(pk=turn_id)
-    if turn.status != TurnStatus.STREAMING:
-        raise TurnClosed(turn)
+def _with_messages(turn: Turn) -> Turn:
+    messages = Message.objects.in_bulk([turn.user_message_id, turn.assistant_message_id])
+    cache = turn._state.fields_cache
+    cache["user_message"], cache["assistant_message"] = (
+        messages[turn.user_message_id],
+        messages[turn.assistant_message_id],
+    )
     return turn
 
 
-def turn_system_ready(*, tenant: Tenant, turn_id, system_prompt: str) -> Turn:
+@dataclass(frozen=True)
+class TurnProgress:
+    """What system-ready and checkpoints answer: the turn's state, not the text just sent."""
+
+    id: object
+    status: str
+    system_ready_at: datetime | None
+    last_activity_at: datetime
+    message_id: object  # the message it wrote on
+
+
+# One statement per checkpoint (and per system-ready): the open turn's row updated (its lock taken, as
+# completion takes it, so a checkpoint never lands after the completion) and its message with it.
+_PROGRESS_SQL = """
+WITH turn AS (
+  UPDATE {turn} t SET last_activity_at = %s{ready}
+  FROM {session} s
+  WHERE t.id = %s AND t.tenant_id = %s AND t.status = 'streaming' AND s.id = t.session_id AND s.deleted_at IS NULL
+  RETURNING t.id, t.{message}, t.status, t.system_ready_at, t.last_activity_at
+), message AS (
+  UPDATE {message_table} m SET {sets} FROM turn WHERE m.id = turn.{message} RETURNING m.id
+)
+SELECT turn.id, turn.status, turn.system_ready_at, turn.last_activity_at, (SELECT id FROM message) FROM turn
+"""
+
+
+def _progress(*, tenant: Tenant, turn_id, message: str, fields: dict, ready: bool) -> TurnProgress:
+    if not fields:
+        raise ValueError("Nothing to write: give content and/or thinking.")
+    now = timezone.now()
+    sets = ", ".join(f"{name} = %s" for name in fields)
+    sql = _PROGRESS_SQL.format(
+        turn=Turn._meta.db_table,
+        session=Session._meta.db_table,
+        message_table=Message._meta.db_table,
+        message=message,
+        ready=", system_ready_at = %s" if ready else "",
+        sets=sets,
+    )
+    params = [now, *([now] if ready else []), turn_id, tenant.pk, *fields.values()]
+    with prepared_cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        raise TurnClosed(_turns(tenant).get(pk=turn_id))  # closed, or Turn.DoesNotExist
+    return TurnProgress(id=row[0], status=row[1], system_ready_at=row[2], last_activity_at=row[3], message_id=row[4])
+
+
+def turn_system_ready(*, tenant: Tenant, turn_id, system_prompt: str) -> TurnProgress:
     """Keep the complete system prompt of the turn on its user message (before the first chunk)."""
-    now = timezone.now()
-    with transaction.atomic():
-        turn = _open_turn(tenant=tenant, turn_id=turn_id)
-        Message.objects.filter(pk=turn.user_message_id).update(thinking=redact_text(system_prompt))
-        turn.system_ready_at = turn.last_activity_at = now
-        turn.save(update_fields=["system_ready_at", "last_activity_at"])
-    return turn
+    return _progress(
+        tenant=tenant,
+        turn_id=turn_id,
+        message="user_message_id",
+        fields={"thinking": redact_text(system_prompt)},
+        ready=True,
+    )
 
 
-def turn_checkpoint(*, tenant: Tenant, turn_id, content: str | None = None, thinking: str | None = None) -> Turn:
+def turn_checkpoint(
+    *, tenant: Tenant, turn_id, content: str | None = None, thinking: str | None = None
+) -> TurnProgress:
     """Save the partial answer of a stream in progress."""
-    now = timezone.now()
-    with transaction.atomic():
-        turn = _open_turn(tenant=tenant, turn_id=turn_id)
-        fields = {
-            name: redact_text(value)
-            for name, value in (("content", content), ("thinking", thinking))
-            if value is not None
-        }
-        if fields:
-            Message.objects.filter(pk=turn.assistant_message_id).update(**fields)
-            if needs_index(content):
-                index_after_commit([turn.assistant_message_id])
-        turn.last_activity_at = now
-        turn.save(update_fields=["last_activity_at"])
-    return turn
+    fields = {
+        name: redact_text(value) for name, value in (("content", content), ("thinking", thinking)) if value is not None
+    }
+    progress = _progress(tenant=tenant, turn_id=turn_id, message="assistant_message_id", fields=fields, ready=False)
+    if needs_index(content):
+        index_after_commit([progress.message_id])
+    return progress
 
 
 def completion_digest(data: dict) -> str:
@@ -159,32 +275,80 @@ def completion_digest(data: dict) -> str:
 
 
 def turn_complete(*, tenant: Tenant, turn_id, data: dict) -> tuple[Turn, bool]:
-    """Write the finished turn in one transaction. Returns (turn, changed).
+    """Write the finished turn in one transaction. Returns (turn, changed), the turn with both its messages.
 
     The same completion again changes nothing; a different one raises TurnClosed. A turn closed as
     abandoned still takes its completion: the client's data is the truth, the timeout was a guess.
+    Two statements: the turn read with its session and messages (the session's row and the turn's locked),
+    then every change in one.
     """
     digest = completion_digest(data)
     with transaction.atomic():
-        session_id = _turns(tenant).values_list("session_id", flat=True).get(pk=turn_id)
-        session = Session.objects.select_for_update().get(pk=session_id)
-        turn = Turn.objects.select_for_update().get(pk=turn_id)
+        turn = _locked_turn(turn_id, tenant)
         if turn.status in CLOSED:
             if turn.completion_digest == digest:
                 return turn, False
             raise TurnCompletedDifferently(turn)
         status = TurnStatus.FAILED if data["finish_reason"] == "error" else TurnStatus.COMPLETED
-        _finish(session=session, turn=turn, data=data, status=status, digest=digest)
+        _finish(turn=turn, data=data, status=status, digest=digest)
     return turn, True
+
+
+_LOCKED_TURN_SQL = f"""
+SELECT {{columns}} FROM {Turn._meta.db_table} t
+JOIN {Session._meta.db_table} s ON s.id = t.session_id
+JOIN {Message._meta.db_table} u ON u.id = t.user_message_id
+JOIN {Message._meta.db_table} a ON a.id = t.assistant_message_id
+WHERE t.id = %s AND (%s::uuid IS NULL OR t.tenant_id = %s) AND s.deleted_at IS NULL
+FOR UPDATE OF s, t
+"""
+
+
+def _locked_turn(turn_id, tenant: Tenant | None = None) -> Turn:
+    """The turn with its session and both messages; the session's row locked, then the turn's (the order every
+    writer takes them in). Raises Turn.DoesNotExist (not the tenant's, or its session deleted)."""
+    tenant_id = tenant.pk if tenant else None
+    found = select_instances(
+        _LOCKED_TURN_SQL,
+        [turn_id, tenant_id, tenant_id],
+        (("t", Turn), ("s", Session), ("u", Message), ("a", Message)),
+    )
+    if found is None:
+        raise Turn.DoesNotExist
+    turn, session, user, assistant = found
+    cache = turn._state.fields_cache
+    cache["session"], cache["user_message"], cache["assistant_message"] = session, user, assistant
+    return turn
 
 
 def _difference(after: dict, before: dict) -> dict[str, int]:
     return {field: after.get(field, 0) - before.get(field, 0) for field in COUNTER_FIELDS}
 
 
-def _finish(*, session: Session, turn: Turn, data: dict, status: str, digest: str) -> None:
+# What a completion writes on the assistant message.
+ANSWER_FIELDS = (
+    "role",
+    "content",
+    "thinking",
+    "model",
+    "max_tokens",
+    "temperature",
+    "finish_reason",
+    "elapsed_ms",
+    *TOKEN_FIELDS,
+    "tool_calls",
+    "tool_names",
+    "api_calls",
+    "metadata",
+)
+
+# What a completion writes on the user message: (field, the completion's name for it).
+USER_FIELDS = (("skill_names", "skill_names"), ("tool_names", "available_tool_names"))
+
+
+def _finish(*, turn: Turn, data: dict, status: str, digest: str) -> None:
     now = timezone.now()
-    assistant = Message.objects.get(pk=turn.assistant_message_id)
+    session, assistant, user = turn.session, turn.assistant_message, turn.user_message
     before_key, before = turn_answer_usage(assistant)
 
     assistant.role = Role.ERROR if data["finish_reason"] == "error" else Role.ASSISTANT
@@ -206,35 +370,45 @@ def _finish(*, session: Session, turn: Turn, data: dict, status: str, digest: st
     assistant.metadata = {k: v for k, v in assistant.metadata.items() if k != "error"}
     if data.get("error"):
         assistant.metadata["error"] = redact_text(data["error"])
-    assistant.save()
     if needs_index(assistant.content):
         index_after_commit([assistant.pk])
 
-    user_fields = {}
-    if "skill_names" in data:
-        user_fields["skill_names"] = data["skill_names"]
-    if "available_tool_names" in data:
-        user_fields["tool_names"] = data["available_tool_names"]
-    if user_fields:
-        Message.objects.filter(pk=turn.user_message_id).update(**user_fields)
+    user_fields = [
+        name for name, key in (("skill_names", "skill_names"), ("tool_names", "available_tool_names")) if key in data
+    ]
+    for name, key in (("skill_names", "skill_names"), ("tool_names", "available_tool_names")):
+        if key in data:
+            setattr(user, name, data[key])
 
     after_key, after = turn_answer_usage(assistant)
     delta = _difference(after, before)
-    changes = {field: F(field) + value for field, value in delta.items() if value}
-    Conversation.objects.filter(pk=turn.conversation_id).update(
-        **changes, last_message_at=Greatest(F("last_message_at"), now)
-    )
-    Session.objects.filter(pk=session.pk).update(**changes, last_message_at=Greatest(F("last_message_at"), now))
     rollup: dict[tuple[datetime, str], Counter] = defaultdict(Counter)
     for field in COUNTER_FIELDS:  # out of the placeholder's hour/model bucket, into the finished message's
         rollup[before_key][field] -= before.get(field, 0)
         rollup[after_key][field] += after.get(field, 0)
-    rollup_add(session=session, deltas=rollup)
 
     turn.status = status
     turn.completed_at = turn.last_activity_at = now
     turn.completion_digest = digest
-    turn.save(update_fields=["status", "completed_at", "last_activity_at", "completion_digest"])
+    counters = (*(delta[field] for field in COUNTER_FIELDS), now)
+    last_message_at = {"last_message_at": ("timestamptz", "GREATEST(t.last_message_at, v.last_message_at)")}
+    clauses = [
+        update_rows_sql(Message, [assistant], list(ANSWER_FIELDS)),
+        update_rows_sql(Message, [user], user_fields) if user_fields else None,
+        add_to_rows_sql(
+            Conversation, add=COUNTER_FIELDS, assign=last_message_at, rows=[(turn.conversation_id, *counters)]
+        ),
+        add_to_rows_sql(Session, add=COUNTER_FIELDS, assign=last_message_at, rows=[(session.pk, *counters)]),
+        update_rows_sql(Turn, [turn], ["status", "completed_at", "last_activity_at", "completion_digest"]),
+    ]
+    # Other apps' bookkeeping of the changed text (the memory status's embedding watermark), in the same statement.
+    for _, clause in turn_completing.send(
+        sender=Turn, session_id=session.pk, first_seq=user.seq, message_ids=[user.pk, assistant.pk]
+    ):
+        clauses.append(clause)
+    rollups_add(entries=[(session, rollup)], before=[clause for clause in clauses if clause is not None], prepared=True)
+    for name in COUNTER_FIELDS:
+        setattr(session, name, getattr(session, name) + delta[name])
 
     tool_schema = data.get("tool_schema")
     transaction.on_commit(lambda: _after_commit(turn, assistant, tool_schema, data.get("error")))
@@ -279,18 +453,16 @@ def turns_close_abandoned(*, older_than: timedelta, limit: int = 500) -> int:
     """
     cutoff = timezone.now() - older_than
     candidates = Turn.objects.filter(status=TurnStatus.STREAMING, last_activity_at__lt=cutoff).values_list(
-        "pk", "session_id"
+        "pk", flat=True
     )[:limit]
     closed = 0
-    for turn_id, session_id in candidates:
+    for turn_id in candidates:
         with transaction.atomic():
-            session = Session.objects.select_for_update().get(pk=session_id)
-            turn = Turn.objects.select_for_update().get(pk=turn_id)
+            turn = _locked_turn(turn_id)
             if turn.status != TurnStatus.STREAMING or turn.last_activity_at >= cutoff:
                 continue
             seconds = int(older_than.total_seconds())
             _finish(
-                session=session,
                 turn=turn,
                 data={"finish_reason": "error", "error": f"Abandoned: no completion within {seconds} s."},
                 status=TurnStatus.ABANDONED,

@@ -4,6 +4,7 @@ import time
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memory_app.embeddings import messages_embed, records_embed
 from memory_app.models import Record
@@ -211,26 +212,56 @@ def test_a_heavy_user_is_ranked_through_the_sign_bit_shortlist_like_an_exact_sca
     assert distances(shortlisted[:10]) == distances(exact[:10])
     assert distances(exact[:10]) != distances(exact[-10:])  # the query does separate near from far
 
+    from memory_app.selectors.recall import recall_search
+
+    def recalled(**limits):  # through the service: the records are counted once, for keywords and vectors
+        for name, value in limits.items():
+            setattr(settings, name, value)
+        with CaptureQueriesContext(connection) as captured:
+            hits = recall_search(tenant=api.tenant, query="which tea house did he visit in Kyoto", user_id="heavy")
+        statements = [q["sql"] for q in captured.captured_queries]
+        return [(h.id, h.score) for h in hits.results], statements
+
+    shortlisted, statements = recalled(ACE_RECALL_EXACT_UP_TO=50, ACE_RECALL_SHORTLIST=CANDIDATES + 20)
+    assert any(sql.startswith("WITH shortlist") for sql in statements)
+    assert not any(sql.startswith("SELECT count(*) FROM (SELECT 1") for sql in statements)  # no second count
+    exact, statements = recalled(ACE_RECALL_EXACT_UP_TO=10_000)
+    assert not any(sql.startswith("WITH shortlist") for sql in statements)
+    assert [score for _, score in shortlisted] == [score for _, score in exact]
+
 
 def test_keyword_matches_are_the_same_through_the_gin_index_or_row_by_row(api, monkeypatch):
-    """A small user's rows are tested one by one; a big one's matches come from the GIN index first."""
+    """A small user's messages are tested one by one; a big one's matches come from the GIN index first."""
     from memory_app.selectors import recall as recall_module
 
-    for n in range(30):
-        Record.objects.create(tenant=api.tenant, user_id="xiaoming", type="fact", content=f"walked the dog, day {n}")
-    Record.objects.create(tenant=api.tenant, user_id="xiaoming", type="fact", content="Allergic to 芒果 (mango)")
-    Record.objects.create(tenant=api.tenant, user_id="other", type="fact", content="Allergic to mango as well")
+    chat(api, [f"walked the dog, day {n}" for n in range(30)] + ["Allergic to 芒果 (mango)"])
+    chat(api, ["Allergic to mango as well"], user_id="other")
 
     def keyword_hits():
         hits = recall_module.recall_search(
-            tenant=api.tenant, query="mango allergy", user_id="xiaoming", include_messages=False
+            tenant=api.tenant, query="mango allergy", user_id="xiaoming", include_records=False
         )
-        return [(h.text, h.matched_by) for h in hits.results if "keyword" in h.matched_by]
+        return [h.text for h in hits.results if "keyword" in h.matched_by]
 
     row_by_row = keyword_hits()
     monkeypatch.setattr(recall_module, "KEYWORD_SCAN_UP_TO", 5)  # xiaoming counts as a big user now
     through_gin = keyword_hits()
-    assert row_by_row == through_gin == [("Allergic to 芒果 (mango)", ["keyword"])]
+    assert row_by_row == through_gin == ["Allergic to 芒果 (mango)"]
+
+
+def test_a_users_record_keyword_matches_are_their_own_whatever_their_id(api, other_api):
+    """Records' keywords are matched through an index of their words and one "<tenant>/<user>" lexeme: a user
+    id with quotes, spaces, backslashes or slashes, or one that begins another's, finds only its own rows."""
+    from memory_app.selectors.recall import recall_search
+
+    users = ["ann", "ann/x", "ann x", "o'brien \\ co", "李娜"]
+    for user in users:
+        record_create(tenant=api.tenant, user_id=user, type="fact", content=f"Visited Lisbon with {user}")
+    record_create(tenant=other_api.tenant, user_id="ann", type="fact", content="Visited Lisbon in another tenant")
+    for user in users:
+        hits = recall_search(tenant=api.tenant, query="Lisbon trip", user_id=user, include_messages=False).results
+        assert [h.text for h in hits if "keyword" in h.matched_by] == [f"Visited Lisbon with {user}"]
+    assert recall_search(tenant=api.tenant, query="Lisbon", user_id="an", include_messages=False).results == []
 
 
 def test_an_embedder_that_is_down_degrades_to_keywords(api, settings):

@@ -45,3 +45,46 @@ def test_list_and_revoke_commands(api, capsys):
     assert prefix in capsys.readouterr().out
     call_command("ace_apikey", "revoke", prefix)
     assert api.get("/api/v1/sessions/").status_code == 401
+
+
+def _key_queries(queries) -> list[str]:
+    return [q["sql"] for q in queries if "sessions_app_apikey" in q["sql"] and q["sql"].startswith("SELECT")]
+
+
+def test_a_key_check_is_kept_for_a_few_seconds_and_a_revocation_elsewhere_lands_within_them(api, settings):
+    """Another server revoking the key (here: a bare UPDATE, which this process hears nothing of) is obeyed
+    once this process's check of the key is older than ACE_API_KEY_CACHE_SECONDS."""
+    import time
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.ACE_API_KEY_CACHE_SECONDS = 1.0
+    assert api.get("/api/v1/sessions/").status_code == 200
+    with CaptureQueriesContext(connection) as queries:
+        assert api.get("/api/v1/sessions/").status_code == 200
+    assert _key_queries(queries.captured_queries) == []  # the key was not read again
+
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE sessions_app_apikey SET revoked_at = now() WHERE tenant_id = %s", [api.tenant.pk])
+    assert api.get("/api/v1/sessions/").status_code == 200  # still trusted for up to a second
+    time.sleep(1.1)
+    assert api.get("/api/v1/sessions/").status_code == 401
+
+
+def test_a_key_deleted_or_revoked_in_this_process_stops_working_at_once(api, settings):
+    settings.ACE_API_KEY_CACHE_SECONDS = 3600.0
+    assert api.get("/api/v1/sessions/").status_code == 200
+    ApiKey.objects.get(tenant=api.tenant).delete()
+    assert api.get("/api/v1/sessions/").status_code == 401
+
+
+def test_without_the_cache_every_call_checks_the_key(api, settings):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.ACE_API_KEY_CACHE_SECONDS = 0
+    assert api.get("/api/v1/sessions/").status_code == 200
+    with CaptureQueriesContext(connection) as queries:
+        assert api.get("/api/v1/sessions/").status_code == 200
+    assert len(_key_queries(queries.captured_queries)) == 1

@@ -318,3 +318,101 @@ def test_listing_a_sessions_turns(api, session):
         second
     ]
     assert api.get(f"/api/v1/sessions/{session.pk}/turns/?status=nope").status_code == 400
+
+
+def test_each_call_of_a_turn_is_a_handful_of_statements_and_reads_nothing_back(api, session):
+    """The calls a chat app makes four or five times per answer: start and complete in 4 statements
+    (BEGIN, the lock, one write, COMMIT), system-ready and checkpoints in one; the API key is not read again."""
+    from django.test.utils import CaptureQueriesContext
+
+    def statements(method, url, body):
+        with CaptureQueriesContext(connection) as queries:
+            response = getattr(api, method)(url, body, format="json")
+        assert response.status_code in (200, 201), response.content
+        return response.json(), [query["sql"] for query in queries.captured_queries]
+
+    start(api, session)  # the key's check is now kept by this process
+    turn, sql = statements("post", f"/api/v1/sessions/{session.pk}/turns/", {"content": "还有呢？", "external_id": "t"})
+    assert len(sql) == 4 and "FOR UPDATE" in sql[1] and sql[2].startswith("WITH"), sql  # between BEGIN and COMMIT
+    assert turn["user_message"]["content"] == "还有呢？" and turn["assistant_message"]["role"] == "assistant"
+    url = f"/api/v1/turns/{turn['turn']}/"
+    progress, sql = statements("post", url + "system-ready/", {"system_prompt": "You are helpful."})
+    assert len(sql) == 1 and progress["system_ready_at"] is not None
+    progress, sql = statements("patch", url, {"content": "明天多云", "thinking": "weather"})
+    assert len(sql) == 1 and progress["status"] == "streaming"
+    completed, sql = statements("post", url + "complete/", COMPLETION)
+    assert len(sql) == 4, sql
+    # What the answer shows is what was stored.
+    stored = api.get(url).json()
+    assert completed == stored
+    assert stored["assistant_message"]["content"] == COMPLETION["content"]
+    assert stored["user_message"]["thinking"] == "You are helpful."
+    assert stored["user_message"]["skill_names"] == ["weather"]
+    session.refresh_from_db()
+    assert session_count_drift(session=session) == {}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_twin_starts_racing_on_one_external_id_make_one_turn():
+    """A client retrying a start while the first is still being written: both get the same turn."""
+    api = make_client("turns-twins")
+    session = SessionFactory(tenant=api.tenant)
+    answers, barrier = [], threading.Barrier(6)
+
+    def twin():
+        client = make_client("turns-twins")
+        try:
+            barrier.wait()
+            response = client.post(
+                f"/api/v1/sessions/{session.pk}/turns/",
+                {"content": "同一个问题", "external_id": "retry-1"},
+                format="json",
+            )
+            answers.append((response.status_code, response.json().get("turn")))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=twin) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(code for code, _ in answers) == [200] * 5 + [201], answers
+    assert len({turn for _, turn in answers}) == 1
+    assert Turn.objects.filter(session=session).count() == 1
+    assert Message.objects.filter(session=session).count() == 2
+    session.refresh_from_db()
+    assert session.messages == 2 and session_count_drift(session=session) == {}
+
+
+def _race(turn, calls) -> dict:
+    """Send `calls` ({path under the turn: body}; "" is a checkpoint) at once, each from its own connection."""
+    codes, barrier = {}, threading.Barrier(len(calls))
+
+    def call(path, body):
+        client = make_client("turns-race")
+        try:
+            barrier.wait()
+            method = client.post if path else client.patch
+            codes[path] = method(f"/api/v1/turns/{turn}/{path}", body, format="json").status_code
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=call, args=item) for item in calls.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return codes
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_checkpoint_racing_the_completion_never_lands_after_it():
+    api = make_client("turns-race")
+    session = SessionFactory(tenant=api.tenant)
+    for round_ in range(5):
+        turn = start(api, session).json()["turn"]
+        codes = _race(turn, {"complete/": COMPLETION, "": {"content": f"partial {round_}"}})
+        assert codes["complete/"] == 200 and codes[""] in (200, 409), codes
+        stored = Turn.objects.select_related("assistant_message").get(pk=turn)
+        assert stored.assistant_message.content == COMPLETION["content"]  # the checkpoint came first, or not at all

@@ -14,6 +14,8 @@ from sessions_app.services.apikeys import apikey_create, tenant_get_or_create
 
 class Command(BaseCommand):
     help = "First start: an admin user (credentials printed), a demo tenant with an API key, and sample data."
+    # The system checks load every URL, view and admin module and the API schema: `check` and `migrate` run them.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("--no-sample-data", action="store_true", help="Only the admin user")

@@ -13,6 +13,8 @@ class Command(BaseCommand):
         "was; scripts/up runs it), `status` (how many rows are in the configured embedder's space), `index` (create "
         "its HNSW indexes), `reembed` (queue every record not yet in that space; --now embeds here instead)."
     )
+    # The system checks load every URL, view and admin module and the API schema: `check` and `migrate` run them.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("action", choices=["prepare", "status", "index", "reembed"])

@@ -15,6 +15,8 @@ class Command(BaseCommand):
         "Import a memory export (JSON Lines, from ace_export memory or GET /api/v1/records/export/) into a tenant. "
         "Every line is checked first; a bad line writes nothing. Importing a file again writes nothing new."
     )
+    # The system checks load every URL, view and admin module and the API schema: `check` and `migrate` run them.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="The .jsonl file ('-': standard input)")

@@ -15,6 +15,8 @@ class Command(BaseCommand):
         "labelled with the machine; resumable and idempotent. With --once, send what is new and exit (exit code "
         "0 sent, 1 some parts refused, 3 key refused, 4 server unreachable); else poll every --interval seconds."
     )
+    # The system checks load every URL, view and admin module and the API schema: `check` and `migrate` run them.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         push_client.add_arguments(parser)

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("sessions_app", "0017_tenant_exports_sweep"),
+        ("sessions_app", "0018_export_withdrawn"),
     ]
 
     operations = [
