@@ -1,3 +1,4 @@
+import gc
 import os
 
 from celery import Celery, signals
@@ -25,6 +26,7 @@ def _load_the_embedder(**kwargs):
     from aceproject.embedder_warmup import warm_up
 
     warm_up("worker")
+    gc.freeze()  # as gunicorn's workers do (aceproject/gunicorn_conf.py): start-up's objects out of the collector's way
 
 
 @signals.worker_init.connect

@@ -5,9 +5,15 @@ waits for the model (aceproject/embedder_warmup.py). The application is not prel
 thread pools must be made after the fork.
 """
 
+import gc
+
 
 def post_worker_init(worker):
     from aceproject.embedder_warmup import warm_up
 
     worker.notify()  # the master counts --timeout from the last notice: loading (or exporting) the model is work
     warm_up("web")
+    # What start-up made (modules, settings, the model) lives as long as the process: moved out of the garbage
+    # collector's sight, a full collection no longer walks it (~190 ms of CPU, one request in fifteen, in an
+    # ingest of 50-message batches).
+    gc.freeze()

@@ -20,7 +20,8 @@ class ModelSerializer(serializers.ModelSerializer):
 _SHARED: dict[type, serializers.BaseSerializer] = {}
 
 
-def _shared(serializer_class):
+def shared(serializer_class):
+    """The process's one instance of `serializer_class`, its fields built (e.g. the child of a list serializer)."""
     serializer = _SHARED.get(serializer_class)
     if serializer is None:
         serializer = _SHARED[serializer_class] = serializer_class()
@@ -30,9 +31,9 @@ def _shared(serializer_class):
 
 def validated(serializer_class, data) -> dict:
     """The validated data of `serializer_class(data=data)`, or the ValidationError `is_valid()` would raise."""
-    return _shared(serializer_class).run_validation(data)
+    return shared(serializer_class).run_validation(data)
 
 
 def represented(serializer_class, instance) -> dict:
     """`serializer_class(instance).data`."""
-    return _shared(serializer_class).to_representation(instance)
+    return shared(serializer_class).to_representation(instance)

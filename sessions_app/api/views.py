@@ -197,7 +197,7 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
                 result = messages_append(tenant=self.tenant, session_id=self._session_pk(), items=batch.validated_data)
         except Session.DoesNotExist:
             raise Http404 from None
-        body = MessageSerializer(result.messages, many=True).data
+        body = [represented(MessageSerializer, message) for message in result.messages]
         code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
         return Response(body[0] if single else body, status=code)
 
