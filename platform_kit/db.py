@@ -185,7 +185,8 @@ _SELECTS: dict[tuple, tuple[str, list]] = {}
 def select_instances(sql: str, params: list, tables: tuple[tuple[str, type], ...]) -> tuple | None:
     """The first row of `sql` as (one instance per table, *the row's other values), or None when it has none.
 
-    `sql`'s `{columns}` becomes every concrete column of `tables` ((alias, model), in order), then whatever
+    `sql`'s `{columns}` becomes every concrete column of `tables` ((alias, model), in order) but the ones the
+    model's `db_computed_fields` names (a message's search vector: deferred, as `.defer()` would), then whatever
     else it selects. For the calls made many times a second, where the ORM would compile the same query (each
     select_related model's fields, joins and aliases) on every call: the text is built once."""
     key = (sql, tables)
@@ -193,14 +194,15 @@ def select_instances(sql: str, params: list, tables: tuple[tuple[str, type], ...
     if built is None:
         columns, layout = [], []
         for alias, model in tables:
-            fields = model._meta.concrete_fields
+            skip = getattr(model, "db_computed_fields", ())
+            fields = [field for field in model._meta.concrete_fields if field.attname not in skip]
             columns.extend(f"{alias}.{connection.ops.quote_name(field.column)}" for field in fields)
             converters = [
                 (position, field, converter)
                 for position, field in enumerate(fields)
                 for converter in field.get_db_converters(connection)
             ]
-            layout.append((model, len(fields), converters))
+            layout.append((model, [field.attname for field in fields], converters))
         built = _SELECTS[key] = (sql.format(columns=", ".join(columns)), layout)
     text, layout = built
     with prepared_cursor() as cursor:
@@ -209,12 +211,12 @@ def select_instances(sql: str, params: list, tables: tuple[tuple[str, type], ...
     if row is None:
         return None
     instances, start, alias = [], 0, connection.alias
-    for model, width, converters in layout:
-        values = list(row[start : start + width])
+    for model, names, converters in layout:
+        values = list(row[start : start + len(names)])
         for position, field, converter in converters:
             values[position] = converter(values[position], field, connection)
-        instances.append(model.from_db(alias, None, values))
-        start += width
+        instances.append(model.from_db(alias, names, values))
+        start += len(names)
     return (*instances, *row[start:])
 
 

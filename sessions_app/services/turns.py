@@ -402,10 +402,12 @@ def _finish(*, turn: Turn, data: dict, status: str, digest: str) -> None:
         update_rows_sql(Turn, [turn], ["status", "completed_at", "last_activity_at", "completion_digest"]),
     ]
     # Other apps' bookkeeping of the changed text (the memory status's embedding watermark), in the same statement.
-    for _, clause in turn_completing.send(
-        sender=Turn, session_id=session.pk, first_seq=user.seq, message_ids=[user.pk, assistant.pk]
-    ):
-        clauses.append(clause)
+    clauses.extend(
+        clause
+        for _, clause in turn_completing.send(
+            sender=Turn, session_id=session.pk, first_seq=user.seq, message_ids=[user.pk, assistant.pk]
+        )
+    )
     rollups_add(entries=[(session, rollup)], before=[clause for clause in clauses if clause is not None], prepared=True)
     for name in COUNTER_FIELDS:
         setattr(session, name, getattr(session, name) + delta[name])
