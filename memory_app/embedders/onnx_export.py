@@ -15,9 +15,10 @@ model or a new export format makes a new folder, never a stale one.
 A BERT model is written straight from its weights by ``onnx_graph`` (no torch); another architecture is traced
 with PyTorch when the torch runtime is installed (``requirements-torch.txt``). Either way the export runs in a child
 process (``python -m memory_app.embedders.onnx_export SOURCE DEST``), so the process that serves vectors never holds
-the exporter's memory (nor torch). Processes that start together (web and Celery workers) take an exclusive file lock (``<folder>.lock``)
-before exporting; the export is written to a temporary folder and renamed into place, so a reader sees a
-complete folder or none, and one that died half-way leaves only a temporary folder (removed by the next export).
+the exporter's memory (nor torch). Processes that start together (web and Celery workers) take an exclusive file
+lock (``<folder>.lock``) before exporting; the export is written to a temporary folder and renamed into place, so a
+reader sees a complete folder or none, and one that died half-way leaves only a temporary folder (removed by the
+next export).
 """
 
 from __future__ import annotations
@@ -140,7 +141,10 @@ def export(source: Path, dest: Path) -> dict:
     try:
         model, meta = onnx_graph.build(source)
     except onnx_graph.Unsupported as unsupported:
-        if not _torch_installed():
+        try:
+            import sentence_transformers  # noqa: F401
+            import torch  # noqa: F401
+        except ImportError:
             raise ExportError(
                 f"{unsupported}. Install the torch runtime to export it with PyTorch "
                 "(pip install -r requirements-torch.txt), or use a BERT sentence-transformers model"
@@ -211,12 +215,6 @@ def _quantise(dest: Path) -> None:
     )
 
 
-def _torch_installed() -> bool:
-    import importlib.util
-
-    return all(importlib.util.find_spec(name) is not None for name in ("torch", "sentence_transformers"))
-
-
 def _export_with_torch(source: Path, dest: Path) -> dict:
     """The model traced with torch.onnx (any architecture sentence-transformers loads); needs the torch runtime."""
     import logging
@@ -275,7 +273,9 @@ def _export_with_torch(source: Path, dest: Path) -> dict:
 
     expected = model.encode(CHECK_TEXTS, normalize_embeddings=True, convert_to_numpy=True)
     session = onnxruntime.InferenceSession(str(dest / FP32), providers=["CPUExecutionProvider"])
-    encoded = tokenizer(CHECK_TEXTS, padding=True, truncation=True, max_length=meta["max_seq_length"], return_tensors="np")
+    encoded = tokenizer(
+        CHECK_TEXTS, padding=True, truncation=True, max_length=meta["max_seq_length"], return_tensors="np"
+    )
     got = session.run(None, {name: encoded[name].astype("int64") for name in names})[0]
     got = got / np.linalg.norm(got, axis=1, keepdims=True)
     agreement = float((got * expected).sum(axis=1).min())

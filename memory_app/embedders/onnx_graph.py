@@ -44,8 +44,10 @@ def build(source: Path):
     architectures = config.get("architectures") or []
     model_type = str(config.get("model_type") or "")
     if model_type != "bert":
-        named = model_type or ", ".join(architectures) or "an unnamed architecture"
-        raise Unsupported(f"{source} holds a {named} model; the torch-free export builds BERT models only")
+        named = f"is a {model_type!r} model" if model_type else "names no model_type"
+        if architectures:
+            named += f" ({', '.join(map(str, architectures))})"
+        raise Unsupported(f"{source}/config.json {named}; the torch-free export builds BERT models only")
     position_type = str(config.get("position_embedding_type") or "absolute")
     if position_type != "absolute":
         raise Unsupported(f"{source} uses {position_type} position embeddings; the torch-free export builds absolute")
@@ -177,7 +179,7 @@ def _weight(weights: dict[str, np.ndarray], name: str) -> np.ndarray:
     try:
         return weights[name].astype(np.float32)
     except KeyError:
-        raise Unsupported(f"model.safetensors has no {name}: not the BERT layout the torch-free export builds") from None
+        raise Unsupported(f"model.safetensors has no {name}: not the BERT layout the torch-free export reads") from None
 
 
 def _linear(g: _Graph, weights: dict, prefix: str, x: str) -> str:
@@ -229,8 +231,15 @@ def _encoder(g: _Graph, config: dict, weights: dict) -> str:
     # as it did in the torch export, so int8 vectors stay what they were).
     tokens = g.op("Shape", [ids], start=1, end=2)  # [tokens]
     all_positions = np.arange(int(config["max_position_embeddings"]), dtype=np.int64)[None, :]
-    positions = g.op("Slice", [g.const("position_ids", all_positions), g.const("zero", np.array([0], np.int64)), tokens,
-                               g.const("axis", np.array([1], np.int64))])  # [1, tokens]
+    positions = g.op(
+        "Slice",
+        [
+            g.const("position_ids", all_positions),
+            g.const("zero", np.array([0], np.int64)),
+            tokens,
+            g.const("axis", np.array([1], np.int64)),
+        ],
+    )  # [1, tokens]
     position_table = g.const("position_embeddings", _weight(weights, "embeddings.position_embeddings.weight"))
     summed = g.op("Add", [summed, g.op("Gather", [position_table, positions])])
     x = _layer_norm(g, weights, "embeddings.LayerNorm", summed, eps)
@@ -248,13 +257,13 @@ def _encoder(g: _Graph, config: dict, weights: dict) -> str:
     for index in range(layers):
         prefix = f"encoder.layer.{index}."
 
-        def heads_of(name: str, perm: list[int], prefix=prefix) -> str:
+        def heads_of(name: str, perm: list[int], x: str, prefix: str = prefix) -> str:
             projected = _linear(g, weights, prefix + "attention.self." + name, x)
             return g.op("Transpose", [g.op("Reshape", [projected, split_shape])], perm=perm)
 
-        query = heads_of("query", [0, 2, 1, 3])  # [batch, heads, tokens, head]
-        key = heads_of("key", [0, 2, 3, 1])  # [batch, heads, head, tokens]
-        value = heads_of("value", [0, 2, 1, 3])
+        query = heads_of("query", [0, 2, 1, 3], x)  # [batch, heads, tokens, head]
+        key = heads_of("key", [0, 2, 3, 1], x)  # [batch, heads, head, tokens]
+        value = heads_of("value", [0, 2, 1, 3], x)
         scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [query, key]), scale]), bias])
         context = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), value])
         context = g.op("Reshape", [g.op("Transpose", [context], perm=[0, 2, 1, 3]), merge_shape])
@@ -273,15 +282,21 @@ def _pooling(g: _Graph, folder: Path, tokens: str, dimensions: int) -> str:
         modes = {"pooling_mode_mean_tokens": True}
     else:
         modes = _read_json(folder / "config.json", "config.json (pooling)")
-    chosen = [name for name, on in modes.items() if name.startswith("pooling_mode_") and on]
-    if len(chosen) != 1 or chosen[0] not in ("pooling_mode_mean_tokens", "pooling_mode_cls_token", "pooling_mode_max_tokens"):
-        raise Unsupported(f"pooling {', '.join(chosen) or 'none'}; the torch-free export builds mean, cls or max pooling")
-    if chosen[0] == "pooling_mode_cls_token":
+    chosen = [
+        name.removeprefix("pooling_mode_") for name, on in modes.items() if name.startswith("pooling_mode_") and on
+    ]
+    if len(chosen) != 1 or chosen[0] not in ("mean_tokens", "cls_token", "max_tokens"):
+        raise Unsupported(
+            f"pooling {', '.join(chosen) or 'none'}; the torch-free export builds mean, cls or max pooling"
+        )
+    if chosen[0] == "cls_token":
         return g.op("Gather", [tokens, g.const("first", np.array(0, np.int64))], axis=1)
-    mask = g.op("Unsqueeze", [g.op("Cast", [INPUT_NAMES[1]], to=g.TensorProto.FLOAT), g.const("axis", np.array([2], np.int64))])
-    if chosen[0] == "pooling_mode_max_tokens":  # padding set to a large negative number first, as Pooling does
+    mask = g.op("Cast", [INPUT_NAMES[1]], to=g.TensorProto.FLOAT)
+    mask = g.op("Unsqueeze", [mask, g.const("axis", np.array([2], np.int64))])  # [batch, tokens, 1]
+    if chosen[0] == "max_tokens":  # padding set to a large negative number first, as Pooling does
         inverted = g.op("Sub", [g.const("one", np.array(1.0, np.float32)), mask])
-        masked = g.op("Add", [g.op("Mul", [tokens, mask]), g.op("Mul", [inverted, g.const("neg", np.array(-1e9, np.float32))])])
+        padding = g.op("Mul", [inverted, g.const("neg", np.array(-1e9, np.float32))])
+        masked = g.op("Add", [g.op("Mul", [tokens, mask]), padding])
         return g.op("ReduceMax", [masked], axes=[1], keepdims=0)
     # Mean: the sum of the unmasked token vectors over their count (at least 1e-9, as Pooling clamps it).
     axis = g.const("axis", np.array([1], np.int64))
