@@ -11,7 +11,10 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 requirements=(requirements.txt)
-runtime=${ACE_EMBEDDER_RUNTIME:-$(sed -nE 's/^[[:space:]]*ACE_EMBEDDER_RUNTIME[[:space:]]*=[[:space:]]*["'\'']?([A-Za-z0-9-]*).*/\1/p' .env 2>/dev/null | tail -n 1)}
+runtime=${ACE_EMBEDDER_RUNTIME:-}
+if [ -z "$runtime" ] && [ -f .env ]; then
+  runtime=$(sed -nE 's/^[[:space:]]*ACE_EMBEDDER_RUNTIME[[:space:]]*=[[:space:]]*["'\'']?([A-Za-z0-9-]*).*/\1/p' .env | tail -n 1)
+fi
 if [ "$(echo "$runtime" | tr '[:upper:]' '[:lower:]')" = torch ]; then
   requirements+=(requirements-torch.txt)
 fi
