@@ -92,7 +92,7 @@ def prepared(source: Path, cache_dir: Path, *, name: str = "", log=None) -> Path
             shutil.rmtree(work, ignore_errors=True)
             raise
         if log:
-            log(f"Exported {source.name} to ONNX in {time.monotonic() - started:.1f} s")
+            log(f"Exported {name or source.name} to ONNX in {time.monotonic() - started:.1f} s")
     return folder
 
 
