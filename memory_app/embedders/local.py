@@ -8,7 +8,7 @@
   as ``torch`` (to ~3e-7 per component, tests/data/minilm_reference.json), so the same key.
 - ``onnx-int8``: the same export with its weights quantised to int8: faster still, slightly different vectors,
   so its own key (``local:<model>-int8:<dimensions>``): switching to or from it re-embeds everything.
-- ``torch``: sentence-transformers on PyTorch; an opt-in (``requirements-torch.txt``, ~1.4 GB).
+- ``torch``: sentence-transformers on PyTorch; an opt-in (``requirements-torch.txt``, ~1.2 GB).
 
 Texts are tokenised, sorted by length and cut into batches of similar lengths (less padding), then put back in
 order. ``ACE_EMBEDDER_THREADS`` (when > 0) caps the threads one process gives the model.
