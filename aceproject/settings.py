@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 from platform_kit import redaction
 from sessions_app.schema import ROLES
 
+from . import api_tags
 from .data_folder import filesystem_broker_options, secret_key
 from .embedded_broker import SCHEME as EMBEDDED_BROKER_SCHEME
 from .embedded_broker import embedded_broker_options, embedded_broker_url
@@ -256,6 +257,9 @@ SPECTACULAR_SETTINGS = {
         "WebhookDeliveryStatusEnum": "webhooks_app.models.DeliveryStatus",
     },
     # The ApiKey security scheme comes from the authentication class (sessions_app.auth), once per operation.
+    # Operations grouped by area, each group described (aceproject/api_tags.py).
+    "TAGS": api_tags.TAGS,
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "aceproject.api_tags.tag_operations"],
 }
 
 # Celery: the app is `aceproject`. Unset CELERY_BROKER_URL means the embedded broker: a Valkey server from the
