@@ -11,6 +11,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
+from platform_kit.admin.display import counted
 from platform_kit.admin.mixins import ReadOnlyAdminMixin
 from sessions_app.models import Budget, BudgetChange, BudgetCrossing, BudgetPeriod, BudgetScope, BudgetUnit, Tenant
 from sessions_app.models.budgets import default_thresholds
@@ -199,7 +200,7 @@ class BudgetAdmin(admin.ModelAdmin):
     def recount(self, request, queryset):
         for budget in queryset:
             budget_recount(budget=budget)
-        self.message_user(request, f"Counted {queryset.count()} budget(s) again.", messages.SUCCESS)
+        self.message_user(request, f"Counted {counted(queryset.count(), 'budget')} again.", messages.SUCCESS)
 
 
 @admin.register(BudgetChange)

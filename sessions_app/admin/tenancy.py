@@ -11,7 +11,7 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.translation import ngettext
 
-from platform_kit.admin.display import EMPTY, badge, number
+from platform_kit.admin.display import EMPTY, badge, counted, number
 from platform_kit.admin.mixins import ReadOnlyAdminMixin
 from sessions_app.admin.display import STATUS_TONES
 from sessions_app.admin.filters import ApiKeyStatusFilter
@@ -76,8 +76,8 @@ class TenantAdmin(admin.ModelAdmin):
         self.message_user(
             request,
             format_html(
-                'Queued {} export(s) ({}); follow them in <a href="{}">tenant exports</a>.',
-                len(names),
+                'Queued {} ({}); follow them in <a href="{}">tenant exports</a>.',
+                counted(len(names), "export"),
                 ", ".join(names),
                 link,
             ),
@@ -178,7 +178,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def revoke_keys(self, request, queryset):
         selected = queryset.count()
         revoked = apikeys_revoke(keys=queryset)
-        message = f"Revoked {revoked} key(s)."
+        message = f"Revoked {counted(revoked, 'key')}."
         if revoked < selected:
             message += f" {selected - revoked} were already revoked."
         self.message_user(request, message, messages.SUCCESS)
