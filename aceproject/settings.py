@@ -155,7 +155,9 @@ WHITENOISE_USE_FINDERS = True
 # The first admin user (scripts/up → manage.py ace_bootstrap); without a password one is generated and printed.
 ACE_ADMIN_USERNAME = env.str("ACE_ADMIN_USERNAME", default="admin")
 ACE_ADMIN_PASSWORD = env.str("ACE_ADMIN_PASSWORD", default="")
-ACE_PUBLIC_HOST = f"{env.str('ACE_HOST', default='127.0.0.1')}:{env.str('ACE_PORT', default='8000')}"
+# Where the web process listens (the Procfile binds gunicorn to $ACE_HOST:$ACE_PORT); ace_bootstrap prints its URLs.
+ACE_HOST = env.str("ACE_HOST", default="127.0.0.1")
+ACE_PORT = env.int("ACE_PORT", default=8000)
 
 # Embed messages too (not only records), so recall can search raw conversation: the messages of these roles.
 # Tool results (file contents, command output) are half an agent log's messages and 95% of its text: embedding
