@@ -79,3 +79,11 @@ def test_a_refused_page_is_the_sites_403(client):
     response = client.get("/forbidden-page/")
     html = response.content.decode()
     assert response.status_code == 403 and "Not allowed" in html and looks_like_the_site(html)
+
+
+def test_a_form_sent_without_its_csrf_token_gets_the_sites_page():
+    from django.test import Client
+
+    response = Client(enforce_csrf_checks=True).post("/admin/login/", {"username": "a", "password": "b"})
+    html = response.content.decode()
+    assert response.status_code == 403 and "This form has expired" in html and looks_like_the_site(html)
