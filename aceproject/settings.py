@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 from platform_kit import redaction
 from sessions_app.schema import ROLES
 
+from . import api_tags
 from .data_folder import filesystem_broker_options, secret_key
 from .embedded_broker import SCHEME as EMBEDDED_BROKER_SCHEME
 from .embedded_broker import embedded_broker_options, embedded_broker_url
@@ -154,7 +155,9 @@ WHITENOISE_USE_FINDERS = True
 # The first admin user (scripts/up → manage.py ace_bootstrap); without a password one is generated and printed.
 ACE_ADMIN_USERNAME = env.str("ACE_ADMIN_USERNAME", default="admin")
 ACE_ADMIN_PASSWORD = env.str("ACE_ADMIN_PASSWORD", default="")
-ACE_PUBLIC_HOST = f"{env.str('ACE_HOST', default='127.0.0.1')}:{env.str('ACE_PORT', default='8000')}"
+# Where the web process listens (the Procfile binds gunicorn to $ACE_HOST:$ACE_PORT); ace_bootstrap prints its URLs.
+ACE_HOST = env.str("ACE_HOST", default="127.0.0.1")
+ACE_PORT = env.int("ACE_PORT", default=8000)
 
 # Embed messages too (not only records), so recall can search raw conversation: the messages of these roles.
 # Tool results (file contents, command output) are half an agent log's messages and 95% of its text: embedding
@@ -256,6 +259,9 @@ SPECTACULAR_SETTINGS = {
         "WebhookDeliveryStatusEnum": "webhooks_app.models.DeliveryStatus",
     },
     # The ApiKey security scheme comes from the authentication class (sessions_app.auth), once per operation.
+    # Operations grouped by area, each group described (aceproject/api_tags.py).
+    "TAGS": api_tags.TAGS,
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "aceproject.api_tags.tag_operations"],
 }
 
 # Celery: the app is `aceproject`. Unset CELERY_BROKER_URL means the embedded broker: a Valkey server from the

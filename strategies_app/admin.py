@@ -10,7 +10,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
-from platform_kit.admin.display import EMPTY, badge, hint, pretty_json, truncated
+from platform_kit.admin.display import EMPTY, badge, counted, hint, pretty_json, truncated
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
 from sessions_app.links import timeline_url
 from sessions_app.models import Session
@@ -212,7 +212,7 @@ class StrategyAdmin(admin.ModelAdmin):
         from strategies_app.tasks import strategy_scheduled
 
         queued = sum(strategy_scheduled(str(strategy.pk)) for strategy in queryset.filter(enabled=True))
-        self.message_user(request, f"Queued {queued} run(s).", messages.SUCCESS)
+        self.message_user(request, f"Queued {counted(queued, 'run')}.", messages.SUCCESS)
 
 
 class StrategyNameFilter(admin.SimpleListFilter):

@@ -10,6 +10,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
+from django.utils.translation import ngettext
 
 BADGE_TONES = ("green", "blue", "purple", "red", "amber", "grey", "slate")  # classes in platform_kit/admin.css
 EMPTY = "-"  # as Django's own empty_value_display
@@ -18,6 +19,11 @@ EMPTY = "-"  # as Django's own empty_value_display
 def number(value) -> str:
     """Token and message counts with thousands separators: 1234567 → "1,234,567"."""
     return EMPTY if value is None else f"{value:,}"
+
+
+def counted(value: int, singular: str, plural: str | None = None) -> str:
+    """A count with its noun agreeing: 1 → "1 conversation", 1234 → "1,234 conversations"."""
+    return f"{number(value)} {ngettext(singular, plural or f'{singular}s', value or 0)}"
 
 
 def compact(value) -> str:

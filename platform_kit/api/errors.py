@@ -59,8 +59,13 @@ def exception_handler(exc, context):
     return response
 
 
+# Paths that machines call (the API, the OTLP receiver, MCP, the LLM gateway): their errors are JSON. Every other
+# path is a page a person reads, and gets the site's error page (aceproject/templates/404.html, 500.html).
+MACHINE_PATHS = ("/api/", "/v1/", "/mcp", "/gateway/")
+
+
 def json_404(request, exception=None):
-    if not request.path.startswith("/api/"):
+    if not request.path.startswith(MACHINE_PATHS):
         from django.views.defaults import page_not_found
 
         return page_not_found(request, exception)
@@ -73,6 +78,10 @@ def json_500(request):
     reason = database_unavailable(sys.exception())
     if reason is not None:
         return unavailable_response(reason)
+    if not request.path.startswith(MACHINE_PATHS):
+        from django.views.defaults import server_error
+
+        return server_error(request)  # the site's 500.html (aceproject/templates)
     return JsonResponse({"detail": "Server error.", "errors": {}}, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
 
 

@@ -16,7 +16,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from platform_kit.admin.display import EMPTY, badge, changelist_url, counter_display, number, truncated
+from platform_kit.admin.display import EMPTY, badge, changelist_url, counted, counter_display, number, truncated
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, LimitedInlineFormSet, ReadOnlyAdminMixin, UuidSearchMixin
 from sessions_app.admin.display import STATUS_TONES, CounterColumns
@@ -206,16 +206,18 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
         if obj.pk is None:
             return EMPTY
         return format_html(
-            '<a href="{}">Read the message timeline</a> ({} messages) · <a href="{}">message list</a>',
+            '<a href="{}">Read the message timeline</a> ({}) · <a href="{}">message list</a>',
             timeline_url(obj.pk),
-            number(obj.messages),
+            counted(obj.messages, "message"),
             changelist_url(Message, session=obj.pk),
         )
 
     @admin.display(description="all conversations")
     def conversations_link(self, obj):
         return format_html(
-            '<a href="{}">{} conversations</a>', changelist_url(Conversation, session=obj.pk), number(obj.conversations)
+            '<a href="{}">{}</a>',
+            changelist_url(Conversation, session=obj.pk),
+            counted(obj.conversations, "conversation"),
         )
 
     @admin.display(description="history (latest 20 versions)")
@@ -264,7 +266,7 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
             except Session.DoesNotExist:  # deleted through the API meanwhile
                 continue
             ended += 1
-        self.message_user(request, f"Ended {ended} session(s).", messages.SUCCESS)
+        self.message_user(request, f"Ended {counted(ended, 'session')}.", messages.SUCCESS)
 
     # -- the message timeline ------------------------------------------------------------------------------
     def get_urls(self):
@@ -295,7 +297,7 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
             "session": session,
             "groups": group_by_conversation(page),
             **paged,
-            "message_total": number(session.messages),
+            "message_total": counted(session.messages, "message"),
             "last_url": f"?before_seq={session.last_seq + 1}" if has_next else None,
         }
         request.current_app = self.admin_site.name

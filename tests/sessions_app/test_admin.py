@@ -356,7 +356,7 @@ def test_end_selected_sessions(staff, recorded):
         url, {"action": "end_sessions", "_selected_action": [str(recorded.pk), str(other.pk)]}, follow=True
     )
     assert response.status_code == 200
-    assert "Ended 2 session(s)." in response.content.decode()
+    assert "Ended 2 sessions." in response.content.decode()
     assert Session.objects.filter(pk__in=[recorded.pk, other.pk], ended_at__isnull=True).count() == 0
 
 
@@ -418,7 +418,7 @@ def test_revoke_selected_keys_locks_the_key_out_of_the_api(staff, api):
         {"action": "revoke_keys", "_selected_action": [str(api_key.pk)]},
         follow=True,
     )
-    assert "Revoked 1 key(s)." in response.content.decode()
+    assert "Revoked 1 key." in response.content.decode()
     api_key.refresh_from_db()
     assert api_key.revoked_at is not None
     client = APIClient()
