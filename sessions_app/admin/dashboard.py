@@ -308,7 +308,7 @@ def _breakdown(filters: DashboardFilters, name: str, grouped: dict, tenant_names
         filter_url = filters.query(**{parameter: str(row["key"])}) if filterable else ""
         label = tenant_names.get(str(row["key"]), row["key"]) if name == "tenant_id" else row["key"]
         row = {**row, "all_tokens": all_tokens(row), "label": label, "filter_url": filter_url}
-        rows.append({**row, "cells": _number_cells(row)})
+        rows.append({**row, "cells": _number_cells(row, by_model=name == "model")})
     return {
         "name": name,
         "heading": "tenant" if name == "tenant_id" else "user" if name == "user_id" else name,
@@ -339,13 +339,24 @@ _COUNT_CELLS = (
 )
 
 
-def _number_cells(row: dict) -> str:
+# A conversation counts under the model of the message that started it, a prompt: by model, no figure to show.
+_NO_CONVERSATIONS_BY_MODEL = (
+    '<td class="n" title="A conversation starts with a prompt, which has no model: see the other tables">–</td>'
+)
+
+
+def _number_cells(row: dict, *, by_model: bool = False) -> str:
     """A breakdown row's numeric cells as HTML, made here: a page has a few hundred rows of eleven numbers, and
-    rendering them cell by cell through the template was most of the page's time. Numbers only: nothing to
-    escape."""
+    rendering them cell by cell through the template was most of the page's time. Numbers and our own text
+    only: nothing to escape."""
     warn = " ace-warn" if row["unpriced_tokens"] else ""
-    return mark_safe(  # noqa: S308 (digits, commas and dots)
-        "".join(f'<td class="n">{thousands(row[name])}</td>' for name in _COUNT_CELLS)
+    return mark_safe(  # noqa: S308 (digits, commas, dots and the constant above)
+        "".join(
+            _NO_CONVERSATIONS_BY_MODEL
+            if by_model and name == "conversations"
+            else f'<td class="n">{thousands(row[name])}</td>'
+            for name in _COUNT_CELLS
+        )
         + f'<td class="n">{usd(row["cost_usd"])}</td><td class="n{warn}">{thousands(row["unpriced_tokens"])}</td>'
     )
 
@@ -385,9 +396,14 @@ def _chart_data(grouped: dict, since: datetime.date, until: datetime.date) -> di
         "days": days,
         "tokens": [{"label": label, "data": series[field]} for field, label in TOKEN_KINDS],
         "cost": [float(by_day[d]["cost_usd"]) if d in by_day else 0 for d in days],
-        "models": [row["key"] or "(none)" for row in models],
+        # A long model name would push the bars off the chart: cut, whole in the tables.
+        "models": [_short(row["key"] or "(no model)", 30) for row in models],
         "model_cost": [float(row["cost_usd"]) for row in models],
     }
+
+
+def _short(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
 # -- CSV --------------------------------------------------------------------------------------------------
