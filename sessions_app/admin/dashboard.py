@@ -194,10 +194,12 @@ def dashboard_view(request, model_admin):
     if request.GET.get("format") == "csv":
         return csv_response(filters, usage, table, book)
 
+    # The two reads of the sessions' usage by model run beside the scan of the roll-ups, each on its connection.
     wait_for_top_cost = _start_on_own_connection(top_sessions_by_cost, usage=usage, limit=TOP_SESSIONS, book=book)
+    wait_for_model_sessions = _start_on_own_connection(sessions_by_model, usage=usage)
     breakdowns = [name for name in BREAKDOWNS if name != "tenant_id" or usage.tenant is None]
     grouped = usage_breakdowns(usage=usage, group_bys=breakdowns, book=book)  # one scan of the roll-ups
-    _count_sessions_by_model(grouped["model"], usage)
+    _count_sessions_by_model(grouped["model"], wait_for_model_sessions())
     totals = grouped["day"]["totals"]
     totals["all_tokens"] = all_tokens(totals)
     unpriced = sorted(set().union(*(g["unpriced_models"] for g in grouped.values())))
@@ -245,10 +247,9 @@ def dashboard_view(request, model_admin):
     return TemplateResponse(request, "admin/sessions_app/usage_dashboard.html", context)
 
 
-def _count_sessions_by_model(grouped: dict, usage: UsageFilter) -> None:
-    """The model breakdown's sessions: those that used each model (from the sessions' usage by model), in place
+def _count_sessions_by_model(grouped: dict, counts: dict) -> None:
+    """The model breakdown's sessions: those that used each model (`counts`, from sessions_by_model), in place
     of the roll-ups' count, which puts every session under the model of its first message (a prompt: none)."""
-    counts = sessions_by_model(usage=usage)
     for row in grouped["results"]:
         row["sessions"] = counts.get(row["key"], 0)
     # A session with several models counts under each: the column has no total to add up to.
@@ -436,7 +437,7 @@ def csv_response(filters: DashboardFilters, usage: UsageFilter, table: str, book
     if table in BREAKDOWNS and (table != "tenant_id" or usage.tenant is None):
         grouped = usage_breakdowns(usage=usage, group_bys=[table], book=book)[table]
         if table == "model":
-            _count_sessions_by_model(grouped, usage)
+            _count_sessions_by_model(grouped, sessions_by_model(usage=usage))
         results = _by_all_tokens(grouped["results"]) if table != "day" else grouped["results"]
         header = ["tenant" if table == "tenant_id" else table, *USAGE_FIELDS, *COST_FIELDS]
         if table == "tenant_id":

@@ -337,3 +337,16 @@ def test_by_model_counts_the_sessions_that_used_each_model(staff, api, usage):
     response, _ = page(staff, f"tenant={api.tenant.pk}&{WINDOW}&tool=qwen-code")
     model_table = next(t for t in response.context["breakdowns"] if t["name"] == "model")
     assert {row["key"]: row["sessions"] for row in model_table["rows"]}["qwen3-coder-plus"] == 1
+
+
+def test_its_queries_do_not_grow_with_sessions_models_or_tenants(staff, api, other_api, usage):
+    def count(query):
+        with CaptureQueriesContext(connection) as queries:
+            page(staff, query)
+        return len(queries.captured_queries)
+
+    queries = {query: count(query) for query in (f"tenant={api.tenant.pk}&{WINDOW}", f"tenant=all&{WINDOW}")}
+    for i in range(12):
+        session = SessionFactory(tenant=(api, other_api)[i % 2].tenant, tool="codex", started_at="2026-03-02T09:00:00Z")
+        post((api, other_api)[i % 2], session, [answer(f"m{i}", f"model-{i}", "2026-03-02T09:00:01Z", 10, 5)])
+    assert {query: count(query) for query in queries} == queries
