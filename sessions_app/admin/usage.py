@@ -34,10 +34,10 @@ class UsageAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
     sessions_display = counter_display("sessions", "sessions")
     # Long values cut short, the whole on hover: every column stays on a 1400-pixel screen.
     tool_column = text_column("tool", 12)
-    user_id_column = text_column("user_id", 12, "user id")
-    project_column = text_column("project", 16, from_end=True)
-    machine_column = text_column("machine", 12)
-    model_column = text_column("model", 16)
+    user_id_column = text_column("user_id", 11, "user id")
+    project_column = text_column("project", 15, from_end=True)
+    machine_column = text_column("machine", 10)
+    model_column = text_column("model", 19)
     tenant_column = text_column("tenant", 10, ordering="tenant__name")
 
     @admin.display(description="requests", ordering="requests")

@@ -497,5 +497,5 @@ def test_lists_cut_long_values_with_the_whole_on_hover_at_a_fixed_query_count(st
     assert f'title="{name}">重构支付网关的对账模块并补…<' in sessions
     assert 'title="zhang.wei.3@company-monorepo.example.com">zhang.wei.3@c…<' in sessions
     hourly = responses[1][0].content.decode()
-    assert f'title="{LONG_PROJECT}-3">…on/settlement-3<' in hourly
+    assert f'title="{LONG_PROJECT}-3">…n/settlement-3<' in hourly
     assert ">globex<" in hourly and ">acme<" in hourly
