@@ -198,6 +198,7 @@ class BatchPlanner:
         self.records = records
         self.reports = reports
         self.follow_rename = follow_rename
+        self.skipped = 0  # files met with nothing to read (unchanged, refused), since the caller last reset it
 
     def next_batch(self, pending: list[Path], next_group) -> list[FileInBatch]:
         """The next batch: files with something new to read, up to CHUNK_BYTES of them (a bigger file is read
@@ -212,7 +213,9 @@ class BatchPlanner:
                 pending.extend(group)
             path = pending.pop(0)
             file = self._file_in_batch(path)
-            if file is not None:
+            if file is None:
+                self.skipped += 1
+            else:
                 batch.append(file)
                 budget -= max(file.stat.st_size - (file.record.offset if file.record else 0), 1)
         return batch
