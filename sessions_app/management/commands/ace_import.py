@@ -1,6 +1,5 @@
 import argparse
 import re
-import sys
 import textwrap
 
 from django.core.management.base import BaseCommand, CommandError, DjangoHelpFormatter
@@ -94,13 +93,12 @@ class Command(BaseCommand):
         if machine is not None and not re.fullmatch(MACHINE_PATTERN, machine):
             raise CommandError(f"--machine {machine!r}: letters, digits, '.', '_' and '-' only, up to 100.")
         target = self._tenant(tenant)
-        if progress is None:
-            progress = self.stderr.isatty()
         shown = None
-        if progress:
-            from sessions_app.management.import_progress import TerminalProgress
+        if progress is not False and (progress or self.stderr.isatty()):
+            from sessions_app.management.import_progress import DELAY_SECONDS, TerminalProgress
 
-            shown = TerminalProgress(self.stderr._out)
+            # Asked for, it shows at once; on a terminal by default, only once the import has run a moment.
+            shown = TerminalProgress(self.stderr._out, delay=0 if progress else DELAY_SECONDS)
         try:
             summary = import_path(
                 tenant=target, path=path, tool=tool, user_id=user_id or None, machine=machine, progress=shown
@@ -111,8 +109,7 @@ class Command(BaseCommand):
         self.stdout.write(summary.line())
         if summary.files_refused or summary.lines_skipped:
             not_imported = _not_imported(summary)
-            self.stderr.write(f"Not all was imported ({not_imported}, listed above): exit status {EXIT_REFUSED}.")
-            sys.exit(EXIT_REFUSED)
+            raise CommandError(f"{not_imported} (listed above); the rest was imported", returncode=EXIT_REFUSED)
 
     def _tenant(self, name: str):
         """The tenant to import into, made if new; a database that cannot be used is a clear error, not a traceback."""
