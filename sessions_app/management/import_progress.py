@@ -1,8 +1,9 @@
 """The progress bar `manage.py ace_import` draws on a terminal: files done of all, bytes read of all, the rate in
 MB/s and the time left, redrawn in place on one line (tqdm).
 
-It appears only once an import has run for `DELAY_SECONDS` (a small import prints its summary and nothing else),
-and tqdm is imported only then: `ace_import --help` and short imports never load it.
+It appears at once for an import of `AT_ONCE_BYTES` or more, else once it has run for `DELAY_SECONDS` (a small
+import prints its summary and nothing else), and tqdm is imported only then: `ace_import --help` and short
+imports never load it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from sessions_app.services.imports.progress import ImportProgress
 
 DELAY_SECONDS = 0.5
+AT_ONCE_BYTES = 4_000_000  # more than a second's work on a small machine: worth a line from the start
 
 
 class TerminalProgress(ImportProgress):
@@ -30,7 +32,9 @@ class TerminalProgress(ImportProgress):
     def advance(self, *, files: int = 0, bytes_read: int = 0) -> None:
         super().advance(files=files, bytes_read=bytes_read)
         if self.bar is None:
-            if time.monotonic() - self.started < self.delay or not self.bytes_total:
+            if not self.bytes_total:
+                return
+            if self.bytes_total < AT_ONCE_BYTES and time.monotonic() - self.started < self.delay:
                 return
             self.bar = self._new_bar()
         self._draw()
