@@ -28,6 +28,7 @@ class ImportRun:
         self.options = options
         self.records = records  # the files' rows as last committed, by path
         self.progress = progress or ImportProgress()
+        self.shown = progress is not None  # its totals cost a stat of every file: only for a progress shown
         self.sessions = SessionResolver(options=options)
         self.spawns = SpawnRounds(sessions=self.sessions, tool=options.tool)
         self.reports: dict[Path, FileReport] = {}
@@ -39,7 +40,8 @@ class ImportRun:
         With `workers` > 1, enough to read (PARALLEL_MIN_BYTES) and no transaction of the caller's open, that
         many processes (forked: they start at once, with this process's settings) read groups of files side
         by side, each with its own database connection — parsing is Python, so threads would take turns."""
-        self.progress.start(files_total=len(files), bytes_total=bytes_to_read([files], self.records))
+        total = bytes_to_read([files], self.records) if self.shown else 0
+        self.progress.start(files_total=len(files), bytes_total=total)
         try:
             with fewer_gc_collections():
                 for phase in work_plan(files):
