@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from platform_kit.outages import database_unavailable, unavailable_response
+from platform_kit.request_ids import request_id
 
 
 def _flatten(errors, prefix=""):
@@ -73,7 +74,20 @@ def json_500(request):
     reason = database_unavailable(sys.exception())
     if reason is not None:
         return unavailable_response(reason)
-    return JsonResponse({"detail": "Server error.", "errors": {}}, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+    return JsonResponse(server_error_body(), status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+
+
+def server_error_body() -> dict:
+    """What a client is told of an unexpected error: not its cause, but the id the server logged it under."""
+    bound = request_id()
+    if bound is None:
+        return {"detail": "Server error.", "errors": {}}
+    return {
+        "detail": f"Server error (request id {bound}). It is logged under that id; try again, and if it happens "
+        "again tell the operator the id.",
+        "errors": {},
+        "request_id": bound,
+    }
 
 
 class PreconditionFailed(exceptions.APIException):
