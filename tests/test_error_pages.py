@@ -71,8 +71,12 @@ def test_a_page_that_fails_is_the_sites_500_and_the_api_stays_json():
     html = page.content.decode()
     assert page.status_code == 500 and page["Content-Type"].startswith("text/html")
     assert "Something went wrong on our side" in html and looks_like_the_site(html)
+    assert page["X-Request-ID"] and page["X-Request-ID"] in html  # what to tell the administrator
     api = client.get("/api/v1/broken/")
-    assert api.status_code == 500 and api.json() == {"detail": "Server error.", "errors": {}}
+    assert api.status_code == 500 and api["Content-Type"] == "application/json"
+    body = api.json()
+    assert body["request_id"] == api["X-Request-ID"] and body["request_id"] in body["detail"]
+    assert body["errors"] == {}
 
 
 def test_a_refused_page_is_the_sites_403(client):

@@ -17,7 +17,9 @@ from sessions_app.models import Session, Tenant
 def test_healthz_reports_database_and_broker(client, db):
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert {k: v for k, v in response.json().items() if k != "embedder"} == {"database": "ok", "broker": "ok"}
+    checks = {k: v for k, v in response.json().items() if k not in ("embedder", "errors")}
+    assert checks == {"database": "ok", "broker": "ok"}
+    assert response.json()["errors"]["server_errors_5xx"] == 0
 
 
 def test_healthz_reports_the_embedder_without_loading_it(client, db, settings, tmp_path):
