@@ -1,11 +1,13 @@
 """GET /healthz: is the database reachable, is the broker reachable (no auth); when not, why. And the embedder this
-process uses: which, whether its model is loaded (web processes load it when they start), how long that took."""
+process uses: which, whether its model is loaded (web processes load it when they start), how long that took. And
+how many requests were answered with a server error, by every process, since when, and the last one."""
 
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from platform_kit.outages import RETRY_AFTER_SECONDS, database_unavailable
+from platform_kit.server_errors import server_errors_summary
 
 
 def _database_problem() -> str | None:
@@ -60,9 +62,18 @@ def healthz(request):
                 "detail": "Down: " + "; ".join(f"{name} ({problem})" for name, problem in down.items()) + ".",
                 "reasons": down,
                 "embedder": embedder,
+                **({"errors": _server_errors()} if problems["database"] is None else {}),
             },
             status=503,
         )
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
-    return JsonResponse({**checks, "embedder": embedder})
+    # Past server errors are reported, not judged: they leave the status 200 (an outage is what makes it 503).
+    return JsonResponse({**checks, "embedder": embedder, "errors": _server_errors()})
+
+
+def _server_errors() -> dict:
+    try:
+        return server_errors_summary()
+    except Exception as error:  # noqa: BLE001 - the probe answers whatever this one read does
+        return {"server_errors_5xx": None, "detail": f"could not be read: {type(error).__name__}"}

@@ -2,9 +2,30 @@ from django.conf import settings
 from django.http import JsonResponse
 
 from platform_kit.outages import database_unavailable, unavailable_response
+from platform_kit.request_ids import HEADER, request_id_bound, request_id_new
+from platform_kit.server_errors import server_error_record
 
 # Log uploads (sessions_app.api.imports) have their own, larger limit: ACE_MAX_UPLOAD_BYTES.
 UPLOAD_PATHS = ("/api/v1/imports/",)
+
+
+class RequestIdMiddleware:
+    """Every request gets an id (the client's `X-Request-ID` when sensible, else a new one), bound while it is
+    served so that log lines and error messages name it (platform_kit.request_ids), and sent back in
+    `X-Request-ID`. A server error (5xx, except the 503 of an outage, which is expected and says when to
+    retry) is counted for /healthz (platform_kit.server_errors); Django logs its traceback with the id."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        request.request_id = request_id_new(request.headers.get(HEADER))
+        with request_id_bound(request.request_id):
+            response = self.get_response(request)
+            if response.status_code >= 500 and response.status_code != 503:
+                server_error_record(request_id=request.request_id, path=request.path, status=response.status_code)
+        response[HEADER] = request.request_id
+        return response
 
 
 class RequestSizeLimitMiddleware:

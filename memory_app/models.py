@@ -130,9 +130,9 @@ class Record(models.Model):
     memory replaced it): it is never recalled again, but stays, with its revisions, for audit.
     """
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
-    user_id = models.CharField(max_length=255)
+    user_id = models.CharField("user ID", max_length=255)
     namespace = models.CharField(max_length=255, blank=True, help_text="An agent or app scope; blank: the user's")
     type = models.CharField(max_length=16, choices=RecordType.choices)
     content = models.TextField()
@@ -220,13 +220,15 @@ class RecordTtl(models.Model):
         KEEP = "keep", "keep (not recalled; kept for audit)"
         PURGE = "purge", "purge (deleted by the daily run)"
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
     record_type = models.CharField(
         max_length=16, choices=RecordType.choices, blank=True, help_text="The records of this type (or a strategy)"
     )
     strategy = models.CharField(max_length=255, blank=True, help_text="The records this strategy (by name) produced")
-    ttl_days = models.IntegerField(help_text=f"Days after a record's last change ({TTL_DAYS_MIN}–{TTL_DAYS_MAX})")
+    ttl_days = models.IntegerField(
+        "TTL (days)", help_text=f"Days after a record's last change ({TTL_DAYS_MIN}–{TTL_DAYS_MAX})"
+    )
     on_expiry = models.CharField(max_length=8, choices=OnExpiry.choices, default=OnExpiry.KEEP)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -258,7 +260,7 @@ class MessageEmbedding(models.Model):
     message = models.OneToOneField(Message, primary_key=True, on_delete=models.CASCADE, related_name="+")
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+", db_index=False)
-    user_id = models.CharField(max_length=255)
+    user_id = models.CharField("user ID", max_length=255)
     created_at = models.DateTimeField()
     embedding = VectorField()
     embedding_key = models.CharField(max_length=160)
@@ -302,7 +304,7 @@ class RecordRevision(models.Model):
         INVALIDATE = "invalidate", "invalidated"
         DELETE = "delete", "deleted"
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField("ID", primary_key=True)
     record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="revisions", db_index=False)
     revision = models.IntegerField()
     change = models.CharField(max_length=16, choices=Change.choices)
@@ -336,9 +338,9 @@ class RecordImport(models.Model):
         CREATED = "created", "created with its history"
         MERGED = "merged", "merged into a record saying the same"
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField("ID", primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
-    origin_record_id = models.UUIDField(help_text="The record's id in the export")
+    origin_record_id = models.UUIDField("origin record ID", help_text="The record's id in the export")
     origin_tenant = models.CharField(max_length=255, blank=True, help_text="The tenant the export came from")
     record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="imports")
     outcome = models.CharField(max_length=8, choices=Outcome.choices)

@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class PlatformKitConfig(AppConfig):
-    """Installed for its templates (the admin kit's); it has no models."""
+    """The admin kit's templates, and the one table of the platform's own: the server errors' tally."""
 
     name = "platform_kit"
     verbose_name = "Platform kit"

@@ -479,6 +479,7 @@ def configure(*, extra_keys: Iterable[str] = (), extra_patterns: Iterable[str] =
         _compile(pattern, "value")
     _extra_keys = re.compile("|".join(f"(?:{p})" for p in keys), re.IGNORECASE) if keys else None
     _key_cache.clear()
+    _short_answers.clear()
     del VALUE_RULES[_BUILT_IN_RULES:]
     VALUE_RULES.extend(ValueRule(f"extra-{index}", pattern) for index, pattern in enumerate(values, 1))
 
@@ -517,10 +518,28 @@ def _scan(text: str) -> dict[ValueRule, list[int]]:
     return found
 
 
+# Short strings recur: an agent log repeats its tool names, paths, statuses and models on every line (a real Claude
+# Code tree: 88,000 strings, 15,000 distinct). Their answers are kept, until the rules change (`configure`).
+_SHORT_TEXT = 256
+_short_answers: dict[str, str] = {}
+
+
 def redact_text(text: str) -> str:
     """`text` with the secret part of every credential-looking span replaced by "[REDACTED]"."""
     if len(text) < 5:  # "pwd=x"
         return text
+    if len(text) > _SHORT_TEXT:
+        return _redact_text(text)
+    answer = _short_answers.get(text)
+    if answer is None:
+        answer = _redact_text(text)
+        if len(_short_answers) >= 50_000:
+            _short_answers.clear()
+        _short_answers[text] = answer
+    return answer
+
+
+def _redact_text(text: str) -> str:
     found = _scan(text)
     if not found and len(VALUE_RULES) == _BUILT_IN_RULES:
         return text

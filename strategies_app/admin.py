@@ -10,7 +10,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
-from platform_kit.admin.display import EMPTY, badge, hint, pretty_json, truncated
+from platform_kit.admin.display import EMPTY, badge, counted, hint, pretty_json, text_column, truncated
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
 from sessions_app.links import timeline_url
 from sessions_app.models import Session
@@ -62,13 +62,14 @@ class RunForm(forms.Form):
 @admin.register(Strategy)
 class StrategyAdmin(admin.ModelAdmin):
     form = StrategyForm
-    list_display = ("name_version", "runs_link", "enabled", "type", "extractor_code", "triggers", "tenant")
+    list_display = ("name_version", "runs_link", "enabled", "type", "extractor_code", "triggers", "tenant_column")
     list_filter = ("enabled", "type", "extractor", "builtin", "tenant")
     search_fields = ("name", "description")
     list_select_related = ("tenant",)
     readonly_fields = ("version", "builtin", "schedule_link", "run_link", "created_at", "updated_at")
     inlines = (StrategyVersionInline,)
     actions = ("enable", "disable", "run_unread")
+    tenant_column = text_column("tenant", 14, ordering="tenant__name")  # the whole on hover
 
     def get_fieldsets(self, request, obj=None):
         return [
@@ -212,7 +213,7 @@ class StrategyAdmin(admin.ModelAdmin):
         from strategies_app.tasks import strategy_scheduled
 
         queued = sum(strategy_scheduled(str(strategy.pk)) for strategy in queryset.filter(enabled=True))
-        self.message_user(request, f"Queued {queued} run(s).", messages.SUCCESS)
+        self.message_user(request, f"Queued {counted(queued, 'run')}.", messages.SUCCESS)
 
 
 class StrategyNameFilter(admin.SimpleListFilter):
@@ -233,7 +234,7 @@ class StrategyNameFilter(admin.SimpleListFilter):
 class StrategyRunAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
     # When, which strategy, did it work, on whose messages, and what it decided (each count on hover).
     list_display = (
-        "queued_at", "strategy_label", "status_badge", "trigger", "session_link", "user_id", "message_range",
+        "queued_at", "strategy_label", "status_badge", "trigger", "session_link", "user_column", "message_range",
         "decision_counts",
     )  # fmt: skip
     list_filter = ("status", "trigger", StrategyNameFilter, "tenant")
@@ -241,6 +242,7 @@ class StrategyRunAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin)
     ordering = ("-queued_at",)
     list_select_related = ("strategy", "strategy_version", "session")
     list_defer = ("decisions", "error", "state_changes", "session__metadata")
+    user_column = text_column("user_id", 14, "user ID")  # the whole on hover
     readonly_fields = (
         "id", "tenant", "strategy", "version", "trigger", "trigger_detail", "state_changes_display", "status_badge",
         "error", "session_link", "user_id", "extractor", "message_range", "sessions_processed", "messages_processed",

@@ -29,7 +29,7 @@ class Strategy(models.Model):
     them is frozen into a new StrategyVersion, and records and runs point to the version that made them.
     `enabled` is an operational switch, not part of a version."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     name = models.SlugField(max_length=100, help_text="Unique within the tenant; records carry it as `strategy`")
     description = models.TextField(blank=True)
@@ -90,7 +90,7 @@ class Strategy(models.Model):
 class StrategyVersion(models.Model):
     """An immutable snapshot of a strategy's settings. Version 1 is the strategy as created."""
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField("ID", primary_key=True)
     strategy = models.ForeignKey(Strategy, on_delete=models.CASCADE, related_name="versions", db_index=False)
     version = models.PositiveIntegerField()
     type = models.CharField(max_length=16, choices=RecordType.choices)
@@ -117,7 +117,7 @@ class Watermark(models.Model):
     ratings of messages that arrived since, for the accumulated-confidence trigger.
     """
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField("ID", primary_key=True)
     strategy = models.ForeignKey(Strategy, on_delete=models.CASCADE, related_name="+", db_index=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
     last_seq = models.BigIntegerField(default=0)
@@ -141,7 +141,7 @@ class RunStatus(models.TextChoices):
 class StrategyRun(models.Model):
     """One execution of one strategy version over one session's new messages (or a user's sessions)."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     strategy = models.ForeignKey(Strategy, on_delete=models.CASCADE, related_name="runs", db_index=False)
     strategy_version = models.ForeignKey(StrategyVersion, on_delete=models.PROTECT, related_name="runs")
@@ -149,7 +149,7 @@ class StrategyRun(models.Model):
     trigger_detail = models.CharField(max_length=255, blank=True)
     state_changes = models.JSONField(default=dict, blank=True, help_text="{key: [old, new]} of a state trigger")
     session = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    user_id = models.CharField(max_length=255, blank=True)
+    user_id = models.CharField("user ID", max_length=255, blank=True)
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
     extractor = models.CharField(max_length=8, blank=True, help_text="The extractor that actually ran")
     from_seq = models.BigIntegerField(null=True, blank=True, help_text="First message seq read (single session)")
@@ -164,8 +164,8 @@ class StrategyRun(models.Model):
     decisions = models.JSONField(default=list, blank=True, help_text="[{action, record, content, reason, ...}]")
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
-    llm_latency_ms = models.FloatField(default=0.0)
-    duration_ms = models.FloatField(null=True, blank=True)
+    llm_latency_ms = models.FloatField("LLM latency (ms)", default=0.0)
+    duration_ms = models.FloatField("duration (ms)", null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
     queued_at = models.DateTimeField(default=timezone.now)
@@ -198,7 +198,7 @@ class StrategyRun(models.Model):
 class RunRecord(models.Model):
     """Which records a run touched, and how: the index from a record back to the runs that shaped it."""
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField("ID", primary_key=True)
     run = models.ForeignKey(StrategyRun, on_delete=models.CASCADE, related_name="record_links", db_index=False)
     record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="strategy_runs")
     action = models.CharField(max_length=16)

@@ -10,9 +10,10 @@ evaluated by a task (the receiver only queues it); completed turns and state cha
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Case, Value, When
 from django.db.models.functions import Substr
 
@@ -84,14 +85,30 @@ def _on_messages(*, tenant_id, session_id, messages: list[dict], strategies: lis
                 )
 
 
+@contextlib.contextmanager
+def session_may_vanish(session_id, what: str):
+    """Around a trigger's transaction: its session may be deleted meanwhile — its user forgotten
+    (`POST /api/v1/users/{user_id}/forget/`) between the write that sent the signal and the runs this queues. That
+    race is expected: the trigger's reads find no session, or its inserts (a run, a watermark) refer to a
+    session gone by their commit. Either way there is nothing left to run: one line says so, with no traceback.
+    Any other failure, or the same one while the session still exists, is raised."""
+    try:
+        yield
+    except (IntegrityError, Session.DoesNotExist):
+        if Session.objects.filter(pk=session_id).exists():
+            raise
+        logger.info("%s: session %s was deleted meanwhile (its user forgotten?); nothing to run", what, session_id)
+
+
 def _guarded(handler):
     """A trigger never fails the write that sent the signal (it has committed): log, and let the
     schedule pick the messages up."""
 
     def receiver(sender, **kwargs):
         try:
-            with transaction.atomic():
-                handler(**kwargs)
+            with session_may_vanish(kwargs.get("session_id"), f"strategy trigger {handler.__name__}"):
+                with transaction.atomic():
+                    handler(**kwargs)
         except Exception:  # noqa: BLE001
             logger.exception("strategy trigger %s failed; the scheduled run will catch up", handler.__name__)
 
@@ -136,7 +153,7 @@ def messages_evaluate(*, session_id, tenant_id, message_ids, strategies: list[St
     strategies = enabled_strategies(tenant_id) if strategies is None else strategies
     if not strategies:
         return
-    with transaction.atomic():
+    with session_may_vanish(session_id, "triggers of new messages"), transaction.atomic():
         _on_messages(
             tenant_id=tenant_id, session_id=session_id, messages=_scored_rows(message_ids), strategies=strategies
         )
@@ -162,7 +179,7 @@ def turn_evaluate(*, session_id, tenant_id, tool_names, message_ids) -> None:
     strategies = enabled_strategies(tenant_id)
     if not strategies:
         return
-    with transaction.atomic():
+    with session_may_vanish(session_id, "triggers of a completed turn"), transaction.atomic():
         if tool_names:
             session = Session.objects.get(pk=session_id)
             for strategy in strategies:

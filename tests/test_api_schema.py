@@ -78,3 +78,23 @@ def test_a_year_before_1000_is_written_with_four_digits(db):
     refused = api.patch(f"/api/v1/sessions/{session.pk}/", {"started_at": "0092-07-02T14:10:45Z"}, format="json")
     assert refused.status_code == 400
     assert "1000-01-01" in refused.json()["errors"]["started_at"][0]
+
+
+def test_operations_are_grouped_by_area_and_every_group_is_described(client, db):
+    schema = served_schema(client)
+    described = {tag["name"]: tag.get("description", "") for tag in schema["tags"]}
+    used = {}
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            if method in ("get", "post", "put", "patch", "delete"):
+                assert operation["tags"] and operation["tags"] != ["v1"], (method, path)
+                for tag in operation["tags"]:
+                    used.setdefault(tag, []).append(f"{method} {path}")
+    assert set(used) == set(described)  # every group in use is described, and none is listed empty
+    assert all(len(described[tag]) > 20 for tag in used)
+    assert len(used) >= 12 and max(len(ops) for ops in used.values()) < 20
+    tag_of = {path: operations["get"]["tags"][0] for path, operations in schema["paths"].items() if "get" in operations}
+    assert tag_of["/api/v1/sessions/{id}/messages/"] == tag_of["/api/v1/messages/"] == "Messages"
+    assert tag_of["/api/v1/sessions/{id}/stats/"] == tag_of["/api/v1/stats/"] == "Statistics"
+    assert tag_of["/api/v1/records/export/"] == "Portability" and tag_of["/api/v1/records/"] == "Records"
+    assert schema["paths"]["/api/v1/budgets/"]["post"]["tags"] == ["Budgets"]

@@ -3,8 +3,12 @@
 A browser (Debian's Chromium with the Noto CJK fonts, driven by Playwright; `.ci/run` installs both) logs in
 and opens every page an auditor reaches: the landing page, every admin list and the first object of each, the
 views those link to (the usage dashboard, a session's timeline, a conversation's chat, similar records, the
-run form), the documentation and the API docs. Any console error, failed request (or 4xx/5xx answer) or request
-to another host fails the test, and so does a list with a column outside the visible part of the page.
+run form), the documentation and the API docs. The data is what a real team leaves (tests/realistic_usage.py:
+two tenants, 16 months, 120-character project paths, long English and Chinese names, a dozen models).
+
+Any console error, failed request (or 4xx/5xx answer) or request to another host fails the test, and so does
+an admin page wider than the window, a list or dashboard table with a column outside the visible part of the
+page, or a table cell whose text wraps onto a second line (a tool name, a date, a number cut in two).
 Screenshots of the main pages are kept in $ACE_SCREENSHOT_DIR (default `artifacts/screenshots/`), which CI
 keeps as an artifact.
 """
@@ -25,6 +29,7 @@ from sessions_app.sample_data import sample_data_create
 from sessions_app.services.apikeys import tenant_get_or_create
 from sessions_app.services.imports import import_source_scan
 from strategies_app.models import StrategyRun
+from tests.realistic_usage import SECOND_TENANT, realistic_usage_create
 
 CHROMIUM = Path(os.environ.get("ACE_CHROMIUM", "/usr/bin/chromium"))
 SCREENSHOTS = Path(
@@ -49,6 +54,9 @@ SHOTS = {
     "turn": re.compile(r"^/admin/sessions_app/turn/[^/]+/change/$"),
     "usage-dashboard": re.compile(r"/dashboard/$"),
     "usage-hourly": re.compile(r"^/admin/sessions_app/usagehourly/$"),
+    "usage-daily": re.compile(r"^/admin/sessions_app/usagedaily/$"),
+    "telemetry-records": re.compile(r"^/admin/sessions_app/telemetryrecord/$"),
+    "llm-requests": re.compile(r"^/admin/sessions_app/llmrequest/$"),
     "model-prices": re.compile(r"^/admin/sessions_app/modelprice/$"),
     "imported-files": re.compile(r"^/admin/sessions_app/importedfile/$"),
     "import-sources": re.compile(r"^/admin/sessions_app/importsource/$"),
@@ -60,15 +68,47 @@ SHOTS = {
     "api-docs": re.compile(r"^/api/docs/$"),
     "api-redoc": re.compile(r"^/api/redoc/$"),
 }
-# Columns that end right of what a list shows (its scrolling box, or the window), measured in the page.
+# Pages taken whole (the rest as the window shows them).
+FULL_PAGE = ("usage-dashboard", "usage-dashboard-tenant")
+# Columns that end right of what a list or a dashboard table shows (its scrolling box, or the window).
 HIDDEN_COLUMNS = """() => {
-  const table = document.querySelector('#result_list');
-  if (!table) return null;
-  const box = table.closest('.results') || table.parentElement;
-  const visible = Math.min(box.getBoundingClientRect().right, document.documentElement.clientWidth);
-  return [...table.querySelectorAll('thead th')]
-    .filter(th => th.getBoundingClientRect().right > visible + 1)
-    .map(th => th.innerText.trim() || th.className);
+  const hidden = [];
+  for (const table of document.querySelectorAll('#result_list, .ace-table table')) {
+    const box = table.closest('.results, .ace-table') || table.parentElement;
+    const visible = Math.min(box.getBoundingClientRect().right, document.documentElement.clientWidth);
+    for (const th of table.querySelectorAll('thead th')) {
+      if (th.getBoundingClientRect().right > visible + 1) hidden.push(th.innerText.trim() || th.className);
+    }
+  }
+  return hidden;
+}"""
+# How much wider than the window the page is (a horizontal scroll bar of the whole page), in pixels.
+PAGE_OVERFLOW = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+# Table cells (lists, the dashboard's tables) whose text wraps onto another line: more line boxes than the same
+# cell has when it may not wrap (a line break of its own, as a strategy's triggers have, is no wrap).
+WRAPPED_CELLS = """() => {
+  const lines = cell => {
+    const range = document.createRange();
+    range.selectNodeContents(cell);
+    const rects = [...range.getClientRects()].filter(r => r.width > 0 && r.height > 0).sort((a, b) => a.top - b.top);
+    let count = 0, bottom = -Infinity;
+    for (const r of rects) {
+      if (r.top >= bottom - 2) { count += 1; bottom = r.bottom; } else { bottom = Math.max(bottom, r.bottom); }
+    }
+    return count;
+  };
+  const wrapped = [];
+  const cells = document.querySelectorAll('#result_list td, #result_list tbody th, .ace-table td, .ace-table th');
+  for (const cell of cells) {
+    const shown = lines(cell);
+    if (shown < 2) continue;
+    const before = cell.style.whiteSpace;
+    cell.style.whiteSpace = 'nowrap';
+    const unwrapped = lines(cell);
+    cell.style.whiteSpace = before;
+    if (shown > unwrapped) wrapped.push(cell.innerText.trim().slice(0, 50));
+  }
+  return wrapped;
 }"""
 
 
@@ -94,6 +134,7 @@ def sample_data(transactional_db, celery_worker, django_user_model):
     demo = tenant_get_or_create(name="demo")
     sample_data_create(tenant=demo)
     memory_sample_create(tenant=demo)
+    realistic_usage_create(tenant=demo)
     # Agent logs of every tool (and a file that is no tool's), imported by a source as the collector does.
     source = ImportSource.objects.create(tenant=demo, path=str(AGENT_LOGS), user_id="dev")
     assert import_source_scan(source=source).files_imported > 0
@@ -134,6 +175,7 @@ class Visit:
         self.host = urlsplit(base).netloc
         self.page = browser.new_page(viewport={"width": WIDTH, "height": 900}, locale="en-US")
         self.problems: list[str] = []
+        self.layout: list[str] = []
         self.opened: list[str] = []
         page = self.page
         page.on("console", lambda m: m.type == "error" and self.problem(f"console: {m.text}"))
@@ -158,8 +200,25 @@ class Visit:
         self.opened.append(path)
         for name, pattern in SHOTS.items():
             if pattern.search(path) and not (SCREENSHOTS / f"{name}.png").exists():
-                self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+                self.shoot(name)
+        if urlsplit(self.base + path).path.startswith("/admin/"):
+            self.check_layout()
         return self.page.content()
+
+    def shoot(self, name: str) -> None:
+        self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=name in FULL_PAGE)
+
+    def check_layout(self) -> None:
+        """An admin page fits the window: no page-wide scroll, no column out of sight, no cell on two lines."""
+        overflow = self.page.evaluate(PAGE_OVERFLOW)
+        if overflow > 1:
+            self.layout.append(f"{self.page.url}: the page is {overflow} px wider than the window")
+        hidden = self.page.evaluate(HIDDEN_COLUMNS)
+        if hidden:
+            self.layout.append(f"{self.page.url}: columns off-screen: {hidden}")
+        wrapped = self.page.evaluate(WRAPPED_CELLS)
+        if wrapped:
+            self.layout.append(f"{self.page.url}: {len(wrapped)} cells wrapped, e.g. {wrapped[:4]}")
 
     def links(self, pattern: re.Pattern) -> list[str]:
         hrefs = self.page.eval_on_selector_all("a[href]", "links => links.map(a => a.getAttribute('href'))")
@@ -193,22 +252,34 @@ def test_an_auditor_clicks_through_the_admin_and_the_api_docs(live_server, sampl
     lists = visit.links(ADMIN_LIST)
     assert len(lists) >= 15, lists
 
-    overflowing = {}
     views = set(visit.links(re.compile(r"/(" + "|".join(OWN_VIEWS) + r")/(\?|#|$)")))  # the usage dashboard
     for url in lists:
         visit.open(url)
-        hidden = page.evaluate(HIDDEN_COLUMNS)
-        if hidden:
-            overflowing[url] = hidden
         views.update(visit.links(re.compile(r"/(" + "|".join(OWN_VIEWS) + r")/(\?|#|$)")))
         first = page.query_selector("#result_list tbody th a")
         if first is not None:
             visit.open(first.get_attribute("href"))
             views.update(visit.links(re.compile(r"/(" + "|".join(OWN_VIEWS) + r")/(\?|#|$)")))
-    assert overflowing == {}, f"columns off-screen at {WIDTH} px: {overflowing}"
     assert {v.split("?")[0].split("#")[0].rstrip("/").rsplit("/", 1)[-1] for v in views} >= set(OWN_VIEWS)
     for url in sorted(views):
         visit.open(url)
+
+    # The usage dashboard with two tenants shows them all until one is chosen, and remembers the choice.
+    dashboard = "/admin/sessions_app/usagehourly/dashboard/"
+    visit.open(dashboard)
+    assert page.locator("h1").inner_text() == "Usage dashboard · all tenants"
+    assert page.locator("#ace-by-tenant_id tbody tr").count() == 2
+    page.select_option("#id_tenant", label=SECOND_TENANT)
+    page.click(".ace-filters input[type=submit]")
+    page.wait_for_load_state("load")
+    visit.check_layout()
+    visit.shoot("usage-dashboard-tenant")
+    visit.open(dashboard)
+    assert page.locator("h1").inner_text() == f"Usage dashboard · {SECOND_TENANT}"
+    assert page.locator("#id_tenant option:checked").inner_text() == SECOND_TENANT
+    # Total tokens include the cache reads, in millions here; a long project shows whole on hover.
+    assert page.locator("[data-total=all_tokens]").inner_text().count(",") >= 2
+    assert page.locator("#ace-top_tokens td [title^='/']").count() >= 1
 
     # The strategy run's page is named after its strategy, not its id; the strategy filter names each once.
     visit.open("/admin/strategies_app/strategyrun/")
@@ -241,5 +312,6 @@ def test_an_auditor_clicks_through_the_admin_and_the_api_docs(live_server, sampl
         page.screenshot(path=str(SCREENSHOTS / f"{'api-docs' if 'docs' in url else 'api-redoc'}.png"))
 
     assert visit.problems == []
+    assert visit.layout == [], f"at {WIDTH} px:\n" + "\n".join(visit.layout)
     assert len(visit.opened) >= 50, len(visit.opened)
     assert {f"{name}.png" for name in SHOTS} <= {shot.name for shot in SCREENSHOTS.glob("*.png")}

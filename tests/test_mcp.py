@@ -5,6 +5,8 @@ read through the same services as the REST API, which the tests use to check wha
 from __future__ import annotations
 
 import json
+import logging
+import re
 import subprocess
 import sys
 import uuid
@@ -18,8 +20,9 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import make_client
+from tests.conftest import make_client, table_renamed
 from tests.factories import SessionFactory
+from tests.memory_app import bulk_rows
 from tests.processes import process_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -240,8 +243,52 @@ def test_bad_arguments_are_tool_errors_that_say_what_to_fix(ace):
     ]
     for tool, arguments, expected in cases:
         assert expected in error_text(mcp.call(tool, arguments)), (tool, arguments)
-    assert "user_id" in error_text(mcp.call("recall", {"query": "x"}))  # a missing argument, named
     assert acme.get("/api/v1/records/").json()["results"] == []  # nothing half-written
+
+
+def test_tool_errors_say_which_tool_failed_and_what_to_do(ace):
+    """Never the SDK's bare "Error executing tool recall": the tool, then what is wrong in words a model can act
+    on: the argument to fix, the object not found, or (for a crash) the request id it is logged under."""
+    mcp = Mcp(url=ace["url"], key=ace["acme"].key)
+    cases = [
+        ("recall", {"query": "x"}, "recall failed: user_id is required. Fix the arguments and call again."),
+        ("recall", {"user_id": "u"}, "recall failed: query is required. Fix the arguments and call again."),
+        ("recall", {"query": "x", "user_id": "u", "top_k": "many"}, "recall failed: top_k: Input should be a valid"),
+        ("forget", {}, "forget failed: record_id is required."),
+        ("context", {"session": str(uuid.UUID(int=7))}, f"context failed: Session {uuid.UUID(int=7)} not found."),
+        ("usage", {"group_by": "week"}, 'usage failed: Invalid input. group_by: "week" is not a valid choice'),
+    ]
+    for tool, arguments, expected in cases:
+        text = error_text(mcp.call(tool, arguments))
+        assert text.startswith(expected), (tool, arguments, text)
+        assert "Error executing tool" not in text and "pydantic" not in text
+
+
+def test_a_tool_that_crashes_names_the_request_id_it_is_logged_under(ace, caplog):
+    """An unexpected failure (here the messages' vector table gone, as in a half-applied migration) tells the
+    model what failed and the request id; the server logs the traceback under that id."""
+    mcp = Mcp(url=ace["url"], key=ace["acme"].key)
+    with table_renamed("memory_app_messageembedding"), caplog.at_level(logging.ERROR):
+        text = error_text(mcp.call("recall", {"query": "West Lake", "user_id": "xiaoming"}))
+    assert text.startswith("recall failed: an unexpected error in Open ACE (request id ")
+    assert "try again" in text and "Error executing tool" not in text
+    request_id = re.search(r"request id ([0-9a-f]{32})", text).group(1)
+    logged = [r for r in caplog.records if request_id in r.getMessage()]
+    assert logged and logged[0].exc_info is not None  # the traceback, under the id the model was given
+    assert "memory_app_messageembedding" in str(logged[0].exc_info[1])
+    assert answer(mcp.call("recall", {"query": "West Lake", "user_id": "xiaoming"}))["results"]  # back once fixed
+
+
+def test_recall_of_a_user_with_3000_messages(ace):
+    """Past ACE_RECALL_EXACT_UP_TO (2,000) message vectors the shortlist ranks them; it used to fail."""
+    acme = ace["acme"]
+    bulk_rows.vector_index_skipped()
+    bulk_rows.chat_messages(acme.tenant, "heavy", [bulk_rows.sentence(n) for n in range(3000)])
+    query = {"query": "Which tea house in Kyoto did I visit with my sister?", "user_id": "heavy"}
+    found = answer(Mcp(url=ace["url"], key=acme.key).call("recall", query))
+    assert "tea house in Kyoto with my sister" in found["results"][0]["text"]
+    via_api = acme.post("/api/v1/recall/", query, format="json").json()
+    assert [hit["id"] for hit in found["results"]] == [hit["id"] for hit in via_api["results"]]
 
 
 def _post(url: str, body, **headers):

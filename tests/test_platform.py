@@ -1,5 +1,6 @@
 """Health, the OpenAPI schema and its docs, the first-start bootstrap, the embedded database and data folder."""
 
+import json
 import os
 import stat
 import subprocess
@@ -16,7 +17,9 @@ from sessions_app.models import Session, Tenant
 def test_healthz_reports_database_and_broker(client, db):
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert {k: v for k, v in response.json().items() if k != "embedder"} == {"database": "ok", "broker": "ok"}
+    checks = {k: v for k, v in response.json().items() if k not in ("embedder", "errors")}
+    assert checks == {"database": "ok", "broker": "ok"}
+    assert response.json()["errors"]["server_errors_5xx"] == 0
 
 
 def test_healthz_reports_the_embedder_without_loading_it(client, db, settings, tmp_path):
@@ -206,3 +209,20 @@ def test_the_embedded_broker_starts_when_celery_first_connects(tmp_path):
     finally:
         _run_python("from django.core.management import call_command; call_command('ace_broker', 'stop')", tmp_path)
     assert not (tmp_path / "broker" / "valkey.sock").exists()
+
+
+def test_the_healthz_answer_in_docs_api_md_is_what_healthz_answers(client, db, settings, tmp_path):
+    from memory_app.embedders import get_embedder
+
+    settings.ACE_EMBEDDER, settings.ACE_EMBEDDER_RUNTIME = "local", "onnx"  # the default, as documented
+    settings.ACE_EMBEDDER_CACHE_DIR = str(tmp_path)
+    get_embedder.cache_clear()
+    text = (settings.BASE_DIR / "docs" / "api.md").read_text()
+    section = text[text.index("## Health") :]
+    documented = json.loads(section[section.index("```json\n") + 8 : section.index("\n```", section.index("```json"))])
+    try:
+        answer = client.get("/healthz").json()
+    finally:
+        get_embedder.cache_clear()
+    assert set(documented) <= set(answer) and set(documented["embedder"]) <= set(answer["embedder"])
+    assert (documented["database"], documented["broker"]) == (answer["database"], answer["broker"]) == ("ok", "ok")

@@ -76,6 +76,20 @@ def test_a_command_that_needs_neither_the_embedder_nor_the_admin_imports_neither
     assert sorted(modules_after(*command) & set(NOT_FOR_A_COMMAND)) == []
 
 
+# What only an import runs: `ace_import --help` (and a mistyped option) starts without them.
+NOT_FOR_IMPORT_HELP = [
+    "sessions_app.services.imports",
+    "sessions_app.services.messages",
+    "sessions_app.importers",
+    "sessions_app.management.import_progress",
+    "tqdm",
+]
+
+
+def test_ace_import_help_loads_neither_the_import_pipeline_nor_the_progress_bar():
+    assert sorted(modules_after("ace_import", "--help") & set(NOT_FOR_IMPORT_HELP)) == []
+
+
 def test_the_probe_sees_what_the_system_checks_load():
     """`check` loads the URLs and the apps' admin modules: the probe above would see them in any command."""
     loaded = modules_after("check")

@@ -16,9 +16,9 @@ MAX_DESCRIPTION_LENGTH = 1000
 class Webhook(models.Model):
     """Where to POST a tenant's events, and which ones. Deleting one keeps it (and its deliveries) for audit."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
-    url = models.CharField(max_length=MAX_URL_LENGTH, help_text="http:// or https://; receives a POST per event")
+    url = models.CharField("URL", max_length=MAX_URL_LENGTH, help_text="http:// or https://; receives a POST per event")
     events = ArrayField(models.CharField(max_length=40, choices=Event.choices), help_text="The events it subscribes to")
     # Kept readable: each delivery is signed with it (HMAC needs the secret itself, not a digest of it).
     secret = models.CharField(max_length=256, editable=False)
@@ -45,11 +45,13 @@ class DeliveryStatus(models.TextChoices):
 class WebhookDelivery(models.Model):
     """One event sent to one webhook: its payload as signed, where it stands, and its last answer."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries", db_index=False)
     event = models.CharField(max_length=40, choices=[(name, name) for name in DELIVERY_EVENTS])
-    event_id = models.UUIDField(help_text="The same for every delivery of one event: a receiver's idempotency key")
+    event_id = models.UUIDField(
+        "event ID", help_text="The same for every delivery of one event: a receiver's idempotency key"
+    )
     payload = models.JSONField(help_text="The body sent: {id, type, created_at, tenant, data}")
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
     attempts = models.PositiveIntegerField(default=0)
@@ -59,7 +61,7 @@ class WebhookDelivery(models.Model):
     response_headers = models.JSONField(default=dict, blank=True)
     response_body = models.TextField(blank=True, help_text="The start of the last answer's body")
     error = models.TextField(blank=True, help_text="Why the last attempt failed")
-    duration_ms = models.FloatField(null=True, blank=True, help_text="The last attempt's")
+    duration_ms = models.FloatField("duration (ms)", null=True, blank=True, help_text="The last attempt's")
     redelivery_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="redeliveries"
     )
@@ -83,11 +85,11 @@ class WebhookDelivery(models.Model):
 class WebhookAttempt(models.Model):
     """One POST of a delivery and what came back."""
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField("ID", primary_key=True)
     delivery = models.ForeignKey(WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log")
     number = models.PositiveIntegerField()
     started_at = models.DateTimeField(default=timezone.now)
-    duration_ms = models.FloatField(null=True, blank=True)
+    duration_ms = models.FloatField("duration (ms)", null=True, blank=True)
     response_status = models.PositiveIntegerField(null=True, blank=True)
     response_headers = models.JSONField(default=dict, blank=True)
     response_body = models.TextField(blank=True)
@@ -113,7 +115,7 @@ class WebhookChange(models.Model):
         REDELIVER = "redeliver", "redelivered"
         TEST = "test", "test sent"
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField("ID", primary_key=True)
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="changes")
     action = models.CharField(max_length=16, choices=Action.choices)
     actor = models.CharField(max_length=255, help_text="api:<key prefix>, admin:<user>")

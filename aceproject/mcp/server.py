@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Annotated, Any
@@ -15,16 +16,19 @@ from typing import Annotated, Any
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connection
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp_types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from aceproject.mcp import operations
 from aceproject.mcp.operations import InvalidArguments, NotFound
 from memory_app.models import RecordType
 from platform_kit.outages import RETRY_AFTER_SECONDS, database_unavailable
+from platform_kit.request_ids import request_id, request_id_bound, request_id_new
 from sessions_app.models import Tenant
 from sessions_app.selectors.usage import GROUP_BY
+
+logger = logging.getLogger(__name__)
 
 _tenant: ContextVar[Tenant | None] = ContextVar("ace_mcp_tenant", default=None)
 
@@ -63,6 +67,50 @@ async def _call(operation, **arguments) -> Any:
         raise ToolError(f"Open ACE cannot answer right now: {reason}. {retry}") from None
 
 
+def _argument_problems(error: ValidationError) -> str:
+    """Pydantic's complaints about a call's arguments, one clause per argument: "user_id is required",
+    "top_k: Input should be a valid integer"."""
+    problems = []
+    for problem in error.errors():
+        argument = ".".join(str(part) for part in problem["loc"]) or "arguments"
+        if problem["type"] == "missing":
+            problems.append(f"{argument} is required")
+        elif problem["type"] == "unexpected_keyword_argument":
+            problems.append(f"{argument} is not an argument of this tool")
+        else:
+            problems.append(f"{argument}: {problem['msg']}")
+    return "; ".join(problems)
+
+
+class AceMcpServer(MCPServer):
+    """The SDK's server, with tool errors worded for whoever reads them: "recall failed: <what to fix>".
+
+    The SDK answers a failed call with "Error executing tool <name>: ...", pydantic's report for bad arguments,
+    and only "Error executing tool <name>" for a crash. Here a bad argument is named with what to do about it;
+    an anticipated failure (a bad value, another tenant's id, the database down) keeps its own words; a crash is
+    logged with its traceback under the request's id, and the model is told that id and that it may retry."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        bound = request_id()
+        with request_id_bound(bound or request_id_new()) as call_id:  # stdio calls have no HTTP request
+            try:
+                return await super().call_tool(name, arguments, context)
+            except UnexpectedToolError as error:
+                crash = error.__cause__ or error
+                logger.error("MCP tool %s failed unexpectedly [request id %s]", name, call_id, exc_info=crash)
+                raise ToolError(
+                    f"{name} failed: an unexpected error in Open ACE (request id {call_id}). It is logged under "
+                    "that id; try again in a minute, and if it fails again tell the operator the request id."
+                ) from None
+            except ToolError as error:
+                cause = error.__cause__
+                if isinstance(cause, ValidationError):
+                    raise ToolError(
+                        f"{name} failed: {_argument_problems(cause)}. Fix the arguments and call again."
+                    ) from cause
+                raise ToolError(f"{name} failed: {cause if cause is not None else error}") from cause
+
+
 async def _read(operation, **arguments) -> str:
     try:
         return json.dumps(await _call(operation, **arguments), ensure_ascii=False)
@@ -97,7 +145,7 @@ UserId = Annotated[
 
 
 def build_server() -> MCPServer:
-    server = MCPServer(
+    server = AceMcpServer(
         name="open-ace",
         title="Open ACE",
         description="Long-term memory, session state and usage of an Open ACE tenant",

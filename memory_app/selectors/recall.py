@@ -77,8 +77,9 @@ class RecallResult:
 
 
 def vector_sql(table: str, where: str, dims: int, *, shortlist: bool) -> str:
-    """The nearest-rows query of `_vector_scores` (rows of id and cosine distance, nearest first):
-    parameters (vector, key, *where params, vector).
+    """The nearest-rows query of `_vector_scores`: rows of (id, distance), the cosine distance, nearest first,
+    whichever the table (a message's vector is keyed by `message_id`; callers select and join `id`).
+    Parameters: (vector, key, *where params, vector), or with `shortlist` (key, *where params, vector, vector).
 
     `shortlist`: for a filter that keeps many rows (a heavy user), rank them first by the Hamming distance of
     their sign bits — read from a covering index, 48 bytes a row — and compute exact distances for the
@@ -93,7 +94,8 @@ def vector_sql(table: str, where: str, dims: int, *, shortlist: bool) -> str:
         return (
             f"WITH shortlist AS (SELECT {id_column} AS id FROM {table} WHERE embedding_key = %s AND {where} "
             f"ORDER BY embedding_bits <~> binary_quantize(%s::vector({dims})) LIMIT {size}) "
-            f"SELECT {id_column}, {distance} AS distance FROM {table} WHERE {id_column} IN (SELECT id FROM shortlist) "
+            f"SELECT {id_column} AS id, {distance} AS distance FROM {table} "
+            f"WHERE {id_column} IN (SELECT id FROM shortlist) "
             f"ORDER BY distance LIMIT {CANDIDATES}"
         )
     return (

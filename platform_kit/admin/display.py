@@ -10,6 +10,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
+from django.utils.translation import ngettext
 
 BADGE_TONES = ("green", "blue", "purple", "red", "amber", "grey", "slate")  # classes in platform_kit/admin.css
 EMPTY = "-"  # as Django's own empty_value_display
@@ -18,6 +19,11 @@ EMPTY = "-"  # as Django's own empty_value_display
 def number(value) -> str:
     """Token and message counts with thousands separators: 1234567 → "1,234,567"."""
     return EMPTY if value is None else f"{value:,}"
+
+
+def counted(value: int, singular: str, plural: str | None = None) -> str:
+    """A count with its noun agreeing: 1 → "1 conversation", 1234 → "1,234 conversations"."""
+    return f"{number(value)} {ngettext(singular, plural or f'{singular}s', value or 0)}"
 
 
 def compact(value) -> str:
@@ -124,6 +130,21 @@ def counter_display(field: str, description: str):
         return number(getattr(obj, field))
 
     display.__name__ = f"{field}_display"
+    return display
+
+
+def text_column(field: str, chars: int, description: str | None = None, *, from_end: bool = False, ordering=None):
+    """A list column of a text field (or a related object's name) cut to the width of `chars` Latin characters,
+    the whole on hover: the start of a name, or the end of a path (`from_end`), which tells paths apart. A list
+    of long values then keeps its every column on a 1400-pixel screen."""
+
+    @admin.display(description=description or field.replace("_", " "), ordering=ordering or field)
+    def display(self, obj):
+        value = getattr(obj, field)
+        text = "" if value is None else str(value)
+        return tail(text, chars) if from_end else truncated(text, chars)
+
+    display.__name__ = f"{field}_column"
     return display
 
 

@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from platform_kit.outages import database_unavailable, unavailable_response
+from platform_kit.request_ids import request_id
 
 
 def _flatten(errors, prefix=""):
@@ -59,8 +60,13 @@ def exception_handler(exc, context):
     return response
 
 
+# Paths that machines call (the API, the OTLP receiver, MCP, the LLM gateway): their errors are JSON. Every other
+# path is a page a person reads, and gets the site's error page (aceproject/templates/404.html, 500.html).
+MACHINE_PATHS = ("/api/", "/v1/", "/mcp", "/gateway/")
+
+
 def json_404(request, exception=None):
-    if not request.path.startswith("/api/"):
+    if not request.path.startswith(MACHINE_PATHS):
         from django.views.defaults import page_not_found
 
         return page_not_found(request, exception)
@@ -73,7 +79,26 @@ def json_500(request):
     reason = database_unavailable(sys.exception())
     if reason is not None:
         return unavailable_response(reason)
-    return JsonResponse({"detail": "Server error.", "errors": {}}, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+    if not request.path.startswith(MACHINE_PATHS):
+        from django.http import HttpResponseServerError
+        from django.template import loader
+
+        # the site's 500.html (aceproject/templates), naming the request id its traceback is logged under
+        return HttpResponseServerError(loader.get_template("500.html").render({"request_id": request_id()}))
+    return JsonResponse(server_error_body(), status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+
+
+def server_error_body() -> dict:
+    """What a client is told of an unexpected error: not its cause, but the id the server logged it under."""
+    bound = request_id()
+    if bound is None:
+        return {"detail": "Server error.", "errors": {}}
+    return {
+        "detail": f"Server error (request id {bound}). It is logged under that id; try again, and if it happens "
+        "again tell the operator the id.",
+        "errors": {},
+        "request_id": bound,
+    }
 
 
 class PreconditionFailed(exceptions.APIException):

@@ -3,12 +3,18 @@ the audit log), with where each stands, its crossings and its change history."""
 
 from __future__ import annotations
 
+import json
+import re
+from urllib.parse import parse_qsl
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
+from platform_kit.admin.display import counted
 from platform_kit.admin.mixins import ReadOnlyAdminMixin
-from sessions_app.models import Budget, BudgetChange, BudgetCrossing, BudgetPeriod, BudgetScope, BudgetUnit
+from sessions_app.models import Budget, BudgetChange, BudgetCrossing, BudgetPeriod, BudgetScope, BudgetUnit, Tenant
+from sessions_app.models.budgets import default_thresholds
 from sessions_app.selectors.budgets import amount, budget_status
 from sessions_app.services.budgets import (
     EDITABLE_FIELDS,
@@ -21,9 +27,50 @@ from sessions_app.services.budgets import (
 )
 
 
+class ListField(forms.CharField):
+    """A list typed as its items with commas, spaces or new lines between them ("80, 100"); a JSON list is read
+    too. Shown the same way, so the form saves as it is shown."""
+
+    def __init__(self, *, item=str, item_error="", **kwargs):
+        self.item, self.item_error = item, item_error
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value):
+        if isinstance(value, list | tuple):
+            return ", ".join(str(item) for item in value)
+        return "" if value is None else value
+
+    def to_python(self, value):
+        text = super().to_python(value)
+        if not text:
+            return []
+        if text.startswith("["):
+            try:
+                items = json.loads(text)
+            except ValueError:
+                raise ValidationError("Not a list: write the items with commas between them.") from None
+            return items
+        try:
+            return [self.item(part) for part in re.split(r"[\s,;]+", text) if part]
+        except ValueError:
+            raise ValidationError(self.item_error) from None
+
+
 class BudgetForm(forms.ModelForm):
-    thresholds = forms.JSONField(help_text="A list of percentages, e.g. [80, 100]")
-    emails = forms.JSONField(required=False, help_text='A list of addresses, e.g. ["ops@example.com"]')
+    thresholds = ListField(
+        item=int,
+        item_error="Each threshold is a whole percentage, e.g. 80, 100.",
+        initial=default_thresholds,
+        widget=forms.TextInput(attrs={"size": 30}),
+        help_text="Percentages of the limit that alert, with commas between them, e.g. 80, 100 (above 100 alerts "
+        "on overspending). A threshold the period's usage is already over when the budget is saved alerts at once.",
+    )
+    emails = ListField(
+        required=False,
+        initial=list,
+        widget=forms.TextInput(attrs={"size": 60}),
+        help_text="Addresses alerted by email, with commas between them, e.g. ops@example.com, lead@example.com",
+    )
     feishu_secret = forms.CharField(required=False, widget=forms.PasswordInput(render_value=True))
     dingtalk_secret = forms.CharField(required=False, widget=forms.PasswordInput(render_value=True))
 
@@ -69,6 +116,28 @@ class BudgetAdmin(admin.ModelAdmin):
     inlines = [CrossingInline]
     actions = ["recount"]
 
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return ()  # nothing to show of a budget not yet saved
+        return (*self.readonly_fields, "tenant")
+
+    def get_inlines(self, request, obj):
+        return self.inlines if obj else []
+
+    def get_changeform_initial_data(self, request):
+        """The tenant chosen for the admin: the one named in the address (`?tenant=`, as the tenant's page links
+        here), the one the budget list was filtered by, or the only one there is."""
+        initial = super().get_changeform_initial_data(request)
+        if "tenant" not in initial:
+            filters = dict(parse_qsl(request.GET.get("_changelist_filters", "")))
+            chosen = filters.get("tenant__id__exact") or filters.get("tenant")
+            if chosen is None:
+                only = list(Tenant.objects.values_list("pk", flat=True)[:2])
+                chosen = only[0] if len(only) == 1 else None
+            if chosen is not None:
+                initial["tenant"] = chosen
+        return initial
+
     @admin.display(description="covers", ordering="scope")
     def covers(self, budget):
         if budget.scope == BudgetScope.TENANT:
@@ -102,9 +171,6 @@ class BudgetAdmin(admin.ModelAdmin):
             f"{status.period_start:%Y-%m-%d %H:%M} – {status.period_end:%Y-%m-%d %H:%M} UTC; at this pace it {runs_out}"
         )
 
-    def get_readonly_fields(self, request, obj=None):
-        return (*self.readonly_fields, "tenant") if obj else self.readonly_fields
-
     def _actor(self, request) -> str:
         return f"admin {request.user.get_username()}"
 
@@ -134,7 +200,7 @@ class BudgetAdmin(admin.ModelAdmin):
     def recount(self, request, queryset):
         for budget in queryset:
             budget_recount(budget=budget)
-        self.message_user(request, f"Counted {queryset.count()} budget(s) again.", messages.SUCCESS)
+        self.message_user(request, f"Counted {counted(queryset.count(), 'budget')} again.", messages.SUCCESS)
 
 
 @admin.register(BudgetChange)

@@ -9,7 +9,7 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.html import format_html, format_html_join
 
-from platform_kit.admin.display import EMPTY, change_link, changelist_url, number, parse_uuid, truncated
+from platform_kit.admin.display import EMPTY, change_link, changelist_url, counted, number, parse_uuid, truncated
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin, UuidSearchMixin
 from sessions_app.admin.display import CounterColumns
@@ -90,7 +90,7 @@ class ConversationAdmin(CounterColumns, ReadOnlyAdminMixin, BigTableAdminMixin, 
     @admin.display(description="chat")
     def chat_link(self, obj):
         return format_html(
-            '<a href="{}">Read this conversation as a chat</a> ({} messages)', chat_url(obj.pk), number(obj.messages)
+            '<a href="{}">Read this conversation as a chat</a> ({})', chat_url(obj.pk), counted(obj.messages, "message")
         )
 
     @admin.display(description="turns")
@@ -131,7 +131,7 @@ class ConversationAdmin(CounterColumns, ReadOnlyAdminMixin, BigTableAdminMixin, 
             "session": session,
             "chat": page,
             **paged,
-            "message_total": number(conversation.messages),
+            "message_total": counted(conversation.messages, "message"),
             "tokens": number(conversation.total_tokens),
             "last_url": f"?before_seq={session.last_seq + 1}" if has_next else None,
             "timeline_url": timeline_url(session.pk, at_seq=paged["first_seq"]) if page else timeline_url(session.pk),

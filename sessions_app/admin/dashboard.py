@@ -1,5 +1,6 @@
-"""The usage dashboard of the admin: one tenant's totals, trend by day, breakdowns by tool, model, user,
-project and machine, and its top sessions, with a CSV export of every table.
+"""The usage dashboard of the admin: one tenant's totals (or every tenant's, by tenant), trend by day,
+breakdowns by tool, model, user, project and machine, and its top sessions, with a CSV export of every table.
+The tenant is an explicit choice, remembered in the staff user's session.
 
 It reads only the roll-ups (the daily ones for whole days: every breakdown in one GROUPING SETS scan, each
 model's token sums priced with the model price table) and the session rows (top sessions by tokens:
@@ -33,10 +34,11 @@ from sessions_app.selectors.budgets import amount, budgets_status
 from sessions_app.selectors.usage import (
     USAGE_FIELDS,
     UsageFilter,
+    all_tokens,
+    sessions_by_model,
     top_sessions_by_cost,
     top_sessions_by_tokens,
     usage_breakdowns,
-    usage_grouped,
 )
 from sessions_app.templatetags.usage_format import thousands, usd
 
@@ -44,6 +46,7 @@ DEFAULT_DAYS = 30
 TOP_SESSIONS = 20
 TABLE_ROWS = 50  # shown per breakdown; the CSV has every row
 BREAKDOWNS = {
+    "tenant_id": "By tenant",  # every tenant's usage only
     "tool": "By tool",
     "model": "By model",
     "user_id": "By user",
@@ -58,6 +61,18 @@ TOKEN_KINDS = (
     ("cache_read_tokens", "cache read"),
     ("cache_creation_tokens", "cache write"),
 )
+# What the dashboard calls total tokens (its cards, tables, charts and CSV files): ccusage's "Total Tokens".
+TOTAL_TOKENS_HELP = "input + output + cache read + cache write (as ccusage's Total Tokens)"
+# What the page says each kind of token is, on hover.
+TOKEN_HELP = {
+    "input_tokens": "Tokens the model read that no cache served",
+    "output_tokens": "Tokens the model wrote (reasoning included)",
+    "cache_read_tokens": "Input tokens served from the prompt cache (cheap, and often 10-20x the input)",
+    "cache_creation_tokens": "Input tokens written to the prompt cache",
+    "all_tokens": TOTAL_TOKENS_HELP,
+}
+ALL_TENANTS = "all"
+REMEMBERED_TENANT = "ace_dashboard_tenant"  # the staff user's session key: the tenant last chosen
 MESSAGE_KINDS = (
     ("message_user", "user"),
     ("message_assistant", "assistant"),
@@ -66,11 +81,11 @@ MESSAGE_KINDS = (
     ("message_system", "system"),
 )
 COST_FIELDS = ("cost_usd", "unpriced_tokens")
-SESSION_COLUMNS = ("session_id", "name", "tool", "user_id", "project", "machine", "started_at")
+SESSION_COLUMNS = ("session_id", "name", "tenant", "tool", "user_id", "project", "machine", "started_at")
 
 
 class DashboardFilters(forms.Form):
-    tenant = forms.ModelChoiceField(queryset=Tenant.objects.order_by("name"), empty_label=None)
+    tenant = forms.ChoiceField(help_text="remembered until you choose another")
     # Days the window's arithmetic (the day after `until`) can hold: the API's range, 1000 to 9998.
     since = forms.DateField(
         widget=forms.DateInput(attrs={"type": "date"}),
@@ -89,6 +104,19 @@ class DashboardFilters(forms.Form):
     project = forms.CharField(required=False, widget=forms.TextInput(attrs={"list": "ace-projects", "size": 18}))
     machine = forms.CharField(required=False, widget=forms.TextInput(attrs={"list": "ace-machines", "size": 14}))
 
+    def __init__(self, data, *, tenants: list[Tenant]):
+        super().__init__(data)
+        self.tenants = {str(tenant.pk): tenant for tenant in tenants}
+        self.fields["tenant"].choices = [
+            (ALL_TENANTS, "all tenants"),
+            *((pk, tenant.name) for pk, tenant in self.tenants.items()),
+        ]
+
+    def clean_tenant(self) -> Tenant | None:
+        """The chosen tenant, or None for every tenant's usage."""
+        value = self.cleaned_data["tenant"]
+        return None if value == ALL_TENANTS else self.tenants[value]
+
     def clean(self):
         data = super().clean()
         if data.get("since") and data.get("until") and data["since"] > data["until"]:
@@ -97,17 +125,32 @@ class DashboardFilters(forms.Form):
 
     @classmethod
     def from_request(cls, request) -> DashboardFilters:
-        """The query's filters, with the defaults (first tenant, the last 30 days) for what it leaves out."""
+        """The query's filters, with the defaults for what it leaves out: the last 30 days, and the tenant last
+        chosen in this staff user's session, else the only tenant, else every tenant (never one picked for
+        the user: with two tenants, the first by name is no answer to "how much did we use")."""
+        tenants = list(Tenant.objects.order_by("name"))
         today = timezone.now().date()
         data = request.GET.copy()
         defaults = {"since": today - datetime.timedelta(days=DEFAULT_DAYS - 1), "until": today}
-        first_tenant = Tenant.objects.order_by("name").values_list("pk", flat=True).first()
-        if first_tenant is not None:
-            defaults["tenant"] = first_tenant
+        remembered = request.session.get(REMEMBERED_TENANT)
+        if remembered == ALL_TENANTS or any(str(tenant.pk) == remembered for tenant in tenants):
+            defaults["tenant"] = remembered
+        else:
+            defaults["tenant"] = str(tenants[0].pk) if len(tenants) == 1 else ALL_TENANTS
         for name, value in defaults.items():
             if not data.get(name):
                 data[name] = str(value)
-        return cls(data)
+        return cls(data, tenants=tenants)
+
+    def remember(self, request) -> None:
+        """Keep the tenant chosen for the next visit (a reload, the index's link) in the user's session."""
+        if request.session.get(REMEMBERED_TENANT) != self.data["tenant"]:
+            request.session[REMEMBERED_TENANT] = self.data["tenant"]
+
+    @property
+    def tenant_label(self) -> str:
+        tenant = self.cleaned_data["tenant"]
+        return "all tenants" if tenant is None else tenant.name
 
     def usage(self) -> UsageFilter:
         data = self.cleaned_data
@@ -139,36 +182,51 @@ def dashboard_view(request, model_admin):
         "opts": model_admin.opts,
         "app_label": model_admin.opts.app_label,
         "filters": filters,
+        "token_help": TOKEN_HELP,
     }
     request.current_app = model_admin.admin_site.name
     if not filters.is_valid():
         return TemplateResponse(request, "admin/sessions_app/usage_dashboard.html", context, status=400)
+    filters.remember(request)
     usage = filters.usage()
     book = PriceBook.load()
     table = request.GET.get("table", "")
     if request.GET.get("format") == "csv":
         return csv_response(filters, usage, table, book)
 
+    # The two reads of the sessions' usage by model run beside the scan of the roll-ups, each on its connection.
     wait_for_top_cost = _start_on_own_connection(top_sessions_by_cost, usage=usage, limit=TOP_SESSIONS, book=book)
-    grouped = usage_breakdowns(usage=usage, group_bys=list(BREAKDOWNS), book=book)  # one scan of the roll-ups
+    wait_for_model_sessions = _start_on_own_connection(sessions_by_model, usage=usage)
+    breakdowns = [name for name in BREAKDOWNS if name != "tenant_id" or usage.tenant is None]
+    grouped = usage_breakdowns(usage=usage, group_bys=breakdowns, book=book)  # one scan of the roll-ups
+    _count_sessions_by_model(grouped["model"], wait_for_model_sessions())
     totals = grouped["day"]["totals"]
+    totals["all_tokens"] = all_tokens(totals)
     unpriced = sorted(set().union(*(g["unpriced_models"] for g in grouped.values())))
+    tenant_names = {pk: tenant.name for pk, tenant in filters.tenants.items()}
     context.update(
         {
+            "title": f"Usage dashboard · {filters.tenant_label}",
             "tenant": usage.tenant,
+            "tenant_label": filters.tenant_label,
             "since": filters.cleaned_data["since"],
             "until": filters.cleaned_data["until"],
             "totals": totals,
-            "token_totals": [(label, totals[field]) for field, label in TOKEN_KINDS],
+            "token_totals": [
+                ("all_tokens", "total tokens", totals["all_tokens"], TOKEN_HELP["all_tokens"]),
+                *((field, f"{label} tokens", totals[field], TOKEN_HELP[field]) for field, label in TOKEN_KINDS),
+            ],
             "message_totals": [(label, totals[field]) for field, label in MESSAGE_KINDS],
             "unpriced_models": unpriced,
-            "breakdowns": [_breakdown(filters, name, grouped[name]) for name in BREAKDOWNS if name != "day"],
-            "days": _breakdown(filters, "day", grouped["day"]),
+            "breakdowns": [
+                _breakdown(filters, name, grouped[name], tenant_names) for name in breakdowns if name != "day"
+            ],
+            "days": _breakdown(filters, "day", grouped["day"], tenant_names),
             "tops": [
                 {
                     "name": name,
                     "title": TOPS[name],
-                    "rows": _top_rows(rows),
+                    "rows": _top_rows(rows, tenant_names),
                     "csv_url": filters.query(format="csv", table=name),
                 }
                 for name, rows in (
@@ -189,13 +247,27 @@ def dashboard_view(request, model_admin):
     return TemplateResponse(request, "admin/sessions_app/usage_dashboard.html", context)
 
 
-def _budget_panel(tenant: Tenant) -> list[dict]:
-    """The tenant's active budgets: where each stands in its current period and the projection (one query)."""
-    budgets = list(Budget.objects.filter(tenant=tenant, active=True).order_by("name"))
+def _count_sessions_by_model(grouped: dict, counts: dict) -> None:
+    """The model breakdown's sessions: those that used each model (`counts`, from sessions_by_model), in place
+    of the roll-ups' count, which puts every session under the model of its first message (a prompt: none)."""
+    for row in grouped["results"]:
+        row["sessions"] = counts.get(row["key"], 0)
+    # A session with several models counts under each: the column has no total to add up to.
+    grouped["totals"]["sessions"] = None
+
+
+def _budget_panel(tenant: Tenant | None) -> list[dict]:
+    """The active budgets (of the tenant, else every tenant's): where each stands in its current period and the
+    projection (one query)."""
+    budgets = Budget.objects.filter(active=True).select_related("tenant").order_by("tenant__name", "name")
+    if tenant is not None:
+        budgets = budgets.filter(tenant=tenant)
+    budgets = list(budgets)
     statuses = budgets_status(budgets)
     return [
         {
             "budget": budget,
+            "tenant": budget.tenant.name if tenant is None else "",
             "status": statuses[budget.pk],
             "used": amount(budget, statuses[budget.pk].used),
             "limit": amount(budget, budget.limit),
@@ -227,35 +299,32 @@ def _start_on_own_connection(function, /, **kwargs) -> Callable[[], object]:
     return future.result
 
 
-def _grouped(usage: UsageFilter, group_by: str, book: PriceBook) -> dict:
-    return usage_grouped(
-        tenant=usage.tenant,
-        group_by=group_by,
-        since=usage.since,
-        until=usage.until,
-        tool=usage.tool,
-        user_id=usage.user_id,
-        project=usage.project,
-        machine=usage.machine,
-        book=book,
-    )
-
-
-def _breakdown(filters: DashboardFilters, name: str, grouped: dict) -> dict:
-    results = grouped["results"]
+def _breakdown(filters: DashboardFilters, name: str, grouped: dict, tenant_names: dict) -> dict:
+    results = _by_all_tokens(grouped["results"]) if name != "day" else grouped["results"]
     rows = []
     for row in results[:TABLE_ROWS] if name != "day" else results:
-        # Clicking a tool, user, project or machine narrows the dashboard to it.
-        filterable = name in ("tool", "user_id", "project", "machine") and row["key"]
-        filter_url = filters.query(**{name: row["key"]}) if filterable else ""
-        rows.append({**row, "filter_url": filter_url, "cells": _number_cells(row)})
+        # Clicking a tenant, tool, user, project or machine narrows the dashboard to it.
+        filterable = name in ("tenant_id", "tool", "user_id", "project", "machine") and row["key"]
+        parameter = "tenant" if name == "tenant_id" else name
+        filter_url = filters.query(**{parameter: str(row["key"])}) if filterable else ""
+        label = tenant_names.get(str(row["key"]), row["key"]) if name == "tenant_id" else row["key"]
+        row = {**row, "all_tokens": all_tokens(row), "label": label, "filter_url": filter_url}
+        rows.append({**row, "cells": _number_cells(row, by_model=name == "model")})
     return {
         "name": name,
+        "heading": "tenant" if name == "tenant_id" else "user" if name == "user_id" else name,
         "title": BREAKDOWNS[name],
         "rows": rows,
         "hidden": max(len(results) - len(rows), 0),
         "csv_url": filters.query(format="csv", table=name),
     }
+
+
+def _by_all_tokens(results: list[dict]) -> list[dict]:
+    """Rows with their total tokens (`all_tokens`), most first."""
+    for row in results:
+        row["all_tokens"] = all_tokens(row)
+    return sorted(results, key=lambda r: (-r["all_tokens"], -r["messages"], str(r["key"] or "")))
 
 
 _COUNT_CELLS = (
@@ -267,28 +336,42 @@ _COUNT_CELLS = (
     "output_tokens",
     "cache_read_tokens",
     "cache_creation_tokens",
-    "total_tokens",
+    "all_tokens",
 )
 
 
-def _number_cells(row: dict) -> str:
+# A conversation counts under the model of the message that started it, a prompt: by model, no figure to show.
+_NO_CONVERSATIONS_BY_MODEL = (
+    '<td class="n" title="A conversation starts with a prompt, which has no model: see the other tables">–</td>'
+)
+
+
+def _number_cells(row: dict, *, by_model: bool = False) -> str:
     """A breakdown row's numeric cells as HTML, made here: a page has a few hundred rows of eleven numbers, and
-    rendering them cell by cell through the template was most of the page's time. Numbers only: nothing to
-    escape."""
+    rendering them cell by cell through the template was most of the page's time. Numbers and our own text
+    only: nothing to escape."""
     warn = " ace-warn" if row["unpriced_tokens"] else ""
-    return mark_safe(  # noqa: S308 (digits, commas and dots)
-        "".join(f'<td class="n">{thousands(row[name])}</td>' for name in _COUNT_CELLS)
+    return mark_safe(  # noqa: S308 (digits, commas, dots and the constant above)
+        "".join(
+            _NO_CONVERSATIONS_BY_MODEL
+            if by_model and name == "conversations"
+            else f'<td class="n">{thousands(row[name])}</td>'
+            for name in _COUNT_CELLS
+        )
         + f'<td class="n">{usd(row["cost_usd"])}</td><td class="n{warn}">{thousands(row["unpriced_tokens"])}</td>'
     )
 
 
-def _top_rows(rows: list[dict]) -> list[dict]:
-    """The top sessions with their admin links (one `reverse` per table, not two per row)."""
+def _top_rows(rows: list[dict], tenant_names: dict) -> list[dict]:
+    """The top sessions with their admin links (one `reverse` per table, not two per row), tenant and tokens."""
     change = reverse("admin:sessions_app_session_change", args=[_PLACEHOLDER])
     timeline = reverse("admin:sessions_app_session_timeline", args=[_PLACEHOLDER])
     return [
         {
             **row,
+            "all_tokens": all_tokens(row),
+            "tokens_hint": " · ".join(f"{thousands(row[field])} {label}" for field, label in TOKEN_KINDS),
+            "tenant": tenant_names.get(str(row["session"].tenant_id), ""),
             "change_url": change.replace(_PLACEHOLDER, str(row["session"].pk)),
             "timeline_url": timeline.replace(_PLACEHOLDER, str(row["session"].pk)),
         }
@@ -309,14 +392,19 @@ def _chart_data(grouped: dict, since: datetime.date, until: datetime.date) -> di
         day += datetime.timedelta(days=1)
     series = {field: [by_day.get(d, {}).get(field, 0) for d in days] for field, _ in TOKEN_KINDS}
     # The messages of no model (prompts, tool results) cost nothing: a bar of them says nothing.
-    models = [row for row in grouped["model"]["results"] if row["key"] or row["cost_usd"]][:15]
+    models = [row for row in _by_all_tokens(grouped["model"]["results"]) if row["key"] or row["cost_usd"]][:15]
     return {
         "days": days,
         "tokens": [{"label": label, "data": series[field]} for field, label in TOKEN_KINDS],
         "cost": [float(by_day[d]["cost_usd"]) if d in by_day else 0 for d in days],
-        "models": [row["key"] or "(none)" for row in models],
+        # A long model name would push the bars off the chart: cut, whole in the tables.
+        "models": [_short(row["key"] or "(no model)", 30) for row in models],
         "model_cost": [float(row["cost_usd"]) for row in models],
     }
+
+
+def _short(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
 # -- CSV --------------------------------------------------------------------------------------------------
@@ -335,13 +423,32 @@ def _csv_lines(header: list[str], rows: Iterable[list]) -> Iterator[str]:
         yield writer.writerow(row)
 
 
+def _csv_counters(row: dict) -> list:
+    """A row's counters in USAGE_FIELDS order, total_tokens as the page counts them (input + output + cache read
+    + cache write), then its cost."""
+    return [
+        *(all_tokens(row) if field == "total_tokens" else row[field] for field in USAGE_FIELDS),
+        *(row[field] for field in COST_FIELDS),
+    ]
+
+
 def csv_response(filters: DashboardFilters, usage: UsageFilter, table: str, book: PriceBook):
-    if table in BREAKDOWNS:
-        grouped = _grouped(usage, table, book)
-        header = [table, *USAGE_FIELDS, *COST_FIELDS]
+    tenant_names = {pk: tenant.name for pk, tenant in filters.tenants.items()}
+    if table in BREAKDOWNS and (table != "tenant_id" or usage.tenant is None):
+        grouped = usage_breakdowns(usage=usage, group_bys=[table], book=book)[table]
+        if table == "model":
+            _count_sessions_by_model(grouped, sessions_by_model(usage=usage))
+        results = _by_all_tokens(grouped["results"]) if table != "day" else grouped["results"]
+        header = ["tenant" if table == "tenant_id" else table, *USAGE_FIELDS, *COST_FIELDS]
+        if table == "tenant_id":
+            header.insert(1, "tenant_id")
         rows = (
-            [row["key"] or "", *(row[f] for f in USAGE_FIELDS), *(row[f] for f in COST_FIELDS)]
-            for row in grouped["results"]
+            [
+                *((tenant_names.get(str(row["key"]), ""), str(row["key"])) if table == "tenant_id" else ()),
+                *(() if table == "tenant_id" else (row["key"] or "",)),
+                *_csv_counters(row),
+            ]
+            for row in results
         )
     elif table in TOPS:
         select = top_sessions_by_tokens if table == "top_tokens" else top_sessions_by_cost
@@ -351,20 +458,22 @@ def csv_response(filters: DashboardFilters, usage: UsageFilter, table: str, book
             [
                 str(e["session"].pk),
                 e["session"].name,
+                tenant_names.get(str(e["session"].tenant_id), ""),
                 e["session"].tool,
                 e["session"].user_id,
                 e["session"].project,
                 e["session"].machine,
                 e["session"].started_at.isoformat(),
-                *(e[f] for f in USAGE_FIELDS),
-                *(e[f] for f in COST_FIELDS),
+                *_csv_counters(e),
             ]
             for e in entries
         )
     else:
-        return HttpResponseBadRequest(f"Unknown table {table!r}: use one of {', '.join([*BREAKDOWNS, *TOPS])}.")
+        tables = [name for name in [*BREAKDOWNS, *TOPS] if name != "tenant_id" or usage.tenant is None]
+        return HttpResponseBadRequest(f"Unknown table {table!r}: use one of {', '.join(tables)}.")
     data = filters.cleaned_data
-    name = f"usage-{slugify(usage.tenant.name) or usage.tenant.pk}-{table}-{data['since']}-{data['until']}.csv"
+    tenant = "all-tenants" if usage.tenant is None else slugify(usage.tenant.name) or usage.tenant.pk
+    name = f"usage-{tenant}-{table}-{data['since']}-{data['until']}.csv"
     response = StreamingHttpResponse(_csv_lines(header, rows), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

@@ -18,6 +18,7 @@ from platform_kit.admin.display import (
     change_url,
     changelist_url,
     count_hint,
+    counted,
     file_size,
     hint,
     number,
@@ -93,11 +94,11 @@ class ImportSourceAdmin(admin.ModelAdmin):
 
     @admin.action(description="Enable the collector for the selected sources", permissions=["change"])
     def enable(self, request, queryset):
-        self.message_user(request, f"Enabled {queryset.update(enabled=True)} source(s).", messages.SUCCESS)
+        self.message_user(request, f"Enabled {counted(queryset.update(enabled=True), 'source')}.", messages.SUCCESS)
 
     @admin.action(description="Disable the collector for the selected sources", permissions=["change"])
     def disable(self, request, queryset):
-        self.message_user(request, f"Disabled {queryset.update(enabled=False)} source(s).", messages.SUCCESS)
+        self.message_user(request, f"Disabled {counted(queryset.update(enabled=False), 'source')}.", messages.SUCCESS)
 
 
 @admin.register(ImportedFile)

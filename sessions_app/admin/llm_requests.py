@@ -7,7 +7,7 @@ from django.contrib.admin.utils import flatten_fieldsets
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from platform_kit.admin.display import EMPTY, change_link, count_hint, counter_display, truncated
+from platform_kit.admin.display import EMPTY, change_link, count_hint, counter_display, text_column, truncated
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin, UuidSearchMixin
 from sessions_app.admin.display import TOKENS_BY_KIND, role_badge
@@ -18,7 +18,7 @@ from sessions_app.pricing import PriceBook
 
 @admin.register(LlmRequest)
 class LlmRequestAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, admin.ModelAdmin):
-    list_display = ("display_name", "created_at", "model", "tokens_summary", "session_link", "auth_type")
+    list_display = ("display_name", "created_at", "model_column", "tokens_summary", "session_link", "auth_type")
     list_filter = (ModelFilter, ("created_at", DateRangeFilter), "tenant", SessionFilter)
     search_fields = ("=request_id",)
     search_help_text = "An exact request_id or LLM request id."
@@ -56,9 +56,11 @@ class LlmRequestAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, a
     def display_name(self, obj):
         return truncated(obj.request_id, 32) if obj.request_id else format_html("<em>{}</em>", "no request_id")
 
+    model_column = text_column("model", 28)
+
     @admin.display(description="session")
     def session_link(self, obj):
-        return change_link(obj.session, truncated(str(obj.session), 32))
+        return change_link(obj.session, truncated(str(obj.session), 24))
 
     @admin.display(description="tokens", ordering="total_tokens")
     def tokens_summary(self, obj):

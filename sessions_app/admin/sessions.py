@@ -16,7 +16,16 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from platform_kit.admin.display import EMPTY, badge, changelist_url, counter_display, number, truncated
+from platform_kit.admin.display import (
+    EMPTY,
+    badge,
+    changelist_url,
+    counted,
+    counter_display,
+    number,
+    text_column,
+    truncated,
+)
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, LimitedInlineFormSet, ReadOnlyAdminMixin, UuidSearchMixin
 from sessions_app.admin.display import STATUS_TONES, CounterColumns
@@ -70,13 +79,13 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
         "display_name",
         "status",
         "tool",
-        "user_id",
+        "user_column",
         "started_at",
         "messages_summary",
         "tokens_summary",
-        "app",
-        "machine",
-        "tenant",
+        "app_column",
+        "machine_column",
+        "tenant_column",
     )
     list_display_links = ("display_name",)
     list_filter = ("tenant", ToolFilter, MachineFilter, ActiveFilter, ("started_at", DateRangeFilter), DeletedFilter)
@@ -130,6 +139,11 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
         ("State", {"fields": ("state_version", "state_history")}),
     )
     timeline_page_size = 200
+    # Long values cut short, the whole on hover: every column stays on a 1400-pixel screen.
+    user_column = text_column("user_id", 14, "user ID")
+    app_column = text_column("app", 8)
+    machine_column = text_column("machine", 10)
+    tenant_column = text_column("tenant", 10, ordering="tenant__name")
 
     def get_readonly_fields(self, request, obj=None):
         editable = () if obj is not None and obj.deleted_at else SESSION_EDITABLE
@@ -193,7 +207,7 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
 
     @admin.display(description="name", ordering="name")
     def display_name(self, obj):
-        return truncated(obj.name, 40) if obj.name else format_html("<em>{}</em>", str(obj))
+        return truncated(obj.name, 28) if obj.name else format_html("<em>{}</em>", str(obj))
 
     @admin.display(description="status", ordering="ended_at")
     def status(self, obj):
@@ -206,16 +220,18 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
         if obj.pk is None:
             return EMPTY
         return format_html(
-            '<a href="{}">Read the message timeline</a> ({} messages) · <a href="{}">message list</a>',
+            '<a href="{}">Read the message timeline</a> ({}) · <a href="{}">message list</a>',
             timeline_url(obj.pk),
-            number(obj.messages),
+            counted(obj.messages, "message"),
             changelist_url(Message, session=obj.pk),
         )
 
     @admin.display(description="all conversations")
     def conversations_link(self, obj):
         return format_html(
-            '<a href="{}">{} conversations</a>', changelist_url(Conversation, session=obj.pk), number(obj.conversations)
+            '<a href="{}">{}</a>',
+            changelist_url(Conversation, session=obj.pk),
+            counted(obj.conversations, "conversation"),
         )
 
     @admin.display(description="history (latest 20 versions)")
@@ -264,7 +280,7 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
             except Session.DoesNotExist:  # deleted through the API meanwhile
                 continue
             ended += 1
-        self.message_user(request, f"Ended {ended} session(s).", messages.SUCCESS)
+        self.message_user(request, f"Ended {counted(ended, 'session')}.", messages.SUCCESS)
 
     # -- the message timeline ------------------------------------------------------------------------------
     def get_urls(self):
@@ -295,7 +311,7 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
             "session": session,
             "groups": group_by_conversation(page),
             **paged,
-            "message_total": number(session.messages),
+            "message_total": counted(session.messages, "message"),
             "last_url": f"?before_seq={session.last_seq + 1}" if has_next else None,
         }
         request.current_app = self.admin_site.name

@@ -66,7 +66,7 @@ class TelemetryRecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAd
 
     @admin.display(description="session")
     def session_link(self, obj):
-        return change_link(obj.session, truncated(str(obj.session), 32)) if obj.session_id else EMPTY
+        return change_link(obj.session, truncated(str(obj.session), 24)) if obj.session_id else EMPTY
 
     @admin.display(description="paired with")
     def message_link(self, obj):
@@ -80,7 +80,7 @@ class TelemetryRecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAd
     def summary(self, obj):
         attributes = obj.attributes or {}
         keys = ("type", "model", "tool_name", "decision", "success", "error", "status_code")
-        return truncated(" · ".join(f"{k}={attributes[k]}" for k in keys if k in attributes), 60) or EMPTY
+        return truncated(" · ".join(f"{k}={attributes[k]}" for k in keys if k in attributes), 36) or EMPTY
 
     @admin.display(description="attributes")
     def attributes_display(self, obj):

@@ -9,8 +9,9 @@ from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html
 from django.utils.http import urlencode
+from django.utils.translation import ngettext
 
-from platform_kit.admin.display import EMPTY, badge, number
+from platform_kit.admin.display import EMPTY, badge, counted, number
 from platform_kit.admin.mixins import ReadOnlyAdminMixin
 from sessions_app.admin.display import STATUS_TONES
 from sessions_app.admin.filters import ApiKeyStatusFilter
@@ -49,8 +50,8 @@ class ApiKeyInline(ReadOnlyAdminMixin, admin.TabularInline):
 class TenantAdmin(admin.ModelAdmin):
     list_display = ("name", "created_at", "active_keys", "all_keys")
     search_fields = ("name",)
-    fields = ("name", "created_at", "add_key_link")
-    readonly_fields = ("created_at", "add_key_link")
+    fields = ("name", "created_at", "add_key_link", "budgets_link")
+    readonly_fields = ("created_at", "add_key_link", "budgets_link")
     inlines = [ApiKeyInline]
     actions = ["export_data"]
 
@@ -75,8 +76,8 @@ class TenantAdmin(admin.ModelAdmin):
         self.message_user(
             request,
             format_html(
-                'Queued {} export(s) ({}); follow them in <a href="{}">tenant exports</a>.',
-                len(names),
+                'Queued {} ({}); follow them in <a href="{}">tenant exports</a>.',
+                counted(len(names), "export"),
                 ", ".join(names),
                 link,
             ),
@@ -97,6 +98,20 @@ class TenantAdmin(admin.ModelAdmin):
             return EMPTY
         url = reverse("admin:sessions_app_apikey_add") + "?" + urlencode({"tenant": obj.pk})
         return format_html('<a href="{}">Create an API key for this tenant</a>', url)
+
+    @admin.display(description="budgets")
+    def budgets_link(self, obj):
+        if obj.pk is None:
+            return EMPTY
+        count = obj.budgets.count()
+        listed = reverse("admin:sessions_app_budget_changelist") + "?" + urlencode({"tenant__id__exact": obj.pk})
+        add = reverse("admin:sessions_app_budget_add") + "?" + urlencode({"tenant": obj.pk})
+        return format_html(
+            '<a href="{}">{}</a> · <a href="{}">Add a budget for this tenant</a>',
+            listed,
+            ngettext("%(count)d budget", "%(count)d budgets", count) % {"count": count},
+            add,
+        )
 
 
 @admin.register(ApiKey)
@@ -163,7 +178,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def revoke_keys(self, request, queryset):
         selected = queryset.count()
         revoked = apikeys_revoke(keys=queryset)
-        message = f"Revoked {revoked} key(s)."
+        message = f"Revoked {counted(revoked, 'key')}."
         if revoked < selected:
             message += f" {selected - revoked} were already revoked."
         self.message_user(request, message, messages.SUCCESS)

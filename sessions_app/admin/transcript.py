@@ -12,7 +12,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils.html import format_html_join
 
-from platform_kit.admin.display import EMPTY, badge, number, pretty_json
+from platform_kit.admin.display import EMPTY, badge, counted, number, pretty_json
 from sessions_app.admin.display import ROLE_TONES
 from sessions_app.links import chat_url, timeline_url
 from sessions_app.models import Conversation, Message, Role, Turn, TurnStatus
@@ -296,5 +296,5 @@ def group_by_conversation(messages) -> list[dict]:
             group["url"] = reverse("admin:sessions_app_conversation_change", args=[conversation.pk])
             group["chat_url"] = chat_url(conversation.pk)
             group["tokens"] = number(conversation.total_tokens)
-            group["message_count"] = number(conversation.messages)
+            group["message_count"] = counted(conversation.messages, "message")
     return groups

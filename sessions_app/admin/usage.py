@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.db.models import URLField
 from django.urls import path
 
-from platform_kit.admin.display import EMPTY, count_hint, counter_display, truncated
+from platform_kit.admin.display import EMPTY, count_hint, counter_display, text_column, truncated
 from platform_kit.admin.mixins import ReadOnlyAdminMixin
 from sessions_app.admin.dashboard import dashboard_view
 from sessions_app.admin.display import SESSION_COUNTERS, CounterColumns
@@ -32,6 +32,13 @@ class UsageAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ("tenant",)
     list_per_page = 100
     sessions_display = counter_display("sessions", "sessions")
+    # Long values cut short, the whole on hover: every column stays on a 1400-pixel screen.
+    tool_column = text_column("tool", 12)
+    user_id_column = text_column("user_id", 11, "user ID")
+    project_column = text_column("project", 15, from_end=True)
+    machine_column = text_column("machine", 10)
+    model_column = text_column("model", 19)
+    tenant_column = text_column("tenant", 10, ordering="tenant__name")
 
     @admin.display(description="requests", ordering="requests")
     def requests_summary(self, obj):
@@ -41,8 +48,8 @@ class UsageAdmin(CounterColumns, ReadOnlyAdminMixin, admin.ModelAdmin):
         super().__init_subclass__(**kwargs)
         cls.list_display = (
             cls.bucket,
-            *ROLLUP_KEYS,
-            "tenant",
+            *(f"{key}_column" for key in ROLLUP_KEYS),
+            "tenant_column",
             "sessions_display",
             "requests_summary",
             "messages_summary",

@@ -75,7 +75,8 @@ class BudgetSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
         child=StrictIntegerField(),
         required=False,
         help_text=f"1 to {THRESHOLDS_MAX_COUNT} percentages of the limit, each {THRESHOLD_MIN}–{THRESHOLD_MAX} "
-        "(default [80, 100])",
+        "(default [80, 100]). A threshold the current period is already over when the budget is saved is crossed "
+        "at once and alerted (`crossings` in the answer).",
     )
     emails = serializers.ListField(child=StrictCharField(max_length=254), required=False, max_length=EMAILS_MAX_COUNT)
     feishu_url = StrictCharField(max_length=500, required=False, allow_blank=True)

@@ -48,7 +48,7 @@ class Budget(models.Model):
     """A limit on usage in a period, with alert thresholds and their channels. Changed only through
     `services.budgets` (API and admin alike), which keeps a BudgetChange for every change."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="budgets")
     name = models.CharField(max_length=100)
     scope = models.CharField(max_length=16, choices=BudgetScope.choices, default=BudgetScope.TENANT)
@@ -56,7 +56,13 @@ class Budget(models.Model):
         max_length=255, blank=True, help_text="The user_id or project the budget is about (scope user_id, project)"
     )
     api_key = models.ForeignKey(
-        ApiKey, null=True, blank=True, on_delete=models.PROTECT, related_name="budgets", help_text="Scope api_key"
+        ApiKey,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="budgets",
+        verbose_name="API key",
+        help_text="Scope api_key",
     )
     unit = models.CharField(max_length=8, choices=BudgetUnit.choices, default=BudgetUnit.TOKENS)
     limit = models.DecimalField(max_digits=24, decimal_places=6, help_text="Tokens, or USD")
@@ -69,10 +75,18 @@ class Budget(models.Model):
         default=default_thresholds, help_text=f"Percentages of the limit that alert, {THRESHOLD_MIN}–{THRESHOLD_MAX}"
     )
     emails = models.JSONField(default=list, blank=True, help_text="Addresses alerted by email")
-    feishu_url = models.URLField(max_length=500, blank=True, help_text="A Feishu (Lark) custom bot's webhook")
-    feishu_secret = models.CharField(max_length=200, blank=True, help_text="The bot's signing secret, if set")
-    dingtalk_url = models.URLField(max_length=500, blank=True, help_text="A DingTalk custom robot's webhook")
-    dingtalk_secret = models.CharField(max_length=200, blank=True, help_text="The robot's signing secret (SEC…)")
+    feishu_url = models.URLField(
+        "Feishu URL", max_length=500, blank=True, help_text="A Feishu (Lark) custom bot's webhook"
+    )
+    feishu_secret = models.CharField(
+        "Feishu secret", max_length=200, blank=True, help_text="The bot's signing secret, if set"
+    )
+    dingtalk_url = models.URLField(
+        "DingTalk URL", max_length=500, blank=True, help_text="A DingTalk custom robot's webhook"
+    )
+    dingtalk_secret = models.CharField(
+        "DingTalk secret", max_length=200, blank=True, help_text="The robot's signing secret (SEC…)"
+    )
     hard_limit = models.BooleanField(
         default=False, help_text="Refuse new messages and turns (429) while the period's usage is at the limit"
     )
@@ -97,7 +111,7 @@ class BudgetUsage(models.Model):
     """What a budget's period used: one row per period (its start) for days, weeks and months, one per UTC hour
     for a rolling window (the window sums its hours). Added to by every write, in the write's statement."""
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField("ID", primary_key=True)
     budget = models.ForeignKey(Budget, on_delete=models.CASCADE, related_name="usage", db_index=False)
     bucket = models.DateTimeField()
     used = models.DecimalField(max_digits=30, decimal_places=12, default=0)
@@ -114,7 +128,7 @@ class BudgetCrossing(models.Model):
     """A threshold crossed in a period: at most one per (budget, period start, threshold), which is what
     makes "alert once per crossing" hold between concurrent writers. `alerts` records each channel's outcome."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     budget = models.ForeignKey(Budget, on_delete=models.CASCADE, related_name="crossings", db_index=False)
     period_start = models.DateTimeField()
@@ -145,9 +159,9 @@ class BudgetChange(models.Model):
     """The audit log of budgets: who changed which budget, when, and each field's value before and after.
     Kept when the budget is deleted (it names the budget by id, not by a foreign key)."""
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField("ID", primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
-    budget_id = models.UUIDField(db_index=True)
+    budget_id = models.UUIDField("budget ID", db_index=True)
     budget_name = models.CharField(max_length=100)
     action = models.CharField(max_length=8, choices=BudgetChangeAction.choices)
     actor = models.CharField(max_length=255, help_text="The API key or admin user that made the change")

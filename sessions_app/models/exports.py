@@ -21,7 +21,7 @@ class TenantExport(models.Model):
     """One export of all a tenant's data. Only the services change it: `tenant_export_request` makes it queued,
     the worker claims it (running) and finishes it (succeeded with the file, or failed with the error)."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
     status = models.CharField(max_length=16, choices=ExportStatus.choices, default=ExportStatus.QUEUED)
     requested_by = models.CharField(max_length=255, help_text="api:<key prefix>, admin:<user>")

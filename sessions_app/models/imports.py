@@ -22,14 +22,17 @@ class ImportTool(models.TextChoices):
 class ImportSource(models.Model):
     """A directory of agent logs that the collector (`sessions_app.tasks.collect_imports`) scans."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="import_sources")
     path = models.CharField(
         max_length=1024, help_text="A directory (or one file) on the server, e.g. ~/.claude/projects"
     )
     tool = models.CharField(max_length=16, choices=ImportTool.choices, default=ImportTool.AUTO)
     user_id = models.CharField(
-        max_length=255, blank=True, help_text="Attribute the sessions to this user (default: the log's or the OS user)"
+        "user ID",
+        max_length=255,
+        blank=True,
+        help_text="Attribute the sessions to this user (default: the log's or the OS user)",
     )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -47,7 +50,7 @@ class ImportSource(models.Model):
 class ImportedFile(models.Model):
     """How far one log file has been imported: the byte offset and the parser's carry after the last batch."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     source = models.ForeignKey(
         ImportSource, null=True, blank=True, on_delete=models.SET_NULL, related_name="files", db_index=False
@@ -57,7 +60,7 @@ class ImportedFile(models.Model):
     )
     path = models.TextField()
     tool = models.CharField(max_length=16, blank=True)
-    agent_session_id = models.CharField(max_length=255, blank=True)
+    agent_session_id = models.CharField("agent session ID", max_length=255, blank=True)
     size = models.BigIntegerField(default=0, help_text="Bytes, when last imported")
     mtime = models.DateTimeField(null=True, blank=True)
     device = models.BigIntegerField(null=True, blank=True)

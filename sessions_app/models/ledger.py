@@ -13,11 +13,15 @@ import uuid
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
-from django.db.models import Func, Q
+from django.db.models import F, Func, Q
 from django.utils import timezone
 
 from sessions_app.models.tenancy import ApiKey, Tenant
 from sessions_app.schema import MACHINE_MAX_LENGTH, MESSAGE_TEXT_LIMITS
+
+# Every token a model read or wrote: input + output + cache read + cache write (ccusage's "Total Tokens"). The
+# stored `total_tokens` is input + output as reported (accounting rule 2); cache reads are often 10-20x more.
+ALL_TOKENS = F("input_tokens") + F("output_tokens") + F("cache_read_tokens") + F("cache_creation_tokens")
 
 
 class Role(models.TextChoices):
@@ -54,12 +58,14 @@ class UsageCounters(models.Model):
 class Session(UsageCounters):
     """One tool-level session: a chat window, or one run of an agent from start until exit or /clear."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="sessions")
     name = models.CharField(max_length=255, blank=True)
     tool = models.CharField(max_length=64, blank=True, help_text="claude-code, qwen-code, openclaw, a chat app…")
-    agent_session_id = models.CharField(max_length=255, blank=True, help_text="The tool's own session id")
-    user_id = models.CharField(max_length=255)
+    agent_session_id = models.CharField(
+        "agent session ID", max_length=255, blank=True, help_text="The tool's own session id"
+    )
+    user_id = models.CharField("user ID", max_length=255)
     app = models.CharField(max_length=255, blank=True)
     project = models.CharField(
         max_length=255, blank=True, help_text="The project or working directory an agent ran in, if any"
@@ -78,7 +84,14 @@ class Session(UsageCounters):
     deleted_at = models.DateTimeField(null=True, blank=True, help_text="Deleted through the API; kept for audit")
     # The key that created the session through the API: its usage counts in that key's budgets.
     api_key = models.ForeignKey(
-        ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False, editable=False
+        ApiKey,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+        editable=False,
+        verbose_name="API key",
     )
 
     # Maintained by the message service under the session's row lock.
@@ -99,6 +112,8 @@ class Session(UsageCounters):
             models.Index(fields=["-started_at"], name="session_started"),
             # The dashboard's top sessions: ORDER BY total_tokens DESC LIMIT n within a tenant.
             models.Index(fields=["tenant", "-total_tokens"], name="session_tenant_tokens"),
+            # The dashboard's top sessions: ORDER BY ALL_TOKENS DESC LIMIT n within a tenant.
+            models.Index(F("tenant"), ALL_TOKENS.desc(), name="session_tenant_all_tokens"),
         ]
 
     def __str__(self):
@@ -112,12 +127,16 @@ class Session(UsageCounters):
 class Conversation(UsageCounters):
     """One round: from a user's message until the AI's final response, tool calls included."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="conversation_set", db_index=False)
     ordinal = models.IntegerField(help_text="1 for the session's first conversation, 2 for the next…")
-    conversation_id = models.CharField(max_length=255, blank=True, help_text="The client's own conversation id")
-    feishu_conversation_id = models.CharField(max_length=MESSAGE_TEXT_LIMITS["feishu_conversation_id"], blank=True)
+    conversation_id = models.CharField(
+        "conversation ID", max_length=255, blank=True, help_text="The client's own conversation id"
+    )
+    feishu_conversation_id = models.CharField(
+        "Feishu conversation ID", max_length=MESSAGE_TEXT_LIMITS["feishu_conversation_id"], blank=True
+    )
     started_at = models.DateTimeField()
     last_message_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -145,13 +164,13 @@ class Conversation(UsageCounters):
 class LlmRequest(models.Model):
     """One call to an LLM API, with the most complete token usage any of its messages reported."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="llm_requests", db_index=False)
     conversation = models.ForeignKey(
         Conversation, null=True, on_delete=models.SET_NULL, related_name="+", db_index=False
     )
-    request_id = models.CharField(max_length=MESSAGE_TEXT_LIMITS["request_id"], blank=True)
+    request_id = models.CharField("request ID", max_length=MESSAGE_TEXT_LIMITS["request_id"], blank=True)
     auth_type = models.CharField(max_length=MESSAGE_TEXT_LIMITS["auth_type"], blank=True)
     model = models.CharField(max_length=MESSAGE_TEXT_LIMITS["model"], blank=True)
     input_tokens = models.BigIntegerField(default=0)
@@ -199,14 +218,20 @@ class MessageManager(models.Manager):
 class Message(models.Model):
     """One atomic interaction (the memory documents' "Event"). Append-only."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="message_set", db_index=False)
     conversation = models.ForeignKey(
         Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="message_set", db_index=False
     )
     llm_request = models.ForeignKey(
-        LlmRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="message_set", db_index=False
+        LlmRequest,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="message_set",
+        db_index=False,
+        verbose_name="LLM request",
     )
     seq = models.BigIntegerField()
     role = models.CharField(max_length=16, choices=Role.choices)
@@ -215,7 +240,7 @@ class Message(models.Model):
     tool_calls = models.JSONField(null=True, blank=True)
     tool_name = models.CharField(max_length=MESSAGE_TEXT_LIMITS["tool_name"], blank=True)
     auth_type = models.CharField(max_length=MESSAGE_TEXT_LIMITS["auth_type"], blank=True)
-    request_id = models.CharField(max_length=MESSAGE_TEXT_LIMITS["request_id"], blank=True)
+    request_id = models.CharField("request ID", max_length=MESSAGE_TEXT_LIMITS["request_id"], blank=True)
     model = models.CharField(max_length=MESSAGE_TEXT_LIMITS["model"], blank=True)
     finish_reason = models.CharField(max_length=MESSAGE_TEXT_LIMITS["finish_reason"], blank=True)
     input_tokens = models.BigIntegerField(null=True, blank=True)
@@ -223,9 +248,11 @@ class Message(models.Model):
     cache_read_tokens = models.BigIntegerField(null=True, blank=True)
     cache_creation_tokens = models.BigIntegerField(null=True, blank=True)
     total_tokens = models.BigIntegerField(null=True, blank=True)
-    elapsed_ms = models.IntegerField(null=True, blank=True)
-    external_id = models.CharField(max_length=MESSAGE_TEXT_LIMITS["external_id"], null=True, blank=True)
-    feishu_conversation_id = models.CharField(max_length=MESSAGE_TEXT_LIMITS["feishu_conversation_id"], blank=True)
+    elapsed_ms = models.IntegerField("elapsed (ms)", null=True, blank=True)
+    external_id = models.CharField("external ID", max_length=MESSAGE_TEXT_LIMITS["external_id"], null=True, blank=True)
+    feishu_conversation_id = models.CharField(
+        "Feishu conversation ID", max_length=MESSAGE_TEXT_LIMITS["feishu_conversation_id"], blank=True
+    )
     metadata = models.JSONField(default=dict, blank=True)
     # Chat turns (../shared/seeds/003). On a user message `thinking` is the system prompt snapshot and
     # `tool_names` the tools offered; on an assistant message, its reasoning and the tools it called.
@@ -236,7 +263,10 @@ class Message(models.Model):
     max_tokens = models.IntegerField(null=True, blank=True)
     temperature = models.FloatField(null=True, blank=True)
     api_calls = models.IntegerField(
-        null=True, blank=True, help_text="LLM API calls this message accounts for, when the client reports them"
+        "API calls",
+        null=True,
+        blank=True,
+        help_text="LLM API calls this message accounts for, when the client reports them",
     )
     created_at = models.DateTimeField(default=timezone.now)
     received_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -287,7 +317,7 @@ class Message(models.Model):
 class StateVersion(models.Model):
     """One version of a session's state. The current state is the highest version; none is ever changed."""
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField("ID", primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="state_versions", db_index=False)
     version = models.IntegerField()
@@ -313,14 +343,14 @@ class TurnStatus(models.TextChoices):
 class Turn(models.Model):
     """One streamed chat turn: a user message and the assistant's answer, written field by field."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns", db_index=False)
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
     user_message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="turn_as_user")
     assistant_message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="turn_as_assistant")
     status = models.CharField(max_length=16, choices=TurnStatus.choices, default=TurnStatus.STREAMING)
-    external_id = models.CharField(max_length=MESSAGE_TEXT_LIMITS["external_id"], null=True, blank=True)
+    external_id = models.CharField("external ID", max_length=MESSAGE_TEXT_LIMITS["external_id"], null=True, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
     system_ready_at = models.DateTimeField(null=True, blank=True)
     last_activity_at = models.DateTimeField(default=timezone.now)

@@ -13,7 +13,7 @@ class ForgetAudit(models.Model):
     is kept as a keyed hash (HMAC-SHA256 of tenant and user id under the installation's SECRET_KEY): whoever
     knows the id (and the key) can check that it was forgotten; the row alone does not say who it was."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
     user_hash = models.CharField(max_length=64, db_index=True, help_text="HMAC-SHA256 of the tenant and user id")
     deleted = models.JSONField(default=dict, help_text="Rows deleted per table: {model: count}")

@@ -20,7 +20,7 @@ CONTENT_DAYS_MAX = 36_500
 class RetentionPolicy(models.Model):
     """One tenant's retention of message content. No row (or `message_content_days` empty): kept forever."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="retention_policy")
     message_content_days = models.IntegerField(
         null=True,
@@ -52,7 +52,7 @@ class RetentionRun(models.Model):
         ADMIN = "admin", "admin"
         API = "api", "API"
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
     dry_run = models.BooleanField(help_text="A preview: nothing was changed")
     trigger = models.CharField(max_length=16, choices=Trigger.choices)
@@ -87,11 +87,13 @@ class RetentionEvent(models.Model):
         TTL_DELETED = "ttl_deleted", "record TTL deleted"
         RECORD_PURGED = "record_purged", "expired record deleted"
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField("ID", primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
     action = models.CharField(max_length=32, choices=Action.choices)
     actor = models.CharField(max_length=255, help_text="api, admin:<user>, command or schedule")
-    subject_id = models.CharField(max_length=64, blank=True, help_text="The policy, TTL or record concerned")
+    subject_id = models.CharField(
+        "subject ID", max_length=64, blank=True, help_text="The policy, TTL or record concerned"
+    )
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)

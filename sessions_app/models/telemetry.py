@@ -19,7 +19,7 @@ class TelemetryKind(models.TextChoices):
 class TelemetryRecord(models.Model):
     """One log record or one metric data point, as received (its attributes flattened to JSON)."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     session = models.ForeignKey(
         Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="telemetry", db_index=False

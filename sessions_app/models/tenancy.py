@@ -7,7 +7,7 @@ from django.utils import timezone
 
 
 class Tenant(models.Model):
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=100, unique=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
@@ -21,7 +21,7 @@ class Tenant(models.Model):
 class ApiKey(models.Model):
     """An API key; only its SHA-256 digest is stored. The first characters (`prefix`) find the row."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="api_keys")
     name = models.CharField(max_length=100, blank=True)
     prefix = models.CharField(max_length=16, unique=True, editable=False)

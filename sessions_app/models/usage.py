@@ -11,10 +11,10 @@ from sessions_app.schema import MACHINE_MAX_LENGTH
 class UsageRollup(UsageCounters):
     """The dimensions and counters every usage roll-up shares; each adds its time bucket."""
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField("ID", primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     tool = models.CharField(max_length=64, blank=True)
-    user_id = models.CharField(max_length=255, blank=True)
+    user_id = models.CharField("user ID", max_length=255, blank=True)
     project = models.CharField(max_length=255, blank=True)
     # A database default too: raw inserts of roll-up rows (bench/dashboard.py) that name no machine get none.
     machine = models.CharField(max_length=MACHINE_MAX_LENGTH, blank=True, default="", db_default="")
@@ -72,7 +72,7 @@ class SessionModelUsage(models.Model):
     """A session's requests and tokens per model, kept beside the hourly roll-ups: what a session's cost
     is computed from (a price applies per model), without reading its requests."""
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField("ID", primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="model_usage", db_index=False)
     model = models.CharField(max_length=255, blank=True)
@@ -103,7 +103,7 @@ class ModelPrice(models.Model):
     """List price of a model in USD per million tokens of each kind. Costs are computed from token sums
     when they are read, so correcting a price here changes every cost shown, past usage included."""
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField("ID", primary_key=True)
     model = models.CharField(
         max_length=255,
         help_text="A model name as the tools report it (lower case), or the beginning of such names (see match).",

@@ -23,7 +23,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db import transaction
 from django.db.models import Q
@@ -259,6 +259,17 @@ def _user_of(attributes: dict, resource: dict) -> str:
     return UNKNOWN_USER
 
 
+def _session_name(session_id: str, started_at: datetime, attributes: dict, resource: dict) -> str:
+    """What a session made from telemetry is called, from what the telemetry carries (it names no project or
+    working directory): the tool, the terminal it ran in, the start of its id (as Claude Code's `--resume`
+    shows it) and when it began, e.g. "Claude Code (vscode) 7c4e1f2a, 2026-03-02 10:00 UTC"."""
+    terminal = _attribute(attributes, resource, "terminal.type")
+    where = f" ({_text(terminal.strip(), 32)})" if isinstance(terminal, str) and terminal.strip() else ""
+    return f"{ImportTool.CLAUDE_CODE.label}{where} {session_id[:8]}, {started_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"[
+        :255
+    ]
+
+
 def _find(tenant: Tenant, ids) -> dict[str, Session]:
     """The tenant's Claude Code session for each id: the one a log import continues (without a machine
     first, then the oldest)."""
@@ -293,6 +304,7 @@ def sessions_for(
                     tenant=tenant,
                     api_key=api_key,
                     tool=TOOL,
+                    name=_session_name(session_id, started_at, attributes, resource),
                     agent_session_id=session_id,
                     user_id=_user_of(attributes, resource),
                     started_at=started_at,

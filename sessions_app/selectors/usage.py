@@ -12,6 +12,7 @@ from django.db import connection
 from django.db.models import Count, Sum
 
 from sessions_app.models import Session, SessionModelUsage, Tenant, UsageDaily, UsageHourly
+from sessions_app.models.ledger import ALL_TOKENS
 from sessions_app.pricing import PRICED_TOKEN_FIELDS, PRICED_TOKENS, Cost, PriceBook
 from sessions_app.schema import COUNTER_FIELDS, STATS_FIELDS
 
@@ -19,6 +20,12 @@ GROUP_BY = ("day", "tool", "user_id", "project", "machine", "model", "session")
 # What grouped usage adds to the counters: sessions started, and cost.
 USAGE_FIELDS = ("sessions", *STATS_FIELDS)
 SESSION_TOKEN_FIELDS = ("requests", *PRICED_TOKEN_FIELDS)  # what a session's cost is computed from
+
+
+def all_tokens(counters) -> int:
+    """input + output + cache read + cache write of a usage row or a session."""
+    get = counters.get if isinstance(counters, dict) else lambda field: getattr(counters, field, 0)
+    return sum(int(get(field) or 0) for field in PRICED_TOKEN_FIELDS)
 
 
 def counters_of(obj, *, conversations: int | None = None) -> dict[str, int]:
@@ -59,9 +66,10 @@ def _ceil_hour(moment: datetime) -> datetime:
 
 @dataclass(frozen=True)
 class UsageFilter:
-    """What a usage query is narrowed to. `since`/`until` select roll-up hours, or session start times."""
+    """What a usage query is narrowed to. `since`/`until` select roll-up hours, or session start times.
+    `tenant` None: every tenant's usage, summed (the admin's dashboard; the API always names its tenant)."""
 
-    tenant: Tenant
+    tenant: Tenant | None
     since: datetime | None = None
     until: datetime | None = None
     tool: str | None = None
@@ -78,24 +86,26 @@ class UsageFilter:
             "until": _ceil_hour(self.until) if self.until is not None else None,
         }
         if all(moment is None or moment.astimezone(UTC).hour == 0 for moment in window.values()):
-            rows, day = UsageDaily.objects.filter(tenant=self.tenant), "day"
+            rows, day = UsageDaily.objects.all(), "day"
             if window["since"] is not None:
                 rows = rows.filter(day__gte=window["since"].astimezone(UTC).date())
             if window["until"] is not None:
                 rows = rows.filter(day__lt=window["until"].astimezone(UTC).date())
         else:
-            rows, day = UsageHourly.objects.filter(tenant=self.tenant), "(hour AT TIME ZONE 'UTC')::date"
+            rows, day = UsageHourly.objects.all(), "(hour AT TIME ZONE 'UTC')::date"
             if window["since"] is not None:
                 rows = rows.filter(hour__gte=window["since"])
             if window["until"] is not None:
                 rows = rows.filter(hour__lt=window["until"])
+        if self.tenant is not None:
+            rows = rows.filter(tenant=self.tenant)
         for field in ("tool", "user_id", "project", "machine", "model"):
             if getattr(self, field) is not None:
                 rows = rows.filter(**{field: getattr(self, field)})
         return rows, window, day
 
     def sessions(self):
-        sessions = Session.objects.filter(tenant=self.tenant)
+        sessions = Session.objects.all() if self.tenant is None else Session.objects.filter(tenant=self.tenant)
         if self.since is not None:
             sessions = sessions.filter(started_at__gte=self.since)
         if self.until is not None:
@@ -149,8 +159,9 @@ def usage_grouped(
     return usage_breakdowns(usage=usage, group_bys=[group_by], book=book)[group_by]
 
 
-# Each grouping's key in a roll-up row ("day": UTC days, from UsageFilter.rollups).
-_GROUP_KEYS = ("day", "tool", "user_id", "project", "machine", "model")
+# Each grouping's key in a roll-up row ("day": UTC days, from UsageFilter.rollups; "tenant_id": for the admin's
+# usage of every tenant, never the API's).
+_GROUP_KEYS = ("day", "tenant_id", "tool", "user_id", "project", "machine", "model")
 
 
 def usage_breakdowns(*, usage: UsageFilter, group_bys, book: PriceBook | None = None) -> dict[str, dict]:
@@ -279,7 +290,10 @@ def top_sessions_by_cost(*, usage: UsageFilter, limit: int = 20, book: PriceBook
     prices of the tenant's models passed as a VALUES list), summed per session, highest first. Ranked by
     their priced tokens; each entry still reports its unpriced tokens."""
     book = book or PriceBook.load()
-    models = SessionModelUsage.objects.filter(tenant=usage.tenant).values_list("model", flat=True).distinct()
+    if usage.tenant is not None:
+        models = SessionModelUsage.objects.filter(tenant=usage.tenant).values_list("model", flat=True).distinct()
+    else:  # every tenant's models: the daily roll-ups name them in far fewer rows
+        models = UsageDaily.objects.values_list("model", flat=True).distinct().order_by()
     prices = [(model, book.price_for(model)) for model in models]
     prices = [(model, price) for model, price in prices if price is not None]
     if not prices:
@@ -297,28 +311,30 @@ def top_sessions_by_cost(*, usage: UsageFilter, limit: int = 20, book: PriceBook
         SELECT u.session_id, SUM({cost}) AS cost
         FROM {SessionModelUsage._meta.db_table} u
         JOIN (VALUES {values}) AS p(model, {", ".join(rate for _, rate in PRICED_TOKENS)}) ON p.model = u.model
-        WHERE u.tenant_id = %s AND u.session_id IN ({session_sql})
+        WHERE {"u.tenant_id = %s AND" if usage.tenant is not None else ""} u.session_id IN ({session_sql})
         GROUP BY u.session_id
         ORDER BY cost DESC
         LIMIT %s
     """
+    tenant_params = [usage.tenant.pk] if usage.tenant is not None else []
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*value_params, usage.tenant.pk, *session_params, limit])
+        cursor.execute(sql, [*value_params, *tenant_params, *session_params, limit])
         ranked = cursor.fetchall()
     by_id = Session.objects.only(
-        "id", "name", "tool", "user_id", "project", "machine", "started_at", *STATS_FIELDS
+        "id", "tenant", "name", "tool", "user_id", "project", "machine", "started_at", *STATS_FIELDS
     ).in_bulk([session_id for session_id, _ in ranked])
     costs = session_costs(session_ids=list(by_id), book=book)
     return [_session_entry(by_id[session_id], costs[session_id]) for session_id, _ in ranked if session_id in by_id]
 
 
 def top_sessions_by_tokens(*, usage: UsageFilter, limit: int = 20, book: PriceBook | None = None) -> list[dict]:
-    """The `limit` sessions with the most tokens started in the window (index session_tenant_tokens)."""
+    """The `limit` sessions with the most tokens (input, output, cache read and write: `ALL_TOKENS`) started in
+    the window (index session_tenant_all_tokens)."""
     top = list(
         usage.sessions()
         .filter(deleted_at__isnull=True)
-        .order_by("-total_tokens")
-        .only("id", "name", "tool", "user_id", "project", "machine", "started_at", *STATS_FIELDS)[:limit]
+        .order_by(ALL_TOKENS.desc())
+        .only("id", "tenant", "name", "tool", "user_id", "project", "machine", "started_at", *STATS_FIELDS)[:limit]
     )
     costs = session_costs(session_ids=[s.pk for s in top], book=book)
     return [_session_entry(s, costs[s.pk]) for s in top]
@@ -326,3 +342,18 @@ def top_sessions_by_tokens(*, usage: UsageFilter, limit: int = 20, book: PriceBo
 
 def _session_entry(session: Session, cost: Cost) -> dict:
     return {"session": session, **counters_of(session), "sessions": 1, **cost.as_fields()}
+
+
+def sessions_by_model(*, usage: UsageFilter) -> dict[str | None, int]:
+    """{model (None for no model): how many sessions started in the window used it}, from the sessions' usage
+    by model: a session that used three models counts under each. (The roll-ups count a session once, under
+    the model of its first message, a user's prompt of no model: they cannot say this.)"""
+    rows = (
+        SessionModelUsage.objects.filter(session__in=usage.sessions().values("pk"))
+        .values("model")
+        .annotate(sessions=Count("session_id"))  # one row per (session, model): a count of distinct sessions
+        .order_by()
+    )
+    if usage.tenant is not None:
+        rows = rows.filter(tenant=usage.tenant)
+    return {row["model"] or None: row["sessions"] for row in rows}

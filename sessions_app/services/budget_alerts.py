@@ -29,6 +29,13 @@ BOT_TIMEOUT_SECONDS = 10
 RETRY_FOR = timedelta(days=1)
 
 
+# A crossing found when the budget was saved, not by a write of usage (services.budgets).
+ALREADY_OVER = {
+    "budget_created": "The period's usage was already over this threshold when the budget was created.",
+    "budget_changed": "The period's usage was already over this threshold when the budget was changed.",
+}
+
+
 def alert_text(payload: dict) -> str:
     """The alert's words: which budget, which threshold, what was used of what, and the projection."""
     budget = payload["budget"]
@@ -42,6 +49,8 @@ def alert_text(payload: dict) -> str:
         f"{payload['used']} of {payload['limit']} {unit} used ({payload['percent']}%) "
         f"in the period {payload['period_start']} – {payload['period_end']}.",
     ]
+    if payload.get("cause") in ALREADY_OVER:
+        lines.append(ALREADY_OVER[payload["cause"]])
     if payload.get("projected_exhaustion_at"):
         lines.append(f"At this pace it runs out on {payload['projected_exhaustion_at']}.")
     return "\n".join(lines)

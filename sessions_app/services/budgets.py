@@ -260,6 +260,7 @@ def budget_create(*, tenant: Tenant, actor: str, **fields) -> Budget:
         _record(
             budget, BudgetChangeAction.CREATED, actor, {n: [None, _shown(n, v)] for n, v in _values(budget).items()}
         )
+        _alert_thresholds_already_crossed(budget, cause="budget_created")
     return budget
 
 
@@ -294,6 +295,8 @@ def budget_update(*, tenant: Tenant, budget_id, actor: str, **fields) -> Budget:
         else:
             _mark_blocked(budget)
         _record(budget, BudgetChangeAction.UPDATED, actor, changes)
+        if any(name in changes for name in (*COUNTING_FIELDS, "limit", "thresholds")):
+            _alert_thresholds_already_crossed(budget, cause="budget_changed")
     return budget
 
 
@@ -314,6 +317,31 @@ def budget_recount(*, budget: Budget) -> None:
     with transaction.atomic():
         _lock_usage()
         _recount(Budget.objects.select_for_update().get(pk=budget.pk))
+
+
+def _alert_thresholds_already_crossed(budget: Budget, *, cause: str) -> None:
+    """A budget created (or given a lower limit, new thresholds, another scope) while its current period is
+    already at or over some of its thresholds: each such threshold is crossed now, alerted once like any other
+    crossing, unless this period has a crossing of it already (no usage write will cross it again)."""
+    if not budget.active:
+        return
+    now = timezone.now()
+    status = budget_status(budget, now=now)
+    over = [t for t in budget.thresholds if status.used >= budget.limit * t / 100]
+    if not over:
+        return
+    alerted = set(
+        BudgetCrossing.objects.filter(
+            budget=budget, threshold__in=over, crossed_at__gte=status.period_start
+        ).values_list("threshold", flat=True)
+    )
+    crossings = [
+        _crossing(budget, status.period_start, status.period_end, threshold, status.used, now, cause=cause)
+        for threshold in over
+        if threshold not in alerted
+    ]
+    if crossings:
+        _record_crossings(crossings)
 
 
 def _record(budget: Budget, action: str, actor: str, changes: dict) -> None:
@@ -458,7 +486,9 @@ def usage_evaluate(*, rows: list[tuple], now: datetime) -> None:
         _record_crossings(crossed)
 
 
-def _crossing(budget: Budget, start, end, threshold: int, used: Decimal, now: datetime) -> BudgetCrossing:
+def _crossing(
+    budget: Budget, start, end, threshold: int, used: Decimal, now: datetime, *, cause: str = "usage"
+) -> BudgetCrossing:
     percent = float((used * 100 / budget.limit).quantize(Decimal("0.01")))
     payload = {
         "budget": {
@@ -479,6 +509,7 @@ def _crossing(budget: Budget, start, end, threshold: int, used: Decimal, now: da
         "limit": _json_amount(budget, budget.limit),
         "percent": percent,
         "crossed_at": now.isoformat(),
+        "cause": cause,
     }
     return BudgetCrossing(
         tenant_id=budget.tenant_id,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Min, Q
 from django.utils import timezone
 
@@ -130,6 +130,11 @@ def run_execute(run_id) -> StrategyRun:
         try:
             for session in sessions:
                 _run_session(run, session, progress)
+        except IntegrityError as error:
+            if _erased_meanwhile(run, sessions, started=started, attempt=attempt):
+                return run
+            _finish(run, RunStatus.FAILED, error=f"{type(error).__name__}: {error}", started=started, attempt=attempt)
+            raise
         except Exception as error:
             _finish(run, RunStatus.FAILED, error=f"{type(error).__name__}: {error}", started=started, attempt=attempt)
             raise
@@ -137,6 +142,21 @@ def run_execute(run_id) -> StrategyRun:
     if progress.more and run.session is not None:
         transaction.on_commit(lambda: _follow_up(run))
     return run
+
+
+def _erased_meanwhile(run: StrategyRun, sessions: list[Session], *, started: float, attempt: int) -> bool:
+    """Whether a session the run read was deleted while it ran — its user forgotten, the expected race with an
+    erasure: what the run wrote referred to it and was rolled back, and there is nothing left to read. Says so in
+    one line and on the run, if the erasure left the run (it deletes the runs of the user's sessions)."""
+    gone = [session.pk for session in sessions if not Session.objects.filter(pk=session.pk).exists()]
+    if not gone:
+        return False
+    logger.info(
+        "strategy run %s: session %s was deleted while it ran (its user forgotten?); nothing kept", run.pk, gone[0]
+    )
+    error = f"Session {gone[0]} was deleted while the run read it (its user forgotten?): nothing was kept."
+    _finish(run, RunStatus.FAILED, error=error, started=started, attempt=attempt)
+    return True
 
 
 def run_claim(run: StrategyRun) -> int | None:

@@ -191,6 +191,17 @@ def test_configured_extras(settings):
     assert redact({"acme_thing": "x"}) == {"acme_thing": "x"}
 
 
+def test_a_short_text_seen_before_follows_rules_configured_since():
+    """Short texts' answers are remembered (a log repeats them on every line) until the rules change."""
+    assert redact_text("ticket ACME-deadbeef") == "ticket ACME-deadbeef"
+    try:
+        redaction.configure(extra_patterns=[r"ACME-(?P<secret>[0-9a-f]{8})"])
+        assert redact_text("ticket ACME-deadbeef") == "ticket ACME-" + REDACTED
+    finally:
+        redaction.configure()
+    assert redact_text("ticket ACME-deadbeef") == "ticket ACME-deadbeef"
+
+
 def test_secrets_in_sentences():
     assert holds_secret("remember that my OpenAI API key is " + OPENAI_KEY)
     assert holds_secret("my password is hunter2")

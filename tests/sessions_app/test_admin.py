@@ -356,7 +356,7 @@ def test_end_selected_sessions(staff, recorded):
         url, {"action": "end_sessions", "_selected_action": [str(recorded.pk), str(other.pk)]}, follow=True
     )
     assert response.status_code == 200
-    assert "Ended 2 session(s)." in response.content.decode()
+    assert "Ended 2 sessions." in response.content.decode()
     assert Session.objects.filter(pk__in=[recorded.pk, other.pk], ended_at__isnull=True).count() == 0
 
 
@@ -418,7 +418,7 @@ def test_revoke_selected_keys_locks_the_key_out_of_the_api(staff, api):
         {"action": "revoke_keys", "_selected_action": [str(api_key.pk)]},
         follow=True,
     )
-    assert "Revoked 1 key(s)." in response.content.decode()
+    assert "Revoked 1 key." in response.content.decode()
     api_key.refresh_from_db()
     assert api_key.revoked_at is not None
     client = APIClient()
@@ -461,3 +461,41 @@ def test_date_range_filter_includes_the_whole_to_day(staff, recorded):
     assert len(result_list(inside)) == 7
     before = staff.get(MESSAGES_URL, {"created_at__to": yesterday})
     assert result_list(before) == []
+
+
+# -- long values on the lists --------------------------------------------------------------------------------
+
+LONG_PROJECT = "/home/zhang.wei/work/company-monorepo/services/payments-gateway/internal/reconciliation/settlement"
+
+
+def add_long_sessions(tenant, count):
+    for i in range(count):
+        session = SessionFactory(
+            tenant=tenant,
+            name=f"重构支付网关的对账模块并补充单元测试：处理跨时区结算批次的边界情况 {i}",
+            tool="claude-code",
+            user_id=f"zhang.wei.{i}@company-monorepo.example.com",
+            project=f"{LONG_PROJECT}-{i}",
+            machine=f"zhang-wei-macbook-pro-m3-max-{i}.corp.company-monorepo.internal",
+        )
+        append(session, [{"role": "assistant", "content": "…", "model": f"claude-sonnet-4-5-{i}", "output_tokens": 9}])
+
+
+@pytest.mark.django_db
+def test_lists_cut_long_values_with_the_whole_on_hover_at_a_fixed_query_count(staff, api, other_api):
+    """The sessions and usage lists show the start of a long name and the end of a long path, the whole on
+    hover, and their tenant column costs no query per row."""
+    urls = [reverse(f"admin:sessions_app_{name}_changelist") for name in ("session", "usagehourly", "usagedaily")]
+    add_long_sessions(api.tenant, 1)
+    small = [len(message_queries(staff, url)[1]) for url in urls]
+    add_long_sessions(other_api.tenant, 6)
+    add_long_sessions(api.tenant, 5)
+    responses = [message_queries(staff, url) for url in urls]
+    assert [len(sqls) for _, sqls in responses] == small
+    sessions = responses[0][0].content.decode()
+    name = "重构支付网关的对账模块并补充单元测试：处理跨时区结算批次的边界情况 3"
+    assert f'title="{name}">重构支付网关的对账模块并补…<' in sessions
+    assert 'title="zhang.wei.3@company-monorepo.example.com">zhang.wei.3@c…<' in sessions
+    hourly = responses[1][0].content.decode()
+    assert f'title="{LONG_PROJECT}-3">…n/settlement-3<' in hourly
+    assert ">globex<" in hourly and ">acme<" in hourly

@@ -171,3 +171,52 @@ def test_a_bot_that_refuses_is_recorded_and_tried_again_by_the_sweep(celery_work
     wait_for(lambda: BudgetCrossing.objects.get(pk=crossing.pk).alerts == {"feishu": "sent"})
     assert [r["signed"] for r in bots.of("feishu")] == [False, True]
     assert send_pending_budget_alerts() == 0
+
+
+def test_a_budget_saved_over_its_thresholds_alerts_at_once_and_once(celery_worker):
+    api = make_client("acme")
+    session = SessionFactory(tenant=api.tenant, tool="chat", user_id="xiaoming")
+    url = f"/api/v1/sessions/{session.pk}/messages/"
+
+    def spend(tokens):
+        response = api.post(url, {"role": "assistant", "content": "…", "total_tokens": tokens}, format="json")
+        assert response.status_code == 201
+
+    signalled = []
+
+    def listen(sender, **kwargs):
+        signalled.append(kwargs)
+
+    spend(900)
+    budget_crossed.connect(listen)
+    try:
+        calm = api.post("/api/v1/budgets/", {"name": "roomy", "limit": 10_000}, format="json")
+        assert calm.status_code == 201 and calm.json()["crossings"] == []
+        created = api.post(
+            "/api/v1/budgets/",
+            {"name": "late", "limit": 1000, "thresholds": [50, 80, 100], "emails": ["ops@example.com"]},
+            format="json",
+        )
+        assert created.status_code == 201
+        budget = created.json()
+        assert [c["threshold"] for c in budget["crossings"]] == [50, 80]  # the answer says so at once
+        assert sorted(s["threshold"] for s in signalled) == [50, 80]
+        wait_for(lambda: len(mail.outbox) == 2)
+        assert all("already over this threshold when the budget was created" in m.body for m in mail.outbox)
+        # Writes while over, and a change that moves no threshold, alert nobody again.
+        spend(50)
+        api.patch(f"/api/v1/budgets/{budget['id']}/", {"name": "late, renamed"}, format="json")
+        api.patch(f"/api/v1/budgets/{budget['id']}/", {"limit": 1200}, format="json")
+        assert len(signalled) == 2
+        # A lower limit the period is already over crosses 100 % at once.
+        lowered = api.patch(f"/api/v1/budgets/{budget['id']}/", {"limit": 950}, format="json").json()
+        assert [c["threshold"] for c in lowered["crossings"]] == [50, 80, 100]
+        spend(10)
+        wait_for(lambda: len(mail.outbox) == 3)
+        time.sleep(0.5)  # nothing more arrives
+    finally:
+        budget_crossed.disconnect(listen)
+    assert [s["threshold"] for s in signalled] == [50, 80, 100]
+    assert [s["payload"]["cause"] for s in signalled] == ["budget_created", "budget_created", "budget_changed"]
+    assert len(mail.outbox) == 3 and "when the budget was changed" in mail.outbox[-1].body
+    assert "[Open ACE] Budget late: 50% used" in [m.subject for m in mail.outbox]

@@ -105,8 +105,7 @@ def test_the_dashboard_shows_the_tenants_figures(staff, api, usage):
     # Sonnet 4.5: 1000×3 + 300×15 + 5000×0.30 + 200×3.75 = 9750; qwen3-coder-plus: 2000×1 + 100×5 = 2500 (per 1M).
     assert totals["cost_usd"] == Decimal("0.012250")
     assert totals["unpriced_tokens"] == 120
-    assert 'data-total="input_tokens"' not in html  # cards show the total, split in the line below
-    assert ">3,520<" in html and ">6<" in html  # total tokens, messages
+    assert ">6<" in html  # messages
     assert "mystery-model-x" in html and "unpriced" in html
     for text in ("open-ace", "weather", "claude-code", "qwen-code", "alice", "bob", SONNET, "2026-03-02"):
         assert text in html, text
@@ -114,8 +113,8 @@ def test_the_dashboard_shows_the_tenants_figures(staff, api, usage):
     assert reverse("admin:sessions_app_session_change", args=[code.pk]) in html
     assert reverse("admin:sessions_app_session_timeline", args=[qwen.pk]) in html
     tops = {top["name"]: [row["session"].pk for row in top["rows"]] for top in response.context["tops"]}
-    # Qwen Code used more tokens (2,100 against 1,420), Claude Code cost more (cache, Sonnet's prices).
-    assert tops == {"top_tokens": [qwen.pk, code.pk], "top_cost": [code.pk, qwen.pk]}
+    # Claude Code used more tokens once its cache reads count (6,620 against 2,100) and cost more.
+    assert tops == {"top_tokens": [code.pk, qwen.pk], "top_cost": [code.pk, qwen.pk]}
     # Charts: Chart.js from our static files, the data as JSON.
     assert "sessions_app/vendor/chart.js/chart.umd.min.js" in html
     assert 'id="ace-chart-data"' in html
@@ -152,7 +151,7 @@ def test_outside_a_transaction_the_top_sessions_by_cost_are_read_beside_the_brea
     code, qwen = usage
     assert any(name.startswith("ace-dashboard") for name in opened)  # the second connection, in its thread
     tops = {top["name"]: [row["session"].pk for row in top["rows"]] for top in response.context["tops"]}
-    assert tops == {"top_tokens": [qwen.pk, code.pk], "top_cost": [code.pk, qwen.pk]}
+    assert tops == {"top_tokens": [code.pk, qwen.pk], "top_cost": [code.pk, qwen.pk]}
     assert response.context["totals"]["cost_usd"] == Decimal("0.012250") and "globex-secret" not in html
 
 
@@ -213,8 +212,9 @@ def test_csv_export_of_every_table(staff, api, usage):
             io.StringIO(b"".join(staff.get(f"{base}&table=top_tokens").streaming_content).decode("utf-8-sig"))
         )
     )
-    assert (top[0]["session_id"], top[0]["total_tokens"]) == (str(qwen.pk), "2100")
-    assert (top[1]["session_id"], top[1]["name"], top[1]["cost_usd"]) == (str(code.pk), "重构计费模块", "0.009750")
+    # total_tokens as the page counts them: input + output + cache read + cache write.
+    assert (top[0]["session_id"], top[0]["name"], top[0]["total_tokens"]) == (str(code.pk), "重构计费模块", "6620")
+    assert (top[0]["tenant"], top[0]["cost_usd"], top[1]["total_tokens"]) == ("acme", "0.009750", "2100")
     assert staff.get(f"{base}&table=nope").status_code == 400
 
 
@@ -241,6 +241,112 @@ def test_the_admin_index_links_to_it_and_chart_js_is_vendored(staff, usage):
 
 def test_defaults_and_an_empty_window(staff, api, usage):
     response, html = page(staff)
-    assert response.context["tenant"] == api.tenant  # the first tenant by name
+    assert response.context["tenant"] is None  # two tenants: every tenant's usage, said so
     assert response.context["totals"]["messages"] == 0  # the last 30 days: nothing happened
     assert "No usage in this window." in html
+
+
+def test_with_two_tenants_it_picks_none_for_you(staff, api, other_api, usage):
+    """Unchosen, the dashboard shows every tenant's usage and says so: never the first tenant by name."""
+    response, html = page(staff, WINDOW)
+    assert response.context["tenant"] is None
+    assert "<title>Usage dashboard · all tenants" in html and "<h1>Usage dashboard · all tenants</h1>" in html
+    totals = response.context["totals"]
+    assert (totals["sessions"], totals["input_tokens"]) == (3, 3100 + 777_777)  # acme's and globex's
+    by_tenant = {row["label"]: row["all_tokens"] for row in response.context["breakdowns"][0]["rows"]}
+    assert by_tenant == {"acme": 3100 + 420 + 5000 + 200, "globex": 777_778}
+    assert "globex-secret" in html and "重构计费模块" in html  # top sessions of both, with their tenant
+    # The selector lists every tenant, and "all tenants" selected.
+    assert '<option value="all" selected>all tenants</option>' in html
+    for tenant in (api.tenant, other_api.tenant):
+        assert f'<option value="{tenant.pk}">{tenant.name}</option>' in html
+    # Its CSV by tenant names each.
+    rows = csv_rows(staff, f"{WINDOW}&tenant=all&format=csv&table=tenant_id")
+    assert [(row["tenant"], row["total_tokens"]) for row in rows] == [("globex", "777778"), ("acme", "8720")]
+
+
+def test_the_chosen_tenant_is_remembered(staff, api, other_api, usage):
+    response, html = page(staff, f"tenant={other_api.tenant.pk}&{WINDOW}")
+    assert response.context["tenant"] == other_api.tenant
+    # A reload of the dashboard's own address (the index's link, a bookmark) keeps it, and the title says it.
+    response, html = page(staff, WINDOW)
+    assert response.context["tenant"] == other_api.tenant
+    assert "<h1>Usage dashboard · globex</h1>" in html and "<title>Usage dashboard · globex" in html
+    assert f'<option value="{other_api.tenant.pk}" selected>globex</option>' in html
+    assert response.context["totals"]["input_tokens"] == 777_777
+    # Choosing "all tenants" is remembered too; a tenant that no longer exists is not an error.
+    page(staff, f"tenant=all&{WINDOW}")
+    assert page(staff, WINDOW)[0].context["tenant"] is None
+    bad = staff.get(f"{URL}?tenant=00000000-0000-0000-0000-000000000000&{WINDOW}")
+    assert bad.status_code == 400 and "Select a valid choice" in bad.content.decode()
+
+
+def test_with_one_tenant_it_is_the_default(staff, api):
+    response, html = page(staff)
+    assert response.context["tenant"] == api.tenant and "<h1>Usage dashboard · acme</h1>" in html
+
+
+def csv_rows(client, query):
+    response = client.get(f"{URL}?{query}")
+    assert response.status_code == 200, response.content[:300]
+    return list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig"))))
+
+
+def test_tokens_are_input_output_cache_read_and_cache_write(staff, api, usage):
+    """The headline Tokens is every token a model read or wrote, as ccusage counts them, each kind named."""
+    response, html = page(staff, f"tenant={api.tenant.pk}&{WINDOW}")
+    totals = response.context["totals"]
+    kinds = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
+    assert [totals[kind] for kind in kinds] == [3100, 420, 5000, 200]
+    assert totals["all_tokens"] == 3100 + 420 + 5000 + 200 == 8720
+    for kind, shown in (("all_tokens", "8,720"), *zip(kinds, ("3,100", "420", "5,000", "200"), strict=True)):
+        assert f'data-total="{kind}">{shown}<' in html, kind
+    for label in ("total tokens", "input tokens", "output tokens", "cache read tokens", "cache write tokens"):
+        assert f"<span>{label}</span>" in html, label
+    assert "input + output + cache read + cache write (as ccusage&#x27;s Total Tokens)" in html  # on hover
+    # Every table's total counts the same way: the model breakdown's Sonnet row, the day rows, the CSV.
+    by_model = {row["key"]: row for row in response.context["breakdowns"][1]["rows"]}
+    assert by_model[SONNET]["all_tokens"] == 1000 + 300 + 5000 + 200
+    assert sum(row["all_tokens"] for row in response.context["days"]["rows"]) == 8720
+    rows = {row["model"]: row for row in csv_rows(staff, f"tenant={api.tenant.pk}&{WINDOW}&format=csv&table=model")}
+    assert rows[SONNET]["total_tokens"] == "6500"
+
+
+def test_by_model_counts_the_sessions_that_used_each_model(staff, api, usage):
+    """A session counts under every model it used; prompts and tool results (no model) hold none of them."""
+    code, qwen = usage
+    third = SessionFactory(tenant=api.tenant, tool="claude-code", user_id="alice", started_at="2026-03-02T11:00:00Z")
+    post(
+        api,
+        third,
+        [
+            {"role": "user", "content": "again", "created_at": "2026-03-02T11:00:00Z"},
+            answer("t1", SONNET, "2026-03-02T11:00:01Z", 10, 5),
+            answer("t2", "qwen3-coder-plus", "2026-03-02T11:00:02Z", 10, 5),
+        ],
+    )
+    response, html = page(staff, f"tenant={api.tenant.pk}&{WINDOW}")
+    model_table = next(t for t in response.context["breakdowns"] if t["name"] == "model")
+    sessions = {row["key"]: row["sessions"] for row in model_table["rows"]}
+    assert sessions == {SONNET: 2, "qwen3-coder-plus": 2, "mystery-model-x": 1, None: 0}
+    assert response.context["totals"]["sessions"] == 3
+    assert "(no model)" in html and "a session that used several models counts under each" in html
+    rows = csv_rows(staff, f"tenant={api.tenant.pk}&{WINDOW}&format=csv&table=model")
+    assert {row["model"]: row["sessions"] for row in rows}[SONNET] == "2"
+    # Narrowed to a tool, only that tool's sessions.
+    response, _ = page(staff, f"tenant={api.tenant.pk}&{WINDOW}&tool=qwen-code")
+    model_table = next(t for t in response.context["breakdowns"] if t["name"] == "model")
+    assert {row["key"]: row["sessions"] for row in model_table["rows"]}["qwen3-coder-plus"] == 1
+
+
+def test_its_queries_do_not_grow_with_sessions_models_or_tenants(staff, api, other_api, usage):
+    def count(query):
+        with CaptureQueriesContext(connection) as queries:
+            page(staff, query)
+        return len(queries.captured_queries)
+
+    queries = {query: count(query) for query in (f"tenant={api.tenant.pk}&{WINDOW}", f"tenant=all&{WINDOW}")}
+    for i in range(12):
+        session = SessionFactory(tenant=(api, other_api)[i % 2].tenant, tool="codex", started_at="2026-03-02T09:00:00Z")
+        post((api, other_api)[i % 2], session, [answer(f"m{i}", f"model-{i}", "2026-03-02T09:00:01Z", 10, 5)])
+    assert {query: count(query) for query in queries} == queries

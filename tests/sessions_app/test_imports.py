@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.urls import reverse
 from django_celery_beat.models import PeriodicTask
 
@@ -463,32 +464,40 @@ def test_a_subagent_imported_before_its_parent_still_lands_in_the_parent_session
 # -- the command ----------------------------------------------------------------------------------------
 
 
-def run_command(*args) -> list[str]:
-    out = io.StringIO()
-    call_command("ace_import", *map(str, args), stdout=out)
-    return out.getvalue().splitlines()
+def run_command(*args, refused: bool = False) -> list[str]:
+    """The command's stdout lines; with `refused`, it must end in the error of an import that refused files or
+    skipped lines (exit status 3), and stderr's lines follow stdout's."""
+    out, err = io.StringIO(), io.StringIO()
+    if not refused:
+        call_command("ace_import", *map(str, args), stdout=out, stderr=err)
+        return out.getvalue().splitlines()
+    with pytest.raises(CommandError) as refusal:
+        call_command("ace_import", *map(str, args), stdout=out, stderr=err)
+    assert refusal.value.returncode == 3
+    return out.getvalue().splitlines() + err.getvalue().splitlines()
 
 
 def test_the_command_prints_the_issues_and_a_summary_line_and_imports_nothing_twice(db, tmp_path):
     shutil.copytree(DATA, tmp_path / "logs")
-    lines = run_command(tmp_path / "logs", "--tenant", "cli")
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError, match="2 files refused and 3 lines skipped"):
+        call_command("ace_import", str(tmp_path / "logs"), "--tenant", "cli", stdout=out, stderr=err)
+    lines, problems = out.getvalue().splitlines(), err.getvalue()
     summary = SUMMARY_LINE.match(lines[-1])
     assert summary, lines[-1]
     assert summary.group("imported", "unchanged", "refused", "sessions") == ("18", "0", "2", "15")
     assert int(summary.group("messages").replace(",", "")) == Message.objects.filter(tenant__name="cli").count()
     claude = tmp_path / "logs" / CLAUDE
-    assert f"{claude}:14: error: not valid JSON (Expecting property name enclosed in double quotes" in "\n".join(lines)
-    assert any(line.startswith(str(tmp_path / "logs" / GARBAGE) + ":0: error: not a recognised") for line in lines)
+    assert f"{claude}:14: error: not valid JSON (Expecting property name enclosed in double quotes" in problems
+    assert f"{tmp_path / 'logs' / GARBAGE}:0: error: not a recognised" in problems
 
-    again = SUMMARY_LINE.match(run_command(tmp_path / "logs", "--tenant", "cli")[-1])
+    again = SUMMARY_LINE.match(run_command(tmp_path / "logs", "--tenant", "cli", refused=True)[0])
     assert again.group("imported", "unchanged", "refused", "sessions", "messages") == ("0", "18", "2", "0", "0")
 
 
 def test_the_command_takes_tool_and_user_and_refuses_a_missing_path(db, tmp_path):
-    from django.core.management.base import CommandError
-
     path = copy(QWEN, tmp_path)
-    run_command(path, "--tenant", "cli", "--tool", "qwen-code", "--user-id", "bob")
+    run_command(path, "--tenant", "cli", "--tool", "qwen-code", "--user-id", "bob", refused=True)  # a bad line
     assert Session.objects.get(tenant__name="cli").user_id == "bob"
     with pytest.raises(CommandError, match="no such file or directory"):
         run_command(tmp_path / "missing", "--tenant", "cli")

@@ -357,3 +357,31 @@ def test_an_exporters_key_owns_its_sessions_and_their_usage_counts_in_its_budget
     assert session.api_key_id == key.pk
     used = BudgetUsage.objects.filter(budget_id=budget.json()["id"]).aggregate(total=Sum("used"))["total"]
     assert used == TOKENS["input_tokens"] + TOKENS["output_tokens"]  # total tokens, as the stats count them
+
+
+def test_a_session_made_from_telemetry_is_named_from_what_it_carries(acme, exporter):
+    post(exporter, "/v1/logs", logs_payload(), key=acme.key)
+    session = the_session(acme.tenant)
+    assert session.name == f"Claude Code (vscode) {SESSION_ID[:8]}, 2026-03-02 10:00 UTC"
+    found = acme.get("/api/v1/sessions/", {"search": SESSION_ID[:8]}).json()["results"]
+    assert [s["id"] for s in found] == [str(session.pk)]
+
+
+def test_an_empty_telemetry_page_says_what_lands_there_and_where_the_calls_went(
+    acme, exporter, client, django_user_model
+):
+    client.force_login(django_user_model.objects.create_superuser("auditor", "auditor@example.com", "not-used"))
+    changelist = reverse("admin:sessions_app_telemetryrecord_changelist")
+    empty = client.get(changelist).content.decode()
+    assert "No telemetry records yet." in empty
+    assert "claude_code.api_request" in empty and "become the <strong>messages</strong>" in empty
+    messages_link = reverse("admin:sessions_app_message_changelist") + "?tool=claude-code"
+    assert f'href="{messages_link}"' in empty and 'href="/docs/otel/"' in empty
+    post(exporter, "/v1/logs", only(logs_payload(), "user_prompt", "api_request"), key=acme.key)
+    assert TelemetryRecord.objects.count() == 0 and Message.objects.count() > 0  # the calls became messages
+    listed = client.get(messages_link)
+    assert listed.status_code == 200 and "claude-sonnet" in listed.content.decode()
+    post(exporter, "/v1/logs", logs_payload(), key=acme.key)
+    page = client.get(changelist).content.decode()
+    assert "No telemetry records yet." not in page and "claude_code.tool_result" in page
+    assert "No telemetry record matches these filters." in client.get(changelist, {"kind": "metric"}).content.decode()

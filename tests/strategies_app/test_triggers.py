@@ -194,9 +194,14 @@ def test_a_failing_session_does_not_stop_the_triggers_of_the_others(api, chat):
 
     strategy = only(api.tenant, "facts-experience", on_tool_result=True)
     stored = post(api, chat, {"role": "toolResult", "content": "saved", "tool_name": "note"})
-    gone = "00000000-0000-4000-8000-000000000000"  # a session that does not exist: its evaluation fails
+    gone = "00000000-0000-4000-8000-000000000000"  # a session deleted meanwhile: nothing to run, no failure
+    broken = str(SessionFactory(tenant=api.tenant, user_id="x").pk)  # its message ids are no ids: it fails
     evaluated = sessions_messages_triggers(
-        [[gone, str(api.tenant.pk), [stored[0]["id"]]], [str(chat.pk), str(api.tenant.pk), [stored[0]["id"]]]]
+        [
+            [gone, str(api.tenant.pk), [stored[0]["id"]]],
+            [broken, str(api.tenant.pk), ["not-a-message-id"]],
+            [str(chat.pk), str(api.tenant.pk), [stored[0]["id"]]],
+        ]
     )
-    assert evaluated == 1  # the missing session failed (logged), the chat was still evaluated
+    assert evaluated == 2  # the broken one failed (logged), the chat was still evaluated
     assert StrategyRun.objects.filter(strategy=strategy, session=chat, trigger=Trigger.TOOL_RESULT).exists()

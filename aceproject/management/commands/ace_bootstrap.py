@@ -12,6 +12,17 @@ from sessions_app.sample_data import sample_data_create
 from sessions_app.services.apikeys import apikey_create, tenant_get_or_create
 
 
+def local_url() -> str:
+    """The address of the web process on this machine: $ACE_HOST:$ACE_PORT, as the Procfile binds it (all
+    interfaces, 0.0.0.0 or ::, are reached at the loopback address)."""
+    host = settings.ACE_HOST
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    elif ":" in host:
+        host = f"[{host}]"  # an IPv6 address
+    return f"http://{host}:{settings.ACE_PORT}"
+
+
 class Command(BaseCommand):
     help = "First start: an admin user (credentials printed), a demo tenant with an API key, and sample data."
     # The system checks load every URL, view and admin module and the API schema: `check` and `migrate` run them.
@@ -23,7 +34,7 @@ class Command(BaseCommand):
 
     @transaction.atomic
     def handle(self, *args, no_sample_data=False, tenant="demo", **options):
-        url = f"http://{settings.ACE_PUBLIC_HOST}"
+        url = local_url()
         user_model = get_user_model()
         username = settings.ACE_ADMIN_USERNAME
         if not user_model.objects.filter(is_superuser=True).exists():
@@ -54,6 +65,7 @@ class Command(BaseCommand):
             if created:
                 self.stdout.write(f"Import source added: {source.path} (the collector scans it every 5 minutes).")
         self.stdout.write("")
+        self.stdout.write(f"  Home:     {url}/")
         self.stdout.write(f"  Admin:    {url}/admin/")
         self.stdout.write(f"  API docs: {url}/api/docs/")
         self.stdout.write(f"  API key for tenant '{tenant}' (kept in {key_file}):")

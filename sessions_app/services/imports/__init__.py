@@ -1,4 +1,5 @@
-"""Importing agent logs (Claude Code, Qwen Code, OpenClaw) from files on disk into sessions and messages.
+"""Importing agent logs (Claude Code, Qwen Code, Gemini CLI, OpenClaw, Codex CLI, OpenCode) from files on disk into
+sessions and messages.
 
 `import_path` walks a file or a directory tree and imports every log file it has not fully read yet:
 
@@ -23,7 +24,8 @@ The CLI (`manage.py ace_import`), the upload endpoint (`POST /api/v1/imports/`) 
 `plan` (which files, in which order, what is new in each), `renames` (a file renamed since it was imported
 keeps its row), `batch` (one batch in one transaction),
 `sessions` (the sessions the files go to), `workers` (the forked processes), `run` (one import, from the
-plan to the summary) and `summary` (what an import reports).
+plan to the summary), `progress` (how far it has got, for a caller that shows it) and `summary` (what an import
+reports).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from sessions_app.importers import ParseIssue, describe_layout
 from sessions_app.models import ImportedFile, ImportSource, Tenant
 from sessions_app.push_client import default_machine_name
 from sessions_app.services.imports.plan import ImportOptions, file_refusal, log_files
+from sessions_app.services.imports.progress import ImportProgress
 from sessions_app.services.imports.run import PARALLEL_MIN_BYTES, ImportRun
 from sessions_app.services.imports.summary import MAX_ISSUES, FileResult, ImportSummary, format_issue
 from sessions_app.signals import import_finished
@@ -50,6 +53,7 @@ __all__ = [
     "PARALLEL_MIN_BYTES",
     "FileResult",
     "ImportPathError",
+    "ImportProgress",
     "ImportSummary",
     "file_refusal",
     "format_issue",
@@ -73,6 +77,7 @@ def import_path(
     source: ImportSource | None = None,
     uploaded: bool = False,
     machine: str | None = None,
+    progress: ImportProgress | None = None,
 ) -> ImportSummary:
     """Import a log file or every log file under a directory. Safe to run again: only what is new is read.
 
@@ -81,6 +86,7 @@ def import_path(
     whose home directory the agent ran in (`/home/<user>/…`, `/Users/<user>/…` in the log's cwd), else
     the owner of the file (not for uploads), else "unknown". `uploaded` marks files received through the
     API, which have no meaningful owner. New sessions ran on `machine` (default: this host, `local_machine()`).
+    `progress` hears how far the import has got (see `progress.ImportProgress`).
     Raises ImportPathError when `path` does not exist."""
     root = Path(path).expanduser().absolute()
     if not root.exists():
@@ -102,6 +108,7 @@ def import_path(
         source=source,
         uploaded=uploaded,
         machine=local_machine() if machine is None else machine,
+        progress=progress,
     )
 
 
@@ -123,7 +130,9 @@ def local_machine() -> str:
     return default_machine_name()
 
 
-def _import_files(*, tenant, files, known, tool, user_id, source=None, uploaded=False, machine="") -> ImportSummary:
+def _import_files(
+    *, tenant, files, known, tool, user_id, source=None, uploaded=False, machine="", progress=None
+) -> ImportSummary:
     options = ImportOptions(
         tenant=tenant,
         tool=None if tool in ("", "auto", None) else tool,
@@ -133,7 +142,7 @@ def _import_files(*, tenant, files, known, tool, user_id, source=None, uploaded=
         idle=timedelta(seconds=settings.ACE_IMPORT_IDLE_SECONDS),
         machine=machine,
     )
-    run = ImportRun(options=options, records={record.path: record for record in known})
+    run = ImportRun(options=options, records={record.path: record for record in known}, progress=progress)
     run.sessions.load(files)
     summary = run.import_all(files, workers=settings.ACE_IMPORT_WORKERS)
     _announce_finished(

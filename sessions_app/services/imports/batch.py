@@ -180,8 +180,8 @@ class BatchImporter:
             if record.offset == 0 and set(carry or {}) <= {"tail"}:  # nothing read yet but an unfinished line
                 carry = {**(self.spawns.subagent_seed(path) or {}), **(carry or {})} or None
             file.parsed = parse_file(
-                path, start_offset=record.offset, tool=record.tool or self.options.tool, carry=carry,
-                flush=file.idle, max_bytes=None if is_compressed(path) else max_bytes,
+                path, start_offset=record.offset, tool=record.tool or self.options.tool or file.detected_tool,
+                carry=carry, flush=file.idle, max_bytes=None if is_compressed(path) else max_bytes,
             )  # fmt: skip
         except OSError as error:  # unreadable, or gone while being read: the next import tries again
             file.refused = f"cannot read the file: {error.strerror or error}"

@@ -70,6 +70,7 @@ class FileInBatch:
     session: Session | None = None
     refused: str = ""
     created: int = 0
+    detected_tool: str | None = None  # what the plan recognised the file as (first read only)
 
     @property
     def has_messages(self) -> bool:
@@ -143,21 +144,29 @@ def file_refusal(path: Path, *, tool: str | None = None) -> ParseIssue | None:
     judge yet, and the next import reads it. A forced `tool` is taken where detection cannot tell (JSON
     lines of no shape known here, or a path in another tool's layout): its parser reads what it can, line
     by line. It does not make a file whose first lines hold no JSON object a log: that is refused too."""
+    return file_detection(path, tool=tool)[0]
+
+
+def file_detection(path: Path, *, tool: str | None = None) -> tuple[ParseIssue | None, str | None]:
+    """`file_refusal`'s answer, and the tool detection recognised (None when it could not tell): the parse
+    takes it rather than reading and judging the file's first lines a second time."""
     tool = None if tool in ("", "auto") else tool
     head = read_head(path)
     if not any(line.strip() for line in head):
-        return None
+        return None, None
     detection = explain_detection(path, head)
     if detection.tool is None:
         if tool is None:
-            return ParseIssue(str(path), 0, f"not a recognised agent log: {detection.reason}")
+            return ParseIssue(str(path), 0, f"not a recognised agent log: {detection.reason}"), None
         objects, other = head_objects(head)
         if not objects:
-            return ParseIssue(str(path), 0, f"not a {tool} log: none of its first {other} lines is a JSON object")
-        return None
+            return ParseIssue(str(path), 0, f"not a {tool} log: none of its first {other} lines is a JSON object"), None
+        return None, None
     if tool is not None and detection.tool != tool:
-        return ParseIssue(str(path), 0, f"not a {tool} log: it looks like {detection.tool} ({detection.reason})")
-    return None
+        return ParseIssue(
+            str(path), 0, f"not a {tool} log: it looks like {detection.tool} ({detection.reason})"
+        ), detection.tool
+    return None, detection.tool
 
 
 # -- what is new in each file -------------------------------------------------------------------------
@@ -198,6 +207,7 @@ class BatchPlanner:
         self.records = records
         self.reports = reports
         self.follow_rename = follow_rename
+        self.skipped = 0  # files met with nothing to read (unchanged, refused), since the caller last reset it
 
     def next_batch(self, pending: list[Path], next_group) -> list[FileInBatch]:
         """The next batch: files with something new to read, up to CHUNK_BYTES of them (a bigger file is read
@@ -212,7 +222,9 @@ class BatchPlanner:
                 pending.extend(group)
             path = pending.pop(0)
             file = self._file_in_batch(path)
-            if file is not None:
+            if file is None:
+                self.skipped += 1
+            else:
                 batch.append(file)
                 budget -= max(file.stat.st_size - (file.record.offset if file.record else 0), 1)
         return batch
@@ -242,12 +254,13 @@ class BatchPlanner:
             report.result.note_session(tool=record.tool, session_id=record.session_id)
             report.result.streaming = record.pending
             return None
+        detected = None
         if record is None or not record.tool:
-            refusal = file_refusal(path, tool=self.options.tool)
+            refusal, detected = file_detection(path, tool=self.options.tool)
             if refusal:
                 report.refuse(refusal.message)
                 return None
-        return FileInBatch(path=path, stat=stat, idle=idle, report=report, record=record)
+        return FileInBatch(path=path, stat=stat, idle=idle, report=report, record=record, detected_tool=detected)
 
     def _renamed(self, path: Path, stat: os.stat_result, report: FileReport) -> ImportedFile | None:
         """The row of the file `path` was imported as before a rename, now `path`'s (see `renames`)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from sessions_app.models import ImportedFile
 from sessions_app.services.imports.batch import BatchImporter
 from sessions_app.services.imports.plan import BatchPlanner, FileReport, ImportOptions, bytes_to_read, work_plan
+from sessions_app.services.imports.progress import ImportProgress
 from sessions_app.services.imports.renames import follow_rename
 from sessions_app.services.imports.sessions import SessionResolver, SpawnRounds
 from sessions_app.services.imports.summary import ImportSummary
@@ -21,9 +22,13 @@ class ImportRun:
     """One import: the files' rows and sessions loaded once, then the files read in batches (one transaction
     each: up to CHUNK_BYTES of log, up to BATCH_FILES files) by one or more workers."""
 
-    def __init__(self, *, options: ImportOptions, records: dict[str, ImportedFile]):
+    def __init__(
+        self, *, options: ImportOptions, records: dict[str, ImportedFile], progress: ImportProgress | None = None
+    ):
         self.options = options
         self.records = records  # the files' rows as last committed, by path
+        self.progress = progress or ImportProgress()
+        self.shown = progress is not None  # its totals cost a stat of every file: only for a progress shown
         self.sessions = SessionResolver(options=options)
         self.spawns = SpawnRounds(sessions=self.sessions, tool=options.tool)
         self.reports: dict[Path, FileReport] = {}
@@ -35,12 +40,17 @@ class ImportRun:
         With `workers` > 1, enough to read (PARALLEL_MIN_BYTES) and no transaction of the caller's open, that
         many processes (forked: they start at once, with this process's settings) read groups of files side
         by side, each with its own database connection — parsing is Python, so threads would take turns."""
-        with fewer_gc_collections():
-            for phase in work_plan(files):
-                if self._parallel(phase, workers):
-                    self._in_processes(phase, min(workers, len(phase)))
-                else:
-                    self._work(functools.partial(next, iter(phase), None))
+        total = bytes_to_read([files], self.records) if self.shown else 0
+        self.progress.start(files_total=len(files), bytes_total=total)
+        try:
+            with fewer_gc_collections():
+                for phase in work_plan(files):
+                    if self._parallel(phase, workers):
+                        self._in_processes(phase, min(workers, len(phase)))
+                    else:
+                        self._work(functools.partial(next, iter(phase), None))
+        finally:
+            self.progress.finish()
         summary = ImportSummary()
         for path in files:
             report = self.reports.get(path)
@@ -66,14 +76,23 @@ class ImportRun:
         )
 
     def _in_processes(self, groups: list[list[Path]], workers: int) -> None:
-        for reports, totals in groups_in_processes(groups, workers=workers, work=self._in_worker_process):
+        progress = self.progress
+        results = groups_in_processes(
+            groups,
+            workers=workers,
+            work=self._in_worker_process,
+            on_progress=lambda files, bytes_read: progress.advance(files=files, bytes_read=bytes_read),
+        )
+        for reports, totals in results:
             self.reports.update(reports)
             self.totals.append(totals)
         self.sessions.forget_absent()  # the workers made sessions this process has not seen
 
-    def _in_worker_process(self, next_group, stopped) -> tuple[dict[Path, FileReport], ImportSummary]:
-        """What one forked worker does with this run (its own copy): its groups, then its reports and totals."""
+    def _in_worker_process(self, next_group, stopped, report) -> tuple[dict[Path, FileReport], ImportSummary]:
+        """What one forked worker does with this run (its own copy): its groups, then its reports and totals; its
+        progress goes to the process that started it (`report(files, bytes_read)`)."""
         self.reports, self.totals = {}, []
+        self.progress = _ForwardedProgress(report)
         self._work(next_group, stopped=stopped)
         return self.reports, self.totals[0]
 
@@ -88,7 +107,23 @@ class ImportRun:
         pending: list[Path] = []  # files of the groups taken, in order; a file read in part stays first
         while not stopped():
             batch = planner.next_batch(pending, next_group)
+            if planner.skipped:  # unchanged or refused without a read: done
+                self.progress.advance(files=planner.skipped)
+                planner.skipped = 0
             if not batch:
                 return
             done = batches.import_batch(batch, totals)
+            read = sum(file.parsed.end_offset - file.start_offset for file in batch if file.parsed is not None)
+            self.progress.advance(files=len(done), bytes_read=max(read, 0))  # committed
             pending[:0] = [file.path for file in batch if file not in done]
+
+
+class _ForwardedProgress(ImportProgress):
+    """A worker process's progress, sent to the process that started it (which shows it)."""
+
+    def __init__(self, report):
+        self.report = report
+
+    def advance(self, *, files: int = 0, bytes_read: int = 0) -> None:
+        if files or bytes_read:
+            self.report(files, bytes_read)

@@ -57,10 +57,12 @@ class ImportSummary:
     tokens: Counter = field(default_factory=Counter)
     issues: list[ParseIssue] = field(default_factory=list)
     issues_total: int = 0
+    lines_skipped: int = 0  # lines left out of files read (corrupt JSON, not an object…): error issues of a line
     files: list[FileResult] = field(default_factory=list)
 
     def add_issues(self, issues: list[ParseIssue]) -> None:
         self.issues_total += len(issues)
+        self.lines_skipped += sum(issue.level == "error" and issue.line > 0 for issue in issues)
         room = MAX_ISSUES - len(self.issues)
         if room > 0:
             self.issues.extend(issues[:room])

@@ -41,8 +41,11 @@ def parallel_possible() -> bool:
     )
 
 
-def groups_in_processes(groups: list[list], *, workers: int, work: Callable) -> list:
-    """Run `work(next_group, stopped)` in `workers` forked processes that share out `groups`; what each returned.
+def groups_in_processes(
+    groups: list[list], *, workers: int, work: Callable, on_progress: Callable[[int, int], None] | None = None
+) -> list:
+    """Run `work(next_group, stopped, report)` in `workers` forked processes that share out `groups`; what each
+    returned. What a worker passes to `report(files, bytes_read)` reaches `on_progress` here, as it comes.
 
     A worker that fails fails the call, once the others have finished the batch they are in (its exception,
     or its text when it cannot travel); so does a worker that ended without a result (killed)."""
@@ -62,13 +65,18 @@ def groups_in_processes(groups: list[list], *, workers: int, work: Callable) -> 
     try:
         while len(answers) < workers:
             try:
-                answers.append(results.get(timeout=1))
+                answer = results.get(timeout=1)
             except queue.Empty:
                 if not any(process.is_alive() for process in processes) and results.empty():
                     break
-            else:
-                if answers[-1][0] == "failed":
-                    stop.set()  # the others finish the batch they are in, then stop
+                continue
+            if answer[0] == "progress":
+                if on_progress is not None:
+                    on_progress(*answer[1])
+                continue
+            answers.append(answer)
+            if answer[0] == "failed":
+                stop.set()  # the others finish the batch they are in, then stop
     except BaseException:  # e.g. a task's time limit: the workers stop after their batch
         stop.set()
         raise
@@ -113,8 +121,11 @@ def _worker(work: Callable, tasks, results, stop) -> None:
         finished = group is None
         return group
 
+    def report(files: int, bytes_read: int) -> None:
+        results.put(("progress", (files, bytes_read)))
+
     try:
-        results.put(("done", work(next_group, stopped)))
+        results.put(("done", work(next_group, stopped, report)))
     except BaseException as error:  # noqa: BLE001 - reported to the parent, which raises it
         try:
             pickle.dumps(error)
