@@ -27,6 +27,14 @@ RESULTS_DIR = BENCH_DIR / "results"
 DEFAULT_DATA_DIR = PROJECT_DIR / ".ace" / "bench"
 
 
+def require_torch_runtime(why: str) -> None:
+    """Exit with the way to install it when the PyTorch runtime (an opt-in: requirements-torch.txt) is missing."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("sentence_transformers") is None:
+        sys.exit(f"{why} needs the PyTorch runtime, an opt-in: .venv/bin/pip install -r requirements-torch.txt")
+
+
 # -- Django on the bench database --------------------------------------------------------------------
 def setup_django(*, migrate: bool = True) -> None:
     """Point Django at the bench database (ACE_DATA_DIR=.ace/bench unless set) and migrate it."""

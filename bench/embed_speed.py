@@ -107,6 +107,7 @@ def main(argv=None) -> int:
     runtimes = [r.strip() for r in args.runtimes.split(",") if r.strip()]
     if "torch" not in runtimes:
         runtimes.insert(0, "torch")  # the baseline of the figures
+    benchlib.require_torch_runtime("bench/embed_speed.py (torch is the baseline of its figures)")
 
     benchlib.setup_django(migrate=False)
     import numpy as np

@@ -47,6 +47,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     dataset = args.dataset or locomo.DEFAULT_DATASET
     runtimes = [r.strip() for r in args.runtimes.split(",") if r.strip()]
+    if "torch" in runtimes:
+        benchlib.require_torch_runtime("--runtimes torch")
 
     benchlib.setup_django()
     from memory_app.embedders import onnx_export

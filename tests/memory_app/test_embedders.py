@@ -505,7 +505,7 @@ def test_get_embedder_misconfigured(settings, overrides):
 def test_a_web_process_gives_the_local_model_the_threads_it_is_told(local_embedder, settings):
     """The Procfile runs web processes with ACE_EMBEDDER_THREADS=1: a query is one short text, and several
     processes each with a thread per core fight over the cores under load."""
-    import torch
+    torch = pytest.importorskip("torch", reason="the PyTorch runtime is an opt-in (requirements-torch.txt)")
 
     from memory_app.embedders.local import LocalEmbedder
 
@@ -543,34 +543,51 @@ CHAT_TURNS = [
 
 @pytest.fixture(scope="module")
 def onnx_embedders(local_embedder):
-    """The three runtimes over the same model; the ONNX ones share the data folder's export."""
+    """The two ONNX runtimes over the same model, sharing the data folder's export."""
     from memory_app.embedders.local import LocalEmbedder
 
-    torch_embedder = LocalEmbedder(runtime="torch")
-    return torch_embedder, LocalEmbedder(runtime="onnx"), LocalEmbedder(runtime="onnx-int8")
+    return LocalEmbedder(runtime="onnx"), LocalEmbedder(runtime="onnx-int8")
+
+
+# 30 varied texts (English, Chinese, Japanese, Russian, code, SQL, JSON, emoji, empty, blank, longer than the
+# model's 256 tokens) and the vectors sentence-transformers on PyTorch gave them (tests/data/make_minilm_reference.py),
+# so that the torch-free export is checked against torch where torch is not installed.
+REFERENCE = json.loads((ROOT / "tests" / "data" / "minilm_reference.json").read_text())
 
 
 def test_onnx_gives_torch_vectors_under_the_same_key(onnx_embedders):
-    torch_embedder, onnx, _int8 = onnx_embedders
-    assert onnx.key == torch_embedder.key == "local:all-MiniLM-L6-v2:384"
-    expected = np.asarray(torch_embedder.embed(CHAT_TURNS))
-    got = np.asarray(onnx.embed(CHAT_TURNS))
-    assert got.shape == (len(CHAT_TURNS), 384)
+    onnx, _int8 = onnx_embedders
+    assert onnx.key == "local:all-MiniLM-L6-v2:384"  # what the torch runtime calls the same space
+    expected = np.asarray(REFERENCE["vectors"])
+    got = np.asarray(onnx.embed(REFERENCE["texts"]))
+    assert got.shape == (30, 384)
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-9)
-    assert (got * expected).sum(axis=1).min() > 0.99999  # each text: the same vector, to float precision
+    assert np.abs(got - expected).max() < 1e-5  # each component: torch's, to float precision (stored to 1e-6)
+    assert (got * expected).sum(axis=1).min() > 0.99999
 
 
 def test_onnx_int8_is_its_own_space_close_to_torch(onnx_embedders):
-    torch_embedder, _onnx, int8 = onnx_embedders
+    _onnx, int8 = onnx_embedders
     assert int8.key == "local:all-MiniLM-L6-v2-int8:384"  # never compared with fp32 rows
-    expected = np.asarray(torch_embedder.embed(CHAT_TURNS))
-    cosines = (np.asarray(int8.embed(CHAT_TURNS)) * expected).sum(axis=1)
-    # ~0.99 for a sentence; a two-letter text ("ok") moves most (0.946 measured).
+    expected = np.asarray(REFERENCE["vectors"])
+    cosines = (np.asarray(int8.embed(REFERENCE["texts"])) * expected).sum(axis=1)
+    # ~0.99 for a sentence; a text of one or two letters ("a", "ok") moves most.
     assert cosines.min() > 0.93 and cosines.mean() > 0.98
 
 
+def test_the_reference_is_what_the_torch_runtime_gives(local_embedder):
+    """tests/data/minilm_reference.json stays honest: the PyTorch runtime, where installed, gives those vectors."""
+    pytest.importorskip("sentence_transformers", reason="the PyTorch runtime is an opt-in (requirements-torch.txt)")
+    from memory_app.embedders.local import LocalEmbedder
+
+    torch_embedder = LocalEmbedder(runtime="torch")
+    assert torch_embedder.key == local_embedder.key
+    got = np.asarray(torch_embedder.embed(REFERENCE["texts"]))
+    assert np.abs(got - np.asarray(REFERENCE["vectors"])).max() < 1e-5
+
+
 def test_onnx_batches_by_length_and_keeps_the_callers_order(onnx_embedders):
-    _torch, onnx, _int8 = onnx_embedders
+    onnx, _int8 = onnx_embedders
     texts = [CHAT_TURNS[i % len(CHAT_TURNS)] + f" ({i})" for i in range(150)]  # mixed lengths, several batches
     together = np.asarray(onnx.embed(texts))
     alone = np.asarray([onnx.embed([text])[0] for text in texts[::17]])
@@ -643,4 +660,84 @@ def test_processes_starting_together_export_once_and_never_import_torch(tmp_path
     assert not any(o["torch"] or o["sentence_transformers"] for o in outputs)
     folders = sorted(p.name for p in (tmp_path / "models").iterdir() if p.is_dir())
     assert folders == [Path(outputs[0]["folder"]).name]  # no half-written export left beside it
-    assert json.loads((Path(outputs[0]["folder"]) / "meta.json").read_text())["fp32_min_cosine"] > 0.9999
+    assert json.loads((Path(outputs[0]["folder"]) / "meta.json").read_text())["built_by"].startswith("onnx ")
+
+
+# -- the export without torch ---------------------------------------------------------------------------------------
+
+BLOCKED = ("torch", "sentence_transformers", "transformers")
+
+
+def without_torch(folder: Path) -> dict:
+    """Environment for a child process (and its children) in which importing torch, sentence-transformers or
+    transformers fails, as in a .venv installed from requirements.txt alone."""
+    for name in BLOCKED:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "__init__.py").write_text(f"raise ImportError('{name} is not installed (blocked)')\n")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), str(ROOT)])}
+
+
+def test_prepare_exports_the_model_without_torch_and_it_gives_torchs_vectors(tmp_path):
+    """`manage.py ace_embeddings prepare` (what scripts/up runs) with torch unimportable: the export is written
+    from the weights, and the served vectors are the ones sentence-transformers on PyTorch gave (stored)."""
+    from memory_app.embedders.local import LocalEmbedder
+
+    env = without_torch(tmp_path / "blocked")
+    env.update(ACE_EMBEDDER="local", ACE_EMBEDDER_RUNTIME="onnx", ACE_EMBEDDER_CACHE_DIR=str(tmp_path / "models"))
+    done = subprocess.run(
+        [sys.executable, "manage.py", "ace_embeddings", "prepare"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Loaded in" in done.stdout and "runtime onnx" in done.stdout
+    folder = next(p for p in (tmp_path / "models").iterdir() if p.is_dir() and not p.name.startswith("."))
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["built_by"].startswith("onnx ") and (meta["dimensions"], meta["max_seq_length"]) == (384, 256)
+
+    served = LocalEmbedder(runtime="onnx", cache_dir=tmp_path / "models")
+    got = np.asarray(served.embed(REFERENCE["texts"]))
+    assert served.export_folder == folder  # the export prepare made, not a new one
+    assert np.abs(got - np.asarray(REFERENCE["vectors"])).max() < 1e-5
+    assert (got * np.asarray(REFERENCE["vectors"])).sum(axis=1).min() > 0.99999
+
+
+def test_a_model_the_torch_free_export_cannot_build_is_named_with_the_way_out(tmp_path):
+    from memory_app.embedders import onnx_graph
+    from memory_app.embedders.local import LocalEmbedder
+
+    model = tmp_path / "tiny-roberta"
+    model.mkdir()
+    (model / "config.json").write_text(
+        json.dumps({"model_type": "roberta", "architectures": ["XLMRobertaModel"], "hidden_size": 16})
+    )
+    (model / "modules.json").write_text(
+        json.dumps([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"}])
+    )
+    with pytest.raises(onnx_graph.Unsupported, match="'roberta' model \\(XLMRobertaModel\\).*BERT models only"):
+        onnx_graph.build(model)
+
+    # Served without torch (the child process that exports can't import it): the error says what to install.
+    env = without_torch(tmp_path / "blocked")
+    env["ACE_EMBEDDER_CACHE_DIR"] = str(tmp_path / "models")
+    probe = (
+        "import os, django; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'aceproject.settings'); django.setup()\n"
+        "from memory_app.embedders.local import LocalEmbedder\n"
+        f"LocalEmbedder(model={str(model)!r}, runtime='onnx').load()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert "EmbedderMisconfigured" in last and "'roberta' model" in last
+    assert "pip install -r requirements-torch.txt" in last
+    assert LocalEmbedder(model=str(model)).dimensions == 16  # known from config.json, without exporting
+
+
+def test_a_bert_folder_without_safetensors_weights_is_refused_by_name(tmp_path):
+    from memory_app.embedders import onnx_graph
+    from memory_app.embedders.local import packaged_model_path
+
+    model = tmp_path / "old-bert"
+    model.mkdir()
+    (model / "config.json").write_text((packaged_model_path() / "config.json").read_text())
+    (model / "pytorch_model.bin").write_bytes(b"not read")
+    with pytest.raises(onnx_graph.Unsupported, match="has pytorch_model.bin; the torch-free export reads model.safet"):
+        onnx_graph.build(model)
