@@ -73,8 +73,9 @@ def statistics_refreshed(*tables: str, using: str = "default", margin: int = 100
     index per outer row, and a count over 10,000 messages takes minutes instead of milliseconds. What the planner
     expects is its own estimate (rows per page at the last ANALYZE times the pages now); the rows there are, the
     statistics collector's live count plus this transaction's own inserts and deletes. The check reads no row of
-    the tables; the ANALYZE samples at most 30,000 rows a table, once per such growth. SKIP_LOCKED: a table
-    another session is analysing (autovacuum, a concurrent request) is left to it."""
+    the tables; the ANALYZE samples at most 30,000 rows a table, once per such growth. A concurrent caller waits for
+    that ANALYZE (tens of milliseconds; an autovacuum's is cancelled for it) rather than skip it and plan blind;
+    run outside a long transaction, which would hold its lock to the end."""
     with connections[using].cursor() as cursor:
         cursor.execute(
             """
@@ -94,7 +95,7 @@ def statistics_refreshed(*tables: str, using: str = "default", margin: int = 100
         )
         stale = [name for (name,) in cursor.fetchall()]
         if stale:
-            cursor.execute("ANALYZE (SKIP_LOCKED) " + ", ".join(connections[using].ops.quote_name(t) for t in stale))
+            cursor.execute("ANALYZE " + ", ".join(connections[using].ops.quote_name(t) for t in stale))
     return stale
 
 
