@@ -63,6 +63,42 @@ def within_time(
         raise
 
 
+def statistics_refreshed(*tables: str, using: str = "default", margin: int = 1000) -> list[str]:
+    """ANALYZE those of `tables` holding more than twice the rows (plus `margin`) their planner statistics make
+    PostgreSQL expect; returns their names.
+
+    For the statements whose good plan depends on the tables' sizes: right after a bulk write (a first import of
+    thousands of messages) and before autovacuum has come by, PostgreSQL plans for the tables as they were. On
+    the statistics of an emptied table (rows per page: 0) it picks nested loops whose inner side reads a whole
+    index per outer row, and a count over 10,000 messages takes minutes instead of milliseconds. What the planner
+    expects is its own estimate (rows per page at the last ANALYZE times the pages now); the rows there are, the
+    statistics collector's live count plus this transaction's own inserts and deletes. The check reads no row of
+    the tables; the ANALYZE samples at most 30,000 rows a table, once per such growth. A concurrent caller waits for
+    that ANALYZE (tens of milliseconds; an autovacuum's is cancelled for it) rather than skip it and plan blind;
+    run outside a long transaction, which would hold its lock to the end."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT relname FROM (
+                SELECT c.relname,
+                       CASE WHEN c.relpages > 0 AND c.reltuples >= 0
+                            THEN c.reltuples / c.relpages
+                                 * (pg_relation_size(c.oid) / current_setting('block_size')::int)
+                            ELSE 0 END AS expected,
+                       pg_stat_get_live_tuples(c.oid) + pg_stat_get_xact_tuples_inserted(c.oid)
+                           - pg_stat_get_xact_tuples_deleted(c.oid) AS present
+                FROM pg_class c WHERE c.oid = ANY(%s::regclass[])
+            ) t
+            WHERE present > 2 * expected + %s ORDER BY relname
+            """,
+            [list(tables), margin],
+        )
+        stale = [name for (name,) in cursor.fetchall()]
+        if stale:
+            cursor.execute("ANALYZE " + ", ".join(connections[using].ops.quote_name(t) for t in stale))
+    return stale
+
+
 # A statement, or one clause of a larger one: (SQL, parameters).
 Clause = tuple[str, list]
 

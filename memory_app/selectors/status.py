@@ -19,6 +19,13 @@ Counting must stay fast on tables of millions of rows:
 - records: two short ranges of a partial index (keys below and above the current key), so only the pending
   records are read;
 - search index: a partial index holds exactly the messages without a search vector.
+
+Those plans need statistics that know the tables' sizes: after a bulk write (a first `ace_import` of a month of
+logs), before autovacuum has analysed the tables, PostgreSQL may plan for empty tables, and the message count
+becomes a nested loop reading a whole index per message (10,000 messages: minutes). So each count first analyses
+the tables it reads that hold more than twice the rows their statistics make the planner expect
+(`platform_kit.db.statistics_refreshed`: a look at pg_class and the statistics collector's counts each time, an
+ANALYZE of some tens of milliseconds once per such growth).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from django.utils import timezone
 
 from memory_app.embedders import Embedder, EmbedderError, get_embedder
 from memory_app.models import MessageEmbedding, Record, SessionEmbeddingProgress
+from platform_kit.db import statistics_refreshed
 from sessions_app.models import Message, Session, Tenant
 
 
@@ -89,6 +97,7 @@ def memory_status(*, tenant: Tenant, user_id: str | None = None) -> MemoryStatus
     """The backlog of the tenant's memory, or of one user's (see the module docstring)."""
     embedder, described = embedder_status()
     key = embedder.key if embedder is not None else None
+    statistics_refreshed(*_COUNTED_TABLES)
     now = timezone.now()
     messages, oldest_message = (0, None)
     if settings.ACE_EMBED_MESSAGES:
@@ -145,6 +154,7 @@ _SESSION = Session._meta.db_table
 _MESSAGE = Message._meta.db_table
 _VECTOR = MessageEmbedding._meta.db_table
 _PROGRESS = SessionEmbeddingProgress._meta.db_table
+_COUNTED_TABLES = (_SESSION, _MESSAGE, _VECTOR, _PROGRESS)
 
 
 _WAITING = f"""
@@ -254,6 +264,7 @@ def embedding_progress_refresh() -> int:
     embedder, _ = embedder_status()
     if embedder is None:
         return 0
+    statistics_refreshed(*_COUNTED_TABLES)
     waiting = 0
     for tenant in Tenant.objects.order_by("name"):
         waiting += pending_message_vectors(tenant=tenant, user_id=None, key=embedder.key)[0]

@@ -45,9 +45,12 @@ def literal(vector: list[float]) -> str:
     return "[" + ",".join(repr(x) for x in vector) + "]"
 
 
-def chat_messages(tenant, user_id: str, texts: list[str], *, per_session: int = 2500) -> list[tuple]:
+def chat_messages(
+    tenant, user_id: str, texts: list[str], *, per_session: int = 2500, fresh_statistics: bool = True
+) -> list[tuple]:
     """The texts as alternating user and assistant messages of `user_id`, `per_session` to a session, each
-    with its vector. Returns (message id, session id, seq, text) in order."""
+    with its vector. Returns (message id, session id, seq, text) in order. `fresh_statistics=False`: the tables
+    are left as a bulk import leaves them, before autovacuum analyses them."""
     stored = []
     for first in range(0, len(texts), per_session):
         session = SessionFactory(tenant=tenant, user_id=user_id)
@@ -71,7 +74,8 @@ def chat_messages(tenant, user_id: str, texts: list[str], *, per_session: int = 
     ):
         for (pk, session_id, _, _, created_at), vector in zip(stored, vectors([row[3] for row in stored]), strict=True):
             copy.write_row((pk, tenant.pk, session_id, user_id, created_at, literal(vector), key))
-    analyze("sessions_app_session", "sessions_app_message", MessageEmbedding._meta.db_table)
+    if fresh_statistics:
+        analyze("sessions_app_session", "sessions_app_message", MessageEmbedding._meta.db_table)
     return [row[:4] for row in stored]
 
 

@@ -39,8 +39,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from platform_kit.db import statistics_refreshed
 from sessions_app.importers import ParseIssue, describe_layout
-from sessions_app.models import ImportedFile, ImportSource, Tenant
+from sessions_app.models import ImportedFile, ImportSource, Message, Session, Tenant
 from sessions_app.push_client import default_machine_name
 from sessions_app.services.imports.plan import ImportOptions, file_refusal, log_files
 from sessions_app.services.imports.progress import ImportProgress
@@ -153,18 +154,24 @@ def _import_files(
 
 def _announce_finished(*, tenant: Tenant, summary: ImportSummary, origin: str, source: ImportSource | None) -> None:
     """signals.import_finished, once the import's writes are committed (every batch commits on its own; a
-    caller's transaction, if any, commits last)."""
+    caller's transaction, if any, commits last). First the tables a big import has outgrown get their planner
+    statistics, rather than when autovacuum comes by: until then PostgreSQL may plan for the tables as they were
+    (for an emptied table: no rows), and a count over the new messages can take minutes."""
     report = summary.as_dict()
     del report["files"], report["issues"]  # server paths: the counts are what a listener needs
-    transaction.on_commit(
-        lambda: import_finished.send(
+
+    def finished():
+        if summary.messages:
+            statistics_refreshed(Session._meta.db_table, Message._meta.db_table)
+        import_finished.send(
             sender=ImportedFile,
             tenant_id=tenant.pk,
             origin=origin,
             source_id=None if source is None else source.pk,
             summary=report,
         )
-    )
+
+    transaction.on_commit(finished)
 
 
 def import_source_scan(*, source: ImportSource) -> ImportSummary | None:
