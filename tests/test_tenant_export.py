@@ -165,7 +165,7 @@ def test_the_admin_action_queues_exports_and_staff_download_them(celery_worker, 
         "/admin/sessions_app/tenant/", {"action": "export_data", "_selected_action": [tenant.pk]}, follow=True
     )
     assert answer.status_code == 200
-    assert "Queued 1 export(s) (acme)" in answer.content.decode()
+    assert "Queued 1 export (acme); follow it in" in answer.content.decode()
     export = TenantExport.objects.get(tenant=tenant)
     assert export.requested_by == "admin:auditor"
 

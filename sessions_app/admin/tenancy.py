@@ -76,9 +76,10 @@ class TenantAdmin(admin.ModelAdmin):
         self.message_user(
             request,
             format_html(
-                'Queued {} ({}); follow them in <a href="{}">tenant exports</a>.',
+                'Queued {} ({}); follow {} in <a href="{}">tenant exports</a>.',
                 counted(len(names), "export"),
                 ", ".join(names),
+                "it" if len(names) == 1 else "them",
                 link,
             ),
             messages.SUCCESS,
