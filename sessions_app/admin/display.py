@@ -6,6 +6,7 @@ from django.contrib import admin
 
 from platform_kit.admin.display import badge, count_hint, counter_display, truncated
 from sessions_app.models import Role
+from sessions_app.models.ledger import ALL_TOKENS
 
 ROLE_TONES = {
     Role.USER: "blue",
@@ -73,9 +74,12 @@ class CounterColumns(CounterDisplays):
                 parts.append((field, getattr(obj, field)))
         return count_hint(obj.messages, *parts)
 
-    @admin.display(description="tokens", ordering="total_tokens")
+    @admin.display(description="tokens", ordering=ALL_TOKENS.asc())
     def tokens_summary(self, obj):
-        return count_hint(obj.total_tokens, *((label, getattr(obj, field, None)) for field, label in TOKENS_BY_KIND))
+        """Every token, as the usage dashboard's total and ccusage count them: input + output + cache read + cache
+        write (the stored `total_tokens` is input + output as reported; cache reads are often 10-20x more)."""
+        kinds = [(label, getattr(obj, field)) for field, label in TOKENS_BY_KIND]
+        return count_hint(sum(value or 0 for _, value in kinds), *kinds)
 
 
 # How much of a message's text (or a turn's question's) a list reads: its hover shows that much.

@@ -178,6 +178,37 @@ def test_session_list_and_page_show_the_stored_counters(staff, recorded):
     assert "conv-b" in page and "oc_123" in page  # the conversations inline
 
 
+def test_session_list_tokens_count_cache_reads_and_writes_as_the_dashboard_does(staff, session):
+    """The lists' tokens are every token (input + output + cache read + cache write), like the usage dashboard's
+    total and ccusage's; a cache-heavy session ranks first when the column is sorted most-first."""
+    append(
+        session,
+        [
+            {"role": "user", "content": "refactor the parser"},
+            {
+                "role": "assistant",
+                "content": "done",
+                "model": "claude-sonnet-4-5",
+                "auth_type": "oauth",
+                "input_tokens": 100,
+                "output_tokens": 50,
+                "cache_read_tokens": 2_000_000,
+                "cache_creation_tokens": 300,
+            },
+        ],
+    )
+    light = SessionFactory(tenant=session.tenant, name="light session")
+    append(light, [{"role": "assistant", "content": "hi", "auth_type": "oauth", "input_tokens": 9000}])
+    url = reverse("admin:sessions_app_session_changelist")
+    page = staff.get(url).content.decode()
+    assert 'title="2,000,450: 100 input · 50 output · 2,000,000 cache read · 300 cache write"' in page
+    assert ">2.0M<" in page
+    headers = page.split("<thead>")[1].split("</thead>")[0].split("</th>")  # `o` counts the checkbox column too
+    column = next(i for i, th in enumerate(headers) if "column-tokens_summary" in th)
+    ordered = staff.get(url, {"o": f"-{column}"}).content.decode()  # the column sorted most first
+    assert ordered.index(session.name) < ordered.index("light session")
+
+
 # -- the message timeline --------------------------------------------------------------------------------
 
 
