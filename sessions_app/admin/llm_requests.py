@@ -13,6 +13,7 @@ from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin, Uu
 from sessions_app.admin.display import TOKENS_BY_KIND, role_badge
 from sessions_app.admin.filters import ModelFilter, SessionFilter
 from sessions_app.models import LlmRequest, Message
+from sessions_app.models.ledger import ALL_TOKENS
 from sessions_app.pricing import PriceBook
 
 
@@ -62,9 +63,11 @@ class LlmRequestAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, a
     def session_link(self, obj):
         return change_link(obj.session, truncated(str(obj.session), 24))
 
-    @admin.display(description="tokens", ordering="total_tokens")
+    @admin.display(description="tokens", ordering=ALL_TOKENS.asc())
     def tokens_summary(self, obj):
-        return count_hint(obj.total_tokens, *((label, getattr(obj, field)) for field, label in TOKENS_BY_KIND))
+        """Every token of the call (input + output + cache read + cache write), as the other lists count them."""
+        kinds = [(label, getattr(obj, field)) for field, label in TOKENS_BY_KIND]
+        return count_hint(sum(value or 0 for _, value in kinds), *kinds)
 
     @admin.display(description="conversation")
     def conversation_link(self, obj):
