@@ -7,6 +7,7 @@ from django.contrib import admin
 from platform_kit.admin.display import badge, count_hint, counter_display, truncated
 from sessions_app.models import Role
 from sessions_app.models.ledger import ALL_TOKENS
+from sessions_app.selectors.usage import all_tokens
 
 ROLE_TONES = {
     Role.USER: "blue",
@@ -53,6 +54,13 @@ TOKENS_BY_KIND = (
 )
 
 
+def tokens_hint(obj):
+    """A list's tokens: every token, as the usage dashboard's total and ccusage count them (input + output + cache
+    read + cache write; the stored `total_tokens` is input + output as reported, and cache reads are often 10-20x
+    more), the kinds on hover. Sorted by `ALL_TOKENS`."""
+    return count_hint(all_tokens(obj), *((label, getattr(obj, field)) for field, label in TOKENS_BY_KIND))
+
+
 # `<counter>_display`: one counter in full, for every counter.
 CounterDisplays = type(
     "CounterDisplays", (), {f"{field}_display": counter_display(field, label) for field, label in SESSION_COUNTERS}
@@ -76,10 +84,7 @@ class CounterColumns(CounterDisplays):
 
     @admin.display(description="tokens", ordering=ALL_TOKENS.asc())
     def tokens_summary(self, obj):
-        """Every token, as the usage dashboard's total and ccusage count them: input + output + cache read + cache
-        write (the stored `total_tokens` is input + output as reported; cache reads are often 10-20x more)."""
-        kinds = [(label, getattr(obj, field)) for field, label in TOKENS_BY_KIND]
-        return count_hint(sum(value or 0 for _, value in kinds), *kinds)
+        return tokens_hint(obj)
 
 
 # How much of a message's text (or a turn's question's) a list reads: its hover shows that much.

@@ -7,10 +7,10 @@ from django.contrib.admin.utils import flatten_fieldsets
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from platform_kit.admin.display import EMPTY, change_link, count_hint, counter_display, text_column, truncated
+from platform_kit.admin.display import EMPTY, change_link, counter_display, text_column, truncated
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin, UuidSearchMixin
-from sessions_app.admin.display import TOKENS_BY_KIND, role_badge
+from sessions_app.admin.display import role_badge, tokens_hint
 from sessions_app.admin.filters import ModelFilter, SessionFilter
 from sessions_app.models import LlmRequest, Message
 from sessions_app.models.ledger import ALL_TOKENS
@@ -65,9 +65,7 @@ class LlmRequestAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, a
 
     @admin.display(description="tokens", ordering=ALL_TOKENS.asc())
     def tokens_summary(self, obj):
-        """Every token of the call (input + output + cache read + cache write), as the other lists count them."""
-        kinds = [(label, getattr(obj, field)) for field, label in TOKENS_BY_KIND]
-        return count_hint(sum(value or 0 for _, value in kinds), *kinds)
+        return tokens_hint(obj)
 
     @admin.display(description="conversation")
     def conversation_link(self, obj):
