@@ -12,7 +12,7 @@ import environ
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from platform_kit import redaction
+from platform_kit import outbound, redaction
 from sessions_app.schema import ROLES
 
 from . import api_tags
@@ -422,12 +422,23 @@ ACE_STRATEGY_SCHEDULE_LOOKBACK_DAYS = env.int("ACE_STRATEGY_SCHEDULE_LOOKBACK_DA
 # Webhooks (docs/webhooks.md). A delivery that times out, cannot connect or gets 408, 429 or 5xx is tried again
 # after ACE_WEBHOOKS_RETRY_BASE_SECONDS x 3^(n-1) (+ up to 20 % jitter), up to ACE_WEBHOOKS_MAX_ATTEMPTS in all:
 # with the defaults 1, 3, 9, 27, 81 minutes, then about 4 and 12 hours (8 attempts over about 18 hours).
-# ACE_WEBHOOKS_ALLOW_PRIVATE=false refuses URLs whose host is (or resolves to) a private, loopback, link-local or
-# reserved address: set it when the tenants are not trusted with this server's network (see docs/security.md).
 ACE_WEBHOOKS_TIMEOUT_SECONDS = env.float("ACE_WEBHOOKS_TIMEOUT_SECONDS", default=10.0)
 ACE_WEBHOOKS_MAX_ATTEMPTS = env.int("ACE_WEBHOOKS_MAX_ATTEMPTS", default=8)
 ACE_WEBHOOKS_RETRY_BASE_SECONDS = env.float("ACE_WEBHOOKS_RETRY_BASE_SECONDS", default=60.0)
-ACE_WEBHOOKS_ALLOW_PRIVATE = env.bool("ACE_WEBHOOKS_ALLOW_PRIVATE", default=True)
+
+# Outbound calls (webhooks, budget bots, the LLM and embedder endpoints) reach only public addresses, unless the
+# host or network is listed here: comma-separated host names (`*.corp.example` too), IP addresses and CIDR
+# networks, e.g. `127.0.0.1,10.0.0.0/8` (platform_kit/outbound.py, docs/security.md "Outbound calls").
+ACE_OUTBOUND_ALLOW = env.str("ACE_OUTBOUND_ALLOW", default="")
+# Deprecated: ACE_WEBHOOKS_ALLOW_PRIVATE=true (explicitly set) adds the private and loopback networks, never the
+# link-local one of cloud metadata, to ACE_OUTBOUND_ALLOW, for every outbound call; a system check warns about it.
+ACE_WEBHOOKS_ALLOW_PRIVATE = env.bool("ACE_WEBHOOKS_ALLOW_PRIVATE", default=False)
+if ACE_WEBHOOKS_ALLOW_PRIVATE:
+    ACE_OUTBOUND_ALLOW = ",".join(filter(None, [ACE_OUTBOUND_ALLOW, outbound.PRIVATE_AND_LOOPBACK]))
+try:
+    outbound.allow_parse(ACE_OUTBOUND_ALLOW)
+except ValueError as _error:
+    raise ImproperlyConfigured(str(_error)) from None
 for _name, _value, _low, _high in (
     ("ACE_WEBHOOKS_TIMEOUT_SECONDS", ACE_WEBHOOKS_TIMEOUT_SECONDS, 0.1, 60),
     ("ACE_WEBHOOKS_MAX_ATTEMPTS", ACE_WEBHOOKS_MAX_ATTEMPTS, 1, 20),

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.core import checks
 
 
 class PlatformKitConfig(AppConfig):
@@ -6,3 +7,22 @@ class PlatformKitConfig(AppConfig):
 
     name = "platform_kit"
     verbose_name = "Platform kit"
+
+    def ready(self):
+        checks.register(deprecated_outbound_settings)
+
+
+def deprecated_outbound_settings(app_configs=None, **kwargs):
+    from django.conf import settings
+
+    if not getattr(settings, "ACE_WEBHOOKS_ALLOW_PRIVATE", False):
+        return []
+    return [
+        checks.Warning(
+            "ACE_WEBHOOKS_ALLOW_PRIVATE is deprecated: it now adds the private and loopback networks "
+            "(10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,127.0.0.0/8,fc00::/7,::1) to ACE_OUTBOUND_ALLOW, for every "
+            "outbound call.",
+            hint="Unset it and list your own receivers' hosts or networks in ACE_OUTBOUND_ALLOW (docs/security.md).",
+            id="platform_kit.W001",
+        )
+    ]

@@ -1,4 +1,5 @@
 import contextlib
+import socket
 
 import pytest
 from opentelemetry import trace
@@ -9,6 +10,7 @@ from rest_framework.test import APIClient
 
 from sessions_app.models import Tenant
 from tests.factories import SessionFactory, api_key_for
+from tests.fake_dns import FakeDNS
 
 
 class TenantClient(APIClient):
@@ -46,6 +48,21 @@ def _hash_embedder(settings):
     """The fast lexical embedder for the suite (the local model has tests of its own in test_embedders.py)."""
     settings.ACE_EMBEDDER = "hash"
     settings.ACE_EMBEDDER_DIMENSIONS = None
+
+
+@pytest.fixture(autouse=True)
+def _outbound_to_loopback_fakes(settings):
+    """The suite's fake receivers, bots and OpenAI-compatible endpoints listen on 127.0.0.1: the operator's
+    allow-list lets them through (tests of the policy itself set their own, tests/platform_kit/test_outbound.py)."""
+    settings.ACE_OUTBOUND_ALLOW = "127.0.0.1,::1"
+
+
+@pytest.fixture
+def resolver(monkeypatch) -> FakeDNS:
+    """socket.getaddrinfo answering the names a test sets from a table (the others from the system's resolver)."""
+    dns = FakeDNS(socket.getaddrinfo)
+    monkeypatch.setattr(socket, "getaddrinfo", dns.getaddrinfo)
+    return dns
 
 
 @pytest.fixture

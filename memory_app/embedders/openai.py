@@ -25,6 +25,8 @@ import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 
+from platform_kit import outbound
+
 from .base import Embedder, EmbedderMisconfigured, EmbedderUnavailable, check_texts, key_part, l2_normalise
 
 RETRY_STATUSES = frozenset({408, 429})  # and every 5xx
@@ -59,6 +61,9 @@ class OpenAIEmbedder(Embedder):
             raise EmbedderMisconfigured(f"ACE_EMBEDDER_BATCH must be at least 1, not {batch_size}")
         if not float(timeout) > 0:
             raise EmbedderMisconfigured(f"ACE_EMBEDDER_TIMEOUT must be a positive number of seconds, not {timeout}")
+        refusal = outbound.url_refusal(base_url)
+        if refusal:
+            raise EmbedderMisconfigured(f"ACE_EMBEDDER_BASE_URL {base_url}: {refusal}")
         base = base_url.rstrip("/")
         self.url = base if base.endswith("/embeddings") else base + "/embeddings"
         self.model = model.strip()
@@ -117,7 +122,7 @@ class OpenAIEmbedder(Embedder):
             request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
             delay = self.backoff * (2**attempt)
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                with outbound.urlopen(request, timeout=self.timeout) as response:
                     raw = response.read()
                 break
             except urllib.error.HTTPError as exc:
@@ -131,6 +136,11 @@ class OpenAIEmbedder(Embedder):
                     raise EmbedderMisconfigured(
                         f"The embeddings endpoint {self.url} answered 404: {detail}. Check ACE_EMBEDDER_BASE_URL "
                         f"(it should end in /v1) and ACE_EMBEDDER_MODEL ({self.model!r})"
+                    ) from None
+                if 300 <= status < 400:
+                    raise EmbedderMisconfigured(
+                        f"The embeddings endpoint {self.url} redirects ({status}) to {exc.headers.get('Location')!r}; "
+                        "redirects are not followed: set ACE_EMBEDDER_BASE_URL to the final URL"
                     ) from None
                 if status not in RETRY_STATUSES and status < 500:
                     raise EmbedderMisconfigured(
@@ -146,6 +156,10 @@ class OpenAIEmbedder(Embedder):
                     "(ACE_EMBEDDER_TIMEOUT)"
                 ) from exc
             except urllib.error.URLError as exc:
+                if outbound.refusal_of(exc):
+                    raise EmbedderMisconfigured(
+                        f"The embeddings endpoint {self.url} (ACE_EMBEDDER_BASE_URL) is refused: {exc.reason}"
+                    ) from None
                 if isinstance(exc.reason, TimeoutError):
                     raise EmbedderUnavailable(
                         f"The embeddings endpoint {self.url} did not answer within {self.timeout:g} s "

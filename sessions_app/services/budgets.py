@@ -26,6 +26,7 @@ from django.core.validators import validate_email
 from django.db import connection, transaction
 from django.utils import timezone
 
+from platform_kit import outbound
 from platform_kit.tasks import enqueue_or_leave_to_sweep
 from sessions_app.models import (
     ApiKey,
@@ -127,7 +128,7 @@ def _bot_url_error(url: str, *, bot: str) -> str | None:
         return "A Feishu bot's webhook looks like https://open.feishu.cn/open-apis/bot/v2/hook/<token>."
     if bot == "dingtalk" and (parts.path != DINGTALK_PATH or not parse_qs(parts.query).get("access_token")):
         return "A DingTalk robot's webhook looks like https://oapi.dingtalk.com/robot/send?access_token=<token>."
-    return None
+    return outbound.url_refusal(url)
 
 
 def budget_errors(values: dict, *, tenant: Tenant) -> dict[str, list[str]]:

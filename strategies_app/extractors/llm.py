@@ -20,6 +20,7 @@ import urllib.parse
 import urllib.request
 from datetime import UTC, datetime
 
+from platform_kit import outbound
 from strategies_app.prompts import prompt_render
 
 from .base import Candidate, Extraction, ExtractionContext, Extractor
@@ -125,6 +126,9 @@ class LLMExtractor(Extractor):
             )
         if not (model or "").strip():
             raise ExtractorMisconfigured("The llm extractor needs ACE_LLM_MODEL, the chat model's name")
+        refusal = outbound.url_refusal(base_url)
+        if refusal:
+            raise ExtractorMisconfigured(f"ACE_LLM_BASE_URL {base_url.strip()}: {refusal}")
         base = base_url.strip().rstrip("/")
         self.url = base if base.endswith("/chat/completions") else base + "/chat/completions"
         self.model = model.strip()
@@ -251,16 +255,24 @@ class LLMExtractor(Extractor):
             headers["Authorization"] = f"Bearer {self.api_key}"
         request = urllib.request.Request(self.url, data=json.dumps(payload).encode(), headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with outbound.urlopen(request, timeout=self.timeout) as response:
                 raw = response.read()
         except urllib.error.HTTPError as error:
             detail = error.read()[:300].decode("utf-8", "replace")
+            if 300 <= error.code < 400:
+                raise ExtractorMisconfigured(
+                    f"{self.label} redirects (HTTP {error.code}) to {error.headers.get('Location')!r}; redirects are "
+                    "not followed: set ACE_LLM_BASE_URL to the final URL"
+                ) from error
             if error.code in (408, 429) or error.code >= 500:
                 raise ExtractorUnavailable(f"{self.label} answered HTTP {error.code}: {detail}") from error
             raise ExtractorMisconfigured(f"{self.label} refused the request (HTTP {error.code}): {detail}") from error
         except TimeoutError as error:
             raise ExtractorUnavailable(f"{self.label} did not answer within {self.timeout:g} s") from error
         except (urllib.error.URLError, ConnectionError, OSError) as error:
+            refused = outbound.refusal_of(error)
+            if refused:
+                raise ExtractorMisconfigured(f"ACE_LLM_BASE_URL {self.url} is refused: {refused}") from error
             reason = getattr(error, "reason", error)
             if isinstance(reason, TimeoutError):
                 raise ExtractorUnavailable(f"{self.label} did not answer within {self.timeout:g} s") from error

@@ -82,12 +82,42 @@ def test_bad_patch_changes_nothing(api):
     assert WebhookChange.objects.filter(webhook_id=webhook["id"]).count() == 1
 
 
-def test_private_addresses_are_refused_when_the_setting_says_so(api, settings):
-    settings.ACE_WEBHOOKS_ALLOW_PRIVATE = False
-    for url in ("http://127.0.0.1:8080/x", "http://10.1.2.3/x", "http://[::1]/x", "http://169.254.169.254/latest"):
+def test_private_loopback_metadata_and_disguised_addresses_are_refused_by_default(api, settings):
+    settings.ACE_OUTBOUND_ALLOW = ""  # the default: the suite's own allows its loopback fakes
+    for url, why in [
+        ("http://127.0.0.1:8080/x", "127.0.0.1 is a loopback address"),
+        ("http://10.1.2.3/x", "10.1.2.3 is a private address"),
+        ("http://[::1]/x", "::1 is the loopback address"),
+        ("http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a link-local address"),
+        ("http://[64:ff9b::a9fe:a9fe]/latest", "NAT64 address carrying 169.254.169.254"),
+        ("http://[::ffff:a9fe:a9fe]/", "169.254.169.254 written as IPv6 (IPv4-mapped)"),
+        ("http://[::a9fe:a9fe]/", "IPv4-compatible address carrying 169.254.169.254"),
+        ("http://2130706433/", "2130706433 is 127.0.0.1 written another way"),
+        ("http://0x7f.1/", "0x7f.1 is 127.0.0.1 written another way"),
+        ("http://0177.0.0.1/", "is 127.0.0.1 written another way"),
+        ("http://127.1:8000/", "127.1 is 127.0.0.1 written another way"),
+        ("http://localhost:8000/", "localhost is a loopback name"),
+        ("http://api.localhost/", "api.localhost is a loopback name"),
+        ("http://localhost./", "is a loopback name"),
+        ("http://100.64.0.1/", "carrier-grade NAT"),
+    ]:
         answer = create(api, url=url)
-        assert answer.status_code == 400 and "ACE_WEBHOOKS_ALLOW_PRIVATE" in answer.json()["errors"]["url"][0]
+        assert answer.status_code == 400, (url, answer.json())
+        (message,) = answer.json()["errors"]["url"]
+        assert why in message and "ACE_OUTBOUND_ALLOW" in message, (url, message)
+        answer = api.patch(f"/api/v1/webhooks/{create(api).json()['id']}/", {"url": url}, format="json")
+        assert answer.status_code == 400 and "url" in answer.json()["errors"]
     assert create(api, url="https://93.184.216.34/x").status_code == 201
+    assert create(api, url="https://hooks.example.com/x").status_code == 201  # names: checked when connecting
+    assert not Webhook.objects.filter(url__contains="169.254").exists()
+
+
+def test_the_operator_allows_their_own_networks(api, settings):
+    settings.ACE_OUTBOUND_ALLOW = "127.0.0.1,10.0.0.0/8"
+    for url in ("http://127.0.0.1:8080/x", "http://10.1.2.3/x", "http://localhost:8080/x"):
+        assert create(api, url=url).status_code == 201, url
+    assert create(api, url="http://192.168.1.1/x").status_code == 400
+    assert create(api, url="http://169.254.169.254/x").status_code == 400
 
 
 def test_another_tenants_webhooks_and_deliveries_are_not_found(api, other_api):

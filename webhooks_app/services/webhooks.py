@@ -3,14 +3,13 @@ rules) and kept in the webhook's audit log (WebhookChange) in the same transacti
 
 from __future__ import annotations
 
-import ipaddress
 from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from platform_kit import outbound
 from sessions_app.models import Tenant
 from webhooks_app.events import Event
 from webhooks_app.models import MAX_DESCRIPTION_LENGTH, MAX_URL_LENGTH, Webhook, WebhookChange
@@ -49,15 +48,9 @@ def url_problems(url) -> list[str]:
         return ["The URL holds spaces or control characters: percent-encode them."]
     if port == 0:
         return ["Port 0 is not a port."]
-    try:
-        literal = ipaddress.ip_address(parts.hostname)
-    except ValueError:
-        return []
-    if not settings.ACE_WEBHOOKS_ALLOW_PRIVATE and (not literal.is_global or literal.is_multicast):
-        return [
-            f"{parts.hostname} is a private, loopback, link-local or reserved address; this server refuses them "
-            "(ACE_WEBHOOKS_ALLOW_PRIVATE=false)."
-        ]
+    refusal = outbound.url_refusal(url)
+    if refusal:
+        return [refusal]
     return []
 
 
