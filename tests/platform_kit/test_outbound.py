@@ -2,6 +2,7 @@
 saved) and as resolved (when connecting), what ACE_OUTBOUND_ALLOW lets through, and that a connection goes to the
 address that was checked, never to a second lookup, and never follows a redirect."""
 
+import ssl
 import subprocess
 import sys
 import threading
@@ -284,3 +285,48 @@ def test_only_http_urls_are_opened(url, settings):
     settings.ACE_OUTBOUND_ALLOW = ""
     with pytest.raises(urllib.error.URLError, match="unknown url type"):
         outbound.urlopen(urllib.request.Request(url), timeout=5)
+
+
+@pytest.fixture
+def tls_server(tmp_path):
+    """An HTTPS server on 127.0.0.1 whose certificate (self-signed) names hooks.example.com; it records the SNI
+    name each client sent."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=hooks.example.com",
+         "-addext", "subjectAltName=DNS:hooks.example.com"],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    names: list[str | None] = []
+    context.sni_callback = lambda sock, name, ctx: names.append(name)
+    running = _Server()
+    running.httpd.socket = context.wrap_socket(running.httpd.socket, server_side=True)
+    running.sni_names = names
+    running.client_context = ssl.create_default_context(cafile=str(cert))
+    yield running
+    running.close()
+
+
+def test_tls_is_checked_for_the_name_while_the_connection_goes_to_the_checked_address(tls_server, resolver, settings):
+    settings.ACE_OUTBOUND_ALLOW = "127.0.0.1"
+    resolver["hooks.example.com"] = ["127.0.0.1"]
+    resolver["other.example.com"] = ["127.0.0.1"]
+    connection = outbound.HTTPSConnection(
+        "hooks.example.com", tls_server.port, timeout=5, context=tls_server.client_context
+    )
+    try:
+        connection.request("GET", "/tls")
+        assert connection.getresponse().status == 200
+    finally:
+        connection.close()
+    assert tls_server.sni_names == ["hooks.example.com"]
+    assert tls_server.requests == [("/tls", f"hooks.example.com:{tls_server.port}")]
+    mismatched = outbound.HTTPSConnection(
+        "other.example.com", tls_server.port, timeout=5, context=tls_server.client_context
+    )
+    with pytest.raises(ssl.SSLCertVerificationError, match="other.example.com"):
+        mismatched.request("GET", "/")
+    mismatched.close()
