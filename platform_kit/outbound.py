@@ -17,6 +17,10 @@ The policy is checked twice:
   certificate for the name and sends it as SNI, and the Host header is the name.
 `urlopen` follows no redirect, uses no proxy from the environment, and opens only http(s) URLs.
 
+A new caller (a gateway's upstream, say) does the same two things: `url_refusal(url)` where the URL is saved
+(a 400 naming the field), and `urlopen` or `HTTPConnection`/`HTTPSConnection` to send, telling a tenant no more
+than the callers here do (`webhooks_app/services/transport.py`).
+
 The standard library's http.client is what the callers use; the guard sits where it opens its socket — the seam
 the SSRF libraries for requests and httpx (Advocate, ssrfguard, drawbridge) guard in the same way.
 """
