@@ -51,7 +51,7 @@ _IPV4_REFUSED = [
     ("10.0.0.0/8", "a private address"),
     ("100.64.0.0/10", "a carrier-grade NAT (shared) address"),
     ("127.0.0.0/8", "a loopback address"),
-    ("169.254.0.0/16", "a link-local address (where cloud metadata services answer)"),
+    ("169.254.0.0/16", "a link-local address, where cloud metadata services answer"),
     ("172.16.0.0/12", "a private address"),
     ("192.0.0.0/24", "an IETF protocol address"),
     ("192.0.2.0/24", "a documentation address"),
@@ -188,10 +188,8 @@ def address_refusal(address, *, allow: Allowed | None = None) -> str | None:
                 carried_why = carried and address_refusal(carried, allow=allow)
                 if allow.covers_address(ip) and not carried_why:
                     return None
-                what = f"an IPv6 {name} address" + (f" carrying {carried}" if carried else "")
-                if carried_why:
-                    what += f" ({carried_why})"
-                return f"{what}; transition addresses are refused unless {ALLOW_SETTING} lists them"
+                what = f"{ip} is an IPv6 {name} address" + (f" carrying {carried}" if carried else "")
+                return f"{what} ({carried_why or 'a transition form, refused whatever it carries'})"
     if allow.covers_address(ip):
         return None
     why = _what_address(ip)
@@ -265,7 +263,7 @@ def _host_judgement(host: str, allow: Allowed) -> tuple[str | None, str]:
         why = address_refusal(ip, allow=allow)
         if why and ip.version == 4 and str(ip) != name:
             why = f"{host} is {ip} written another way: {why}"
-        return why, str(ip)
+        return why, _allow_example(ip)
     if name in _LOOPBACK_NAMES or name.endswith(".localhost"):
         if allow.covers_address(ipaddress.ip_address("127.0.0.1")):
             return None, name
@@ -273,6 +271,19 @@ def _host_judgement(host: str, allow: Allowed) -> tuple[str | None, str]:
     if not _HOST_NAME.match(name):
         raise _NotAHost(f"{host} is not a valid host name")
     return None, name
+
+
+def _allow_example(ip: IPAddress) -> str:
+    """What ACE_OUTBOUND_ALLOW would list to allow `ip`: an IPv6 form of an IPv4 address needs that too."""
+    if ip.version == 4:
+        return str(ip)
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    for network, _, carried_by in _IPV6_TRANSITION_TABLE:
+        if ip in network and not (ip.is_unspecified or ip.is_loopback):
+            carried = carried_by(ip)
+            return f"{ip},{carried}" if carried and _what_address(carried) else str(ip)
+    return str(ip)
 
 
 def host_refusal(host: str, *, allow: Allowed | None = None) -> str | None:
