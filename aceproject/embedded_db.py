@@ -14,6 +14,8 @@ import time
 import warnings
 from pathlib import Path
 
+from platform_kit.files import private_folder
+
 logger = logging.getLogger(__name__)
 
 
@@ -94,7 +96,7 @@ def restart_embedded_server_if_down(data_dir: Path) -> str | None:
 
 def _start(data_dir: Path) -> tuple[str, bool]:
     """Start the server unless it runs: (its socket directory, whether this call started it)."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_folder(data_dir)
     pgserver = _quiet_import()
     was_running = embedded_database_running(data_dir)
     with warnings.catch_warnings():
