@@ -29,7 +29,7 @@ def _read_or_make_key(path: Path) -> str:
         pass
     from django.core.management.utils import get_random_secret_key
 
-    private_folder(path.parent)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     # Written aside, then linked into place: of processes starting together (web workers), one key wins and
     # every process reads it whole.
     descriptor, written = tempfile.mkstemp(dir=path.parent, prefix=".secret_key.")
