@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
@@ -88,12 +89,7 @@ def user_forget(*, tenant: Tenant, user_id: str, actor: str, dry_run: bool = Fal
         # SET_NULL relations first, deleted rather than cleared; then the sessions' contents leaf first, so no
         # relation clears a column of rows about to go.
         add(cascade_delete(TelemetryRecord, *_telemetry_of_user(sessions, messages, params)))
-        uploaded = list(
-            ImportedFile.objects.filter(
-                tenant=tenant, session__user_id=user_id, path__startswith=f"{upload_root(tenant)}/"
-            ).values_list("path", flat=True)
-        )
-        add(cascade_delete(ImportedFile, in_sessions, params))
+        uploaded = _log_files_forget(tenant=tenant, user_id=user_id, add=add)
         for model in (Turn, Message, LlmRequest, StateVersion, Conversation):
             add(cascade_delete(model, in_sessions, params))
         add(cascade_delete(Session, of_user, params))
@@ -101,12 +97,7 @@ def user_forget(*, tenant: Tenant, user_id: str, actor: str, dry_run: bool = Fal
             add(cascade_delete(model, of_user, params))
         # The retention trail's entries for the user's records a TTL purged: they name the user.
         add(cascade_delete(RetentionEvent, "tenant_id = %s AND before ->> 'user_id' = %s", params))
-        # A server folder whose logs are attributed to the user: its next scan would import them again.
-        add(
-            cascade_delete(
-                ImportedFile, f"source_id IN (SELECT id FROM {ImportSource._meta.db_table} WHERE {of_user})", params
-            )
-        )
+        # A server folder whose logs are attributed to the user (its files were dealt with above).
         add(cascade_delete(ImportSource, of_user, params))
         # The tenant's export files hold the user too: deleted (after the commit), their rows kept as withdrawn.
         withdrawn = tenant_exports_withdraw(tenant_id=tenant.pk, dry_run=dry_run)
@@ -129,6 +120,26 @@ def user_forget(*, tenant: Tenant, user_id: str, actor: str, dry_run: bool = Fal
                 forgotten_at=timezone.now(),
             )
     return Forgotten(deleted=dict(sorted(deleted.items())), dry_run=dry_run, audit=audit)
+
+
+def _log_files_forget(*, tenant: Tenant, user_id: str, add) -> list[str]:
+    """The import rows of the user's log files (their sessions', and those of the import sources attributing logs
+    to them). An uploaded file's row goes (its stored copy goes last: the paths are returned), so a later upload
+    starts from nothing. A file on the server (an import source's, one given to `ace_import`) is not ours to
+    delete: its row is kept at its read position, stripped of its session, parser state and figures, so the
+    next scan reads only lines written after today instead of importing the forgotten ones again."""
+    files = ImportedFile.objects.filter(tenant=tenant).filter(Q(session__user_id=user_id) | Q(source__user_id=user_id))
+    prefix = f"{upload_root(tenant)}/"
+    uploaded = list(files.filter(path__startswith=prefix).values_list("path", flat=True))
+    if uploaded:
+        add(cascade_delete(ImportedFile, "tenant_id = %s AND path = ANY(%s)", [tenant.pk, uploaded]))
+    kept = files.exclude(path__startswith=prefix).update(
+        session=None, agent_session_id="", carry={}, pending=0, lines_read=0, messages_imported=0, issues=0,
+        last_error="",
+    )  # fmt: skip
+    if kept:
+        add({"sessions_app.ImportedFile (server file, read position kept)": kept})
+    return uploaded
 
 
 def _telemetry_of_user(sessions: str, messages: str, params: list) -> tuple[str, list]:

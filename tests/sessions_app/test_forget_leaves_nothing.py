@@ -241,3 +241,25 @@ def test_telemetry_naming_the_user_goes_with_them(api, data_dir):
     assert body["deleted"]["sessions_app.TelemetryRecord"] == points
     assert tables_holding(USER) == {}
     assert "sessions_app_telemetryrecord.attributes" in tables_holding(OTHER)
+
+
+def test_a_server_log_is_not_imported_again_after_forgetting_only_its_new_lines(api, data_dir, tmp_path):
+    """A log on the server (an import source's, one given to `ace_import`) is not ours to delete: its next scan
+    must not bring the forgotten lines back, only lines written afterwards."""
+    from sessions_app.services.imports import import_path
+
+    log = tmp_path / "home" / log_name(USER, LOG_SESSION)
+    log.parent.mkdir(parents=True)
+    log.write_bytes(claude_log(LOG_SESSION, USER, SECRET))
+    assert import_path(tenant=api.tenant, path=tmp_path / "home", user_id=USER).messages == 2
+    body = api.post(f"/api/v1/users/{USER}/forget/", {"confirm": USER}, format="json").json()
+
+    assert import_path(tenant=api.tenant, path=tmp_path / "home", user_id=USER).messages == 0
+    assert not Message.objects.filter(tenant=api.tenant, content__contains=SECRET).exists()
+    assert body["deleted"]["sessions_app.ImportedFile (server file, read position kept)"] == 1
+    later = claude_log(LOG_SESSION, USER, "pineapple").splitlines(keepends=True)[0].replace(b"-u1", b"-u2")
+    with log.open("ab") as handle:
+        handle.write(later)
+    assert import_path(tenant=api.tenant, path=tmp_path / "home", user_id=USER).messages == 1
+    assert [m.content for m in Message.objects.filter(tenant=api.tenant)] == ["Tell me about the pineapple again"]
+    assert tables_holding(SECRET) == {}
