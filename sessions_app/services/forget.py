@@ -23,6 +23,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from platform_kit.db import cascade_delete
+from platform_kit.models import ServerErrorTally
 from sessions_app.models import (
     Conversation,
     ForgetAudit,
@@ -103,6 +104,9 @@ def user_forget(*, tenant: Tenant, user_id: str, actor: str, dry_run: bool = Fal
         withdrawn = tenant_exports_withdraw(tenant_id=tenant.pk, dry_run=dry_run)
         if withdrawn:
             add({"sessions_app.TenantExport (file)": withdrawn})
+        # The server-error tally's last path: a failed request to forget them names them in its URL.
+        if ServerErrorTally.objects.filter(last_path__contains=f"/users/{user_id}/").update(last_path=""):
+            add({"platform_kit.ServerErrorTally (path cleared)": 1})
         # Last, under their upload locks until the commit: the stored copies of their uploaded logs.
         files = stored_uploads_delete(tenant=tenant, paths=uploaded, dry_run=dry_run)
         if files:

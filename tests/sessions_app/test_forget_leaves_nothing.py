@@ -14,6 +14,7 @@ from django.apps import apps
 from django.db import connection
 
 from aceproject.tasks import tenant_export_run
+from platform_kit.server_errors import server_error_record
 from sessions_app.models import BudgetUsage, ExportStatus, Message, Session, TelemetryRecord, TenantExport
 from tests.sessions_app.otlp_payloads import metrics_payload, post
 from tests.webhooks_app.test_deliveries import subscribe
@@ -175,6 +176,7 @@ def test_after_forgetting_no_table_and_no_file_holds_the_user(api, data_dir, dja
             fill(api, user, word, log_session)
     export = TenantExport.objects.create(tenant=api.tenant, requested_by="test")
     assert tenant_export_run(str(export.pk)) == "succeeded"
+    server_error_record(request_id="r-1", path=f"/api/v1/users/{USER}/forget/", status=503)  # a first try failed
     needles = (USER, SECRET, LOG_SESSION)
     held = tables_holding(*needles)
     for table in (
