@@ -15,7 +15,7 @@ from django.db import connection
 
 from aceproject.tasks import tenant_export_run
 from platform_kit.server_errors import server_error_record
-from sessions_app.models import BudgetUsage, ExportStatus, Message, Session, TelemetryRecord, TenantExport
+from sessions_app.models import Budget, BudgetUsage, ExportStatus, Message, Session, TelemetryRecord, TenantExport
 from tests.sessions_app.otlp_payloads import metrics_payload, post
 from tests.webhooks_app.test_deliveries import subscribe
 from webhooks_app.models import WebhookDelivery
@@ -265,3 +265,23 @@ def test_a_server_log_is_not_imported_again_after_forgetting_only_its_new_lines(
     assert import_path(tenant=api.tenant, path=tmp_path / "home", user_id=USER).messages == 1
     assert [m.content for m in Message.objects.filter(tenant=api.tenant)] == ["Tell me about the pineapple again"]
     assert tables_holding(SECRET) == {}
+
+
+def test_a_hard_limit_reached_by_the_forgotten_user_is_lifted(api, data_dir):
+    budget = api.post(
+        "/api/v1/budgets/", {"name": "team", "limit": 100, "period": "day", "hard_limit": True}, format="json"
+    ).json()
+    theirs, others = (api.post("/api/v1/sessions/", {"user_id": u}, format="json").json()["id"] for u in (USER, OTHER))
+    call = {"role": "assistant", "content": "ok", "model": "m", "request_id": "r1", "input_tokens": 150}
+    assert api.post(f"/api/v1/sessions/{theirs}/messages/", call, format="json").status_code == 201
+    assert (
+        api.post(f"/api/v1/sessions/{others}/messages/", {**call, "input_tokens": 5}, format="json").status_code == 429
+    )
+
+    assert api.post(f"/api/v1/users/{USER}/forget/", {"confirm": USER}, format="json").status_code == 200
+
+    assert Budget.objects.get(pk=budget["id"]).blocked_until is None
+    assert api.get(f"/api/v1/budgets/{budget['id']}/").json()["used"] == 0
+    assert (
+        api.post(f"/api/v1/sessions/{others}/messages/", {**call, "input_tokens": 5}, format="json").status_code == 201
+    )
