@@ -9,6 +9,7 @@ and one that already exists with a looser mode (made by an earlier version) is t
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import IO
 
@@ -43,7 +44,8 @@ def private_folder(path: Path | str, *, within: Path | str | None = None) -> Pat
 
 def private_open(path: Path | str, mode: str = "wb") -> IO:
     """`open(path, mode)` for a binary or text file readable by its owner only (0600), made so from the start:
-    no moment when another user could open it. An existing file is tightened too (appending to an old one)."""
+    no moment when another user could open it. An existing file is tightened too (appending to an old one); a
+    device or a pipe (`/dev/stdout`, `/dev/null`) is written as it is."""
     flags = {
         "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
         "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
@@ -53,7 +55,8 @@ def private_open(path: Path | str, mode: str = "wb") -> IO:
         flags = (flags & ~os.O_WRONLY) | os.O_RDWR
     descriptor = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
     try:
-        os.fchmod(descriptor, PRIVATE_FILE)
+        if stat.S_ISREG(os.fstat(descriptor).st_mode):
+            os.fchmod(descriptor, PRIVATE_FILE)
         return os.fdopen(descriptor, mode)
     except BaseException:
         os.close(descriptor)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 
 from aceproject.embedded_broker import broker_folder, stop_embedded_broker
 from aceproject.tasks import tenant_export_run
@@ -105,3 +106,14 @@ def test_the_helpers_make_private_files_and_folders_whatever_the_umask(tmp_path)
             handle.write("z")
     assert (mode(tmp_path / "a"), mode(folder), mode(folder / "f")) == (0o700, 0o700, 0o600)
     assert mode(tmp_path / "loose") == 0o600 and (tmp_path / "loose").read_text() == "yz"
+    before = mode(Path(os.devnull))
+    with private_open(os.devnull, "wb") as handle:  # a device is written as it is, never chmod-ed
+        handle.write(b"x")
+    assert mode(Path(os.devnull)) == before
+
+
+def test_an_export_written_by_the_command_is_private(api, tmp_path):
+    with umask(0o022):
+        call_command("ace_export", "tenant", "--tenant", "acme", "--out", str(tmp_path / "acme.zip"))
+        call_command("ace_export", "memory", "--tenant", "acme", "--out", str(tmp_path / "memory.jsonl"))
+    assert mode(tmp_path / "acme.zip") == mode(tmp_path / "memory.jsonl") == 0o600
