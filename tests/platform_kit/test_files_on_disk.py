@@ -12,6 +12,7 @@ from django.conf import settings as django_settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
+from aceproject.data_folder import BROKER_FOLDERS, filesystem_broker_options, make_broker_folders
 from aceproject.embedded_broker import broker_folder, stop_embedded_broker
 from aceproject.tasks import tenant_export_run
 from platform_kit.files import private_folder, private_open
@@ -83,6 +84,16 @@ def test_the_embedded_brokers_queue_file_is_private(tmp_path):
     assert any(path.suffix == ".aof" and path.stat().st_size for path in folder.rglob("*"))
     assert mode(folder) == 0o700
     assert open_to_others(folder) == []
+
+
+def test_the_filesystem_brokers_folders_are_private(tmp_path):
+    """CELERY_BROKER_URL=filesystem://: kombu writes each message with the umask's mode, in folders only we enter."""
+    options = filesystem_broker_options(tmp_path)
+    with umask(0o022):
+        make_broker_folders(options)
+    for name in BROKER_FOLDERS:
+        assert mode(Path(options[name])) == 0o700, name
+    assert mode(tmp_path / "broker") == 0o700
 
 
 def test_the_embedded_postgresqls_data_is_its_users_only():
