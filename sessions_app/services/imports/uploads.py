@@ -146,12 +146,13 @@ def stored_uploads_delete(*, tenant: Tenant, paths: list[str], dry_run: bool = F
                 present += 1
                 if not dry_run:
                     path.unlink()
-                    _remove_empty_folders(path.parent, root)
+                    _remove_empty_folders(path.parent, upload_root(tenant, machine))
     return present
 
 
 def _remove_empty_folders(folder: Path, root: Path) -> None:
-    """Their names are the client's paths (a project folder may name its user)."""
+    """The folders below `root` left empty: their names are the client's paths (a project folder may name its
+    user). `root` (the tenant's or the machine's folder) stays: an upload may be about to write in it."""
     while folder != root and folder.is_relative_to(root):
         try:
             folder.rmdir()
