@@ -11,6 +11,8 @@ from pathlib import Path
 
 from django.utils.functional import SimpleLazyObject
 
+from platform_kit.files import private_folder
+
 BROKER_FOLDERS = ("data_folder_in", "data_folder_out", "processed_folder", "control_folder")
 
 
@@ -27,7 +29,7 @@ def _read_or_make_key(path: Path) -> str:
         pass
     from django.core.management.utils import get_random_secret_key
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     # Written aside, then linked into place: of processes starting together (web workers), one key wins and
     # every process reads it whole.
     descriptor, written = tempfile.mkstemp(dir=path.parent, prefix=".secret_key.")
@@ -59,4 +61,6 @@ def filesystem_broker_options(data_dir: Path) -> dict:
 def make_broker_folders(options: dict) -> None:
     for name in BROKER_FOLDERS:
         if options.get(name):
-            Path(options[name]).mkdir(parents=True, exist_ok=True)
+            # kombu writes each message as a file with the umask's mode: the folders keep them private.
+            private_folder(Path(options[name]).parent)
+            private_folder(options[name])

@@ -26,6 +26,8 @@ from pathlib import Path
 
 from kombu.transport import TRANSPORT_ALIASES
 
+from platform_kit.files import PRIVATE_UMASK, private_folder, private_open, private_tree
+
 logger = logging.getLogger(__name__)
 
 SCHEME = "ace-embedded"
@@ -109,9 +111,9 @@ def ensure_embedded_broker(data_dir: Path) -> Path:
         return path
     folder = broker_folder(data_dir)
     with _start_lock:
-        folder.mkdir(parents=True, exist_ok=True)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(folder / "start.lock", "w") as lock:
+        private_folder(folder, within=data_dir)
+        private_folder(path.parent)
+        with private_open(folder / "start.lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if _answers(path):
                 return path
@@ -128,11 +130,16 @@ def _binary() -> str:
 def _start(data_dir: Path, path: Path) -> None:
     folder = broker_folder(data_dir)
     config = folder / "valkey.conf"
-    config.write_text(_config(data_dir))
+    with private_open(config, "w") as handle:
+        handle.write(_config(data_dir))
+    private_tree(folder)  # an append-only file an earlier version left readable to others
     path.unlink(missing_ok=True)  # left by a server that was killed
     logger.info("Starting the embedded broker (Valkey) on %s", path)
     # daemonize: the server forks into its own session and outlives this process, like the embedded database.
-    done = subprocess.run([_binary(), str(config)], capture_output=True, text=True, timeout=_START_TIMEOUT)
+    # Its append-only file (every queued task) and its other files: 0600, whatever our umask.
+    done = subprocess.run(
+        [_binary(), str(config)], capture_output=True, text=True, timeout=_START_TIMEOUT, umask=PRIVATE_UMASK
+    )
     if done.returncode != 0:
         raise RuntimeError(f"The embedded broker did not start: {done.stderr or done.stdout}".strip())
     deadline = time.monotonic() + _START_TIMEOUT

@@ -94,7 +94,8 @@ def restart_embedded_server_if_down(data_dir: Path) -> str | None:
 
 def _start(data_dir: Path) -> tuple[str, bool]:
     """Start the server unless it runs: (its socket directory, whether this call started it)."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    # Not tightened when it exists: run as root, pgserver opens the folders above pg/ (o+rx) to its own user.
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     pgserver = _quiet_import()
     was_running = embedded_database_running(data_dir)
     with warnings.catch_warnings():

@@ -6,8 +6,10 @@ import logging
 import os
 
 from celery import shared_task
+from django.conf import settings
 
 from aceproject.tenant_export import tenant_export
+from platform_kit.files import private_folder, private_open
 from sessions_app.services.exports import (
     tenant_export_claim,
     tenant_export_fail,
@@ -28,8 +30,8 @@ def tenant_export_run(export_id: str) -> str:
     target = tenant_export_path(export)
     partial = target.with_name(f"{target.name}.part")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(partial, "wb") as out:
+        private_folder(target.parent, within=settings.ACE_DATA_DIR)
+        with private_open(partial, "wb") as out:
             counts = tenant_export(tenant=export.tenant, out=out)
         os.replace(partial, target)
     except Exception as error:

@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.print:
         sys.stdout.write(config)
         return
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = data_dir / "supervisord.conf"
     path.touch(mode=0o600)
     path.chmod(0o600)

@@ -34,9 +34,12 @@ class UserForgetView(TenantScopedMixin, APIView):
         request=ForgetRequestSerializer,
         responses=ForgottenSerializer,
         summary="Forget a user: delete every row of theirs in your tenant (or, dry run, count them)",
-        description="Sessions, conversations, messages, requests, turns, state, telemetry, usage roll-ups, records "
-        'with their revisions and vectors, strategy runs. One transaction. `{"confirm": "<user_id>"}` is required; '
-        "an audit row keeps the counts and the time, not the user id.",
+        description="Sessions, conversations, messages, requests, turns, state, telemetry (also metric points naming "
+        "the user), usage roll-ups, records with their revisions and vectors, strategy runs, webhook deliveries "
+        "about them, budgets scoped to them (their usage leaves the others), and the stored copies of their "
+        "uploaded log files: a later upload at an offset is refused (send from offset 0). One transaction. "
+        '`{"confirm": "<user_id>"}` is required; an audit row keeps the counts and the time, not the user id. '
+        "What it cannot reach (database WAL and backups, access logs): docs/security.md.",
     )
     def post(self, request, user_id: str):
         body = ForgetRequestSerializer(data=request.data)

@@ -74,7 +74,7 @@ def session_count_drift(*, session: Session) -> dict[str, tuple[int, int]]:
 # a line of a response (a request_id) adds what it grew the request's largest values by, and the request
 # counts once, on its first line, under the line's model or else the request's first model; a turn's
 # answer (api_calls set) and any other message add their own values. Then the hourly key of each.
-_CONTRIBUTIONS_SQL = """
+_CONTRIBUTIONS_OF = """
 WITH m AS (
     SELECT tenant_id, session_id, seq, created_at, role, model, request_id, auth_type, api_calls,
            COALESCE(input_tokens, 0) AS input_tokens, COALESCE(output_tokens, 0) AS output_tokens,
@@ -82,7 +82,7 @@ WITH m AS (
            COALESCE(cache_creation_tokens, 0) AS cache_creation_tokens, COALESCE(total_tokens, 0) AS total_tokens,
            (request_id <> '' AND api_calls IS NULL) AS in_request
     FROM sessions_app_message
-    WHERE tenant_id = %(tenant)s
+    WHERE {messages}
 ), running AS (
     SELECT m.*, ROW_NUMBER() OVER w AS nth,
            MAX(input_tokens) OVER w AS input_max, MAX(output_tokens) OVER w AS output_max,
@@ -110,6 +110,7 @@ WITH m AS (
     WHERE NOT in_request
 )
 """
+_CONTRIBUTIONS_SQL = _CONTRIBUTIONS_OF.format(messages="tenant_id = %(tenant)s")
 _COUNTER_SUMS = ", ".join(f"SUM({field})::bigint AS {field}" for field in ROLLUP_FIELDS)
 _ANY_COUNTER = " OR ".join(f"SUM({field}) <> 0" for field in ROLLUP_FIELDS)
 # The hourly roll-up rows of a tenant: a message counts in its hour under its model; a conversation in the
@@ -212,3 +213,25 @@ def _differences(maintained: dict, recounted: dict, fields) -> list:
         if diff:
             out.append((key, diff))
     return out
+
+
+_SESSIONS_HOURLY_TOKENS_SQL = (
+    _CONTRIBUTIONS_OF.format(messages="tenant_id = %(tenant)s AND session_id = ANY(%(sessions)s)")
+    + f"""
+SELECT session_id, date_trunc('hour', created_at, 'UTC') AS hour, model,
+       {", ".join(f"SUM({field})::bigint" for field in TOKEN_FIELDS)}
+FROM contribution
+GROUP BY 1, 2, 3
+"""
+)
+
+
+def sessions_hourly_tokens(*, tenant_id, session_ids: list) -> dict:
+    """{session id: {(hour, model): {token field: count}}}: what these sessions' messages added to the roll-ups'
+    tokens, hour by hour (the budgets' usage was added from the same figures)."""
+    usage: dict = defaultdict(dict)
+    with connection.cursor() as cursor:
+        cursor.execute(_SESSIONS_HOURLY_TOKENS_SQL, {"tenant": tenant_id, "sessions": list(session_ids)})
+        for session_id, hour, model, *tokens in cursor.fetchall():
+            usage[session_id][(hour, model)] = dict(zip(TOKEN_FIELDS, tokens, strict=True))
+    return dict(usage)

@@ -320,6 +320,45 @@ def budget_recount(*, budget: Budget) -> None:
         _recount(Budget.objects.select_for_update().get(pk=budget.pk))
 
 
+def user_budgets_forget(*, tenant_id, user_id: str) -> dict[str, int]:
+    """Forgetting a user (services.forget, inside its transaction, before their messages go): the budgets scoped
+    to them go with their usage, crossings and change log (which name them), and what they used is taken out of
+    the tenant's other budgets (the tenant's, their projects', their keys'), period by period. Rows per model."""
+    from platform_kit.db import cascade_delete
+    from sessions_app.selectors.recount import sessions_hourly_tokens
+
+    scoped = "tenant_id = %s AND scope = %s AND scope_value = %s"
+    params = [tenant_id, BudgetScope.USER.value, user_id]
+    budget_table = Budget._meta.db_table
+    # The change log keeps a budget by id: its rows of the user's budgets, and any that show the user as a
+    # scope_value once set ({field: [before, after]}).
+    deleted = cascade_delete(
+        BudgetChange,
+        f"tenant_id = %s AND (budget_id IN (SELECT id FROM {budget_table} WHERE {scoped})"
+        " OR changes -> 'scope_value' @> to_jsonb(%s::text))",
+        [tenant_id, *params, user_id],
+    )
+    deleted.update(cascade_delete(Budget, scoped, params))
+    sessions = {s.pk: s for s in Session.objects.filter(tenant_id=tenant_id, user_id=user_id)}
+    usage = sessions_hourly_tokens(tenant_id=tenant_id, session_ids=list(sessions)) if sessions else {}
+    entries = [
+        (sessions[session_id], {key: {name: -count for name, count in tokens.items()} for key, tokens in hours.items()})
+        for session_id, hours in usage.items()
+    ]
+    clauses, params, select, select_params = usage_sql(entries=entries, now=timezone.now())
+    if clauses:
+        with connection.cursor() as cursor:
+            cursor.execute(f"WITH {clauses} {select}", [*params, *select_params])
+            changed = {row[0] for row in cursor.fetchall()}
+        # A period the budget never counted (before it was made) has no row to take from: nothing to keep.
+        BudgetUsage.objects.filter(budget_id__in=changed, used__lte=0).delete()
+        for budget in Budget.objects.filter(pk__in=changed, hard_limit=True):
+            _mark_blocked(budget)
+        if changed:
+            deleted["sessions_app.Budget (usage withdrawn)"] = len(changed)
+    return deleted
+
+
 def _alert_thresholds_already_crossed(budget: Budget, *, cause: str) -> None:
     """A budget created (or given a lower limit, new thresholds, another scope) while its current period is
     already at or over some of its thresholds: each such threshold is crossed now, alerted once like any other

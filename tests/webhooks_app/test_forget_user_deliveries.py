@@ -24,7 +24,7 @@ def test_forgetting_a_user_deletes_the_deliveries_about_them(db):
     events_publish(
         tenant_id=acme.tenant.pk,
         event="budget.crossed",
-        data={"budget": {"scope": "user", "scope_value": "xiaoming"}, "used": 90, "limit": 100},
+        data={"budget": {"scope": "user_id", "scope_value": "xiaoming"}, "used": 90, "limit": 100},
     )
     about = WebhookDelivery.objects.filter(tenant=acme.tenant, payload__data__record__user_id="xiaoming")
     assert about.count() == 1

@@ -265,11 +265,13 @@ def delivery_enqueue(delivery_id, *, countdown: float | None = None) -> None:
     _enqueue(delivery_id, countdown=countdown)
 
 
-# Where a delivery's payload names its user: a record's, a strategy run's, a budget's scoped to one user.
+# Where a delivery's payload names its user: a record's, a strategy run's, a budget's scoped to one user (its
+# scope is BudgetScope.USER, `user_id`).
 _PAYLOAD_OF_USER = (
     "(payload -> 'data' -> 'record' ->> 'user_id' = %s"
     " OR payload -> 'data' -> 'run' ->> 'user_id' = %s"
-    " OR (payload -> 'data' -> 'budget' ->> 'scope' = 'user' AND payload -> 'data' -> 'budget' ->> 'scope_value' = %s))"
+    " OR (payload -> 'data' -> 'budget' ->> 'scope' = 'user_id'"
+    " AND payload -> 'data' -> 'budget' ->> 'scope_value' = %s))"
 )
 
 

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from memory_app.sample_data import memory_sample_create
+from platform_kit.files import private_open
 from sessions_app.models import ImportSource, Session
 from sessions_app.sample_data import sample_data_create
 from sessions_app.services.apikeys import apikey_create, tenant_get_or_create
@@ -52,8 +53,8 @@ class Command(BaseCommand):
         key_file = settings.ACE_DATA_DIR / f"{tenant}_api_key"
         if not key_file.exists():
             new = apikey_create(tenant_name=tenant, name="created by ace_bootstrap")
-            key_file.write_text(new.plain_key + "\n")
-            key_file.chmod(0o600)
+            with private_open(key_file, "w") as handle:
+                handle.write(new.plain_key + "\n")
         if not Session.objects.filter(tenant=demo).exists():
             count = sample_data_create(tenant=demo)
             memories = memory_sample_create(tenant=demo)

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from aceproject.tenant_export import tenant_export
 from memory_app.selectors.export import memory_export_lines
+from platform_kit.files import private_open
 from sessions_app.models import Tenant
 
 
@@ -31,7 +32,7 @@ class Command(BaseCommand):
         except Tenant.DoesNotExist:
             raise CommandError(f"No tenant named {options['tenant']!r}.") from None
         if what == "memory":
-            out = open(options["out"], "wb") if options.get("out") else sys.stdout.buffer  # noqa: SIM115
+            out = private_open(options["out"], "wb") if options.get("out") else sys.stdout.buffer
             try:
                 for line in memory_export_lines(tenant=tenant, user_id=options.get("user_id")):
                     out.write(line)
@@ -40,7 +41,7 @@ class Command(BaseCommand):
                 if options.get("out"):
                     out.close()
             return
-        with open(options["out"], "wb") as out:
+        with private_open(options["out"], "wb") as out:  # the tenant's data: 0600, like the API's exports
             counts = tenant_export(tenant=tenant, out=out)
         summary = ", ".join(f"{name} {count:,}" for name, count in counts.items())
         self.stderr.write(f"Exported tenant {tenant.name} to {options['out']}: {summary}.")

@@ -6,8 +6,9 @@ from sessions_app.services.forget import user_forget
 
 class Command(BaseCommand):
     help = (
-        "Forget a user: delete every row of theirs in one tenant (sessions and all in them, usage roll-ups, records "
-        "with their revisions and vectors, strategy runs) in one transaction, and audit it. --dry-run only counts."
+        "Forget a user: delete every row of theirs in one tenant (sessions and all in them, telemetry naming them, "
+        "usage roll-ups, budgets scoped to them, records with their revisions and vectors, strategy runs, webhook "
+        "deliveries about them) and their uploaded log files, in one transaction, and audit it. --dry-run only counts."
     )
     # The system checks load every URL, view and admin module and the API schema: `check` and `migrate` run them.
     requires_system_checks = []

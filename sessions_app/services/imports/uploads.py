@@ -24,6 +24,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection, transaction
 
+from platform_kit.files import private_folder, private_open
 from sessions_app.models import Tenant
 from sessions_app.services.imports.plan import file_refusal
 
@@ -102,8 +103,7 @@ class StoredPart:
 def uploads_store(*, tenant: Tenant, machine: str, parts: list[UploadPart], tool: str | None) -> list[StoredPart]:
     """Store the parts (see the module's docstring); a part whose file no parser recognises is refused (not
     stored). Raises UploadRejected, having written nothing, when a part cannot be stored as sent."""
-    root = upload_root(tenant, machine)
-    root.mkdir(parents=True, exist_ok=True)
+    root = private_folder(upload_root(tenant, machine), within=settings.ACE_DATA_DIR)
     staging = Path(tempfile.mkdtemp(prefix=".upload-", dir=root))
     try:
         with transaction.atomic():
@@ -122,6 +122,43 @@ def uploads_store(*, tenant: Tenant, machine: str, parts: list[UploadPart], tool
         return [plan.stored for plan in plans]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def stored_uploads_delete(*, tenant: Tenant, paths: list[str], dry_run: bool = False) -> int:
+    """Delete these stored copies (a forgotten user's files), inside the caller's transaction and under each
+    file's upload lock, so no upload of them is in flight or starts before it commits: a later part at an offset
+    finds nothing to continue from (a 400 that says to send from offset 0). Paths outside the tenant's uploads
+    are left alone. Returns how many copies there were (a dry run only counts them)."""
+    root = upload_root(tenant)
+    by_machine: dict[str, list[tuple[str, Path]]] = {}
+    for path in map(Path, paths):
+        try:
+            parts = path.relative_to(root).parts
+        except ValueError:
+            continue
+        machine, name = (parts[1], parts[2:]) if parts[0] == MACHINES_DIR and len(parts) > 2 else ("", parts)
+        by_machine.setdefault(machine, []).append(("/".join(name), path))
+    present = 0
+    for machine, files in sorted(by_machine.items()):
+        _lock(tenant, machine, [name for name, _ in files])
+        for _, path in files:
+            if path.is_file():
+                present += 1
+                if not dry_run:
+                    path.unlink()
+                    _remove_empty_folders(path.parent, upload_root(tenant, machine))
+    return present
+
+
+def _remove_empty_folders(folder: Path, root: Path) -> None:
+    """The folders below `root` left empty: their names are the client's paths (a project folder may name its
+    user). `root` (the tenant's or the machine's folder) stays: an upload may be about to write in it."""
+    while folder != root and folder.is_relative_to(root):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty
+            return
+        folder = folder.parent
 
 
 def _lock(tenant: Tenant, machine: str, names: list[str]) -> None:
@@ -150,10 +187,10 @@ class _PartPlan:
             return
         final = self.stored.path
         if self.staged is not None:
-            final.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(final.parent)
             os.replace(self.staged, final)
         elif self.append:
-            with final.open("ab") as handle:
+            with private_open(final, "ab") as handle:
                 handle.write(self.append)
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -170,8 +207,8 @@ def _plan(root: Path, staging: Path, index: int, part: UploadPart, tool: str | N
             ]
             return plan
         plan.staged = staging / part.name
-        plan.staged.parent.mkdir(parents=True, exist_ok=True)
-        with plan.staged.open("wb") as handle:
+        private_folder(plan.staged.parent)
+        with private_open(plan.staged, "wb") as handle:
             for chunk in part.chunks:
                 handle.write(chunk)
         plan.stored.appended = plan.staged.stat().st_size
@@ -200,8 +237,8 @@ def _plan(root: Path, staging: Path, index: int, part: UploadPart, tool: str | N
     if have < _REFUSAL_HEAD and plan.append:
         # The stored copy may have held only part of a first line: judge the file as it will be.
         head = staging / part.name
-        head.parent.mkdir(parents=True, exist_ok=True)
-        with final.open("rb") as source, head.open("wb") as handle:
+        private_folder(head.parent)
+        with final.open("rb") as source, private_open(head, "wb") as handle:
             handle.write(source.read(have))
             handle.write(plan.append[:_REFUSAL_HEAD])
         _check_refusal(plan, head, tool)
