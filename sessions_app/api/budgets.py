@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from decimal import Decimal
 
+from django.db import transaction
 from django.http import Http404
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import serializers, status, viewsets
@@ -214,20 +215,25 @@ class BudgetViewSet(TenantScopedMixin, viewsets.ModelViewSet):
     def create(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        budget = budget_create(tenant=self.tenant, actor=self._actor, **self._fields(serializer))
-        return Response(BudgetSerializer(budget, context=self._context_for([budget])).data, status.HTTP_201_CREATED)
+        # The answer is made in the create's transaction: a budget that could not be shown is not kept either.
+        with transaction.atomic():
+            budget = budget_create(tenant=self.tenant, actor=self._actor, **self._fields(serializer))
+            body = BudgetSerializer(budget, context=self._context_for([budget])).data
+        return Response(body, status.HTTP_201_CREATED)
 
     def partial_update(self, request, *args, **kwargs):
         budget = self.get_object()
         serializer = self.get_serializer(budget, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         try:
-            budget = budget_update(
-                tenant=self.tenant, budget_id=budget.pk, actor=self._actor, **self._fields(serializer)
-            )
+            with transaction.atomic():
+                budget = budget_update(
+                    tenant=self.tenant, budget_id=budget.pk, actor=self._actor, **self._fields(serializer)
+                )
+                body = BudgetSerializer(budget, context=self._context_for([budget])).data
         except Budget.DoesNotExist:
             raise Http404 from None
-        return Response(BudgetSerializer(budget, context=self._context_for([budget])).data)
+        return Response(body)
 
     def update(self, request, *args, **kwargs):
         if not kwargs.get("partial"):
