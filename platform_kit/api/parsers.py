@@ -6,24 +6,71 @@
   Python string that no UTF-8 column, text or jsonb, can store. Only a `\\uD800`-`\\uDFFF` escape can carry
   one, so the walk over the parsed body runs only when the bytes hold such an escape: an ordinary body,
   however big, costs one scan of its bytes.
+- NaN, Infinity and -Infinity (constants Python's parser reads, and numbers too large for a double, 1e999):
+  refused with a 400 that names where they are (`{"errors": {"0.confidence": [...]}}`), as a field would.
+  PostgreSQL's jsonb cannot hold them, NaN passes every range check, and a stored one cannot be written as
+  JSON again: every later read would be a 500. The parser's hooks run only when the bytes could hold one.
 """
 
 from __future__ import annotations
 
+import codecs
 import io
+import json
+import math
 import re
 
-from rest_framework.exceptions import ParseError
+from django.conf import settings
+from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
+# What a non-finite number can be written as: the constants, an exponent, or 300-odd digits in a row.
+_MAYBE_NOT_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE]|[0-9]{300}")
+NOT_FINITE = (
+    "Must be a finite number: NaN, Infinity and -Infinity (and numbers beyond ±1.8e308) are not JSON numbers "
+    "and cannot be stored."
+)
+
+
+class NotFinite:
+    """A number the body wrote that is not a finite one, as it was written; found again by `not_finite_path`."""
+
+    def __init__(self, written: str):
+        self.written = written
+
+
+def _constant(name: str) -> NotFinite:
+    return NotFinite(name)
+
+
+def _float(text: str) -> float | NotFinite:
+    value = float(text)
+    return value if math.isfinite(value) else NotFinite(text)
+
+
+def not_finite_path(value) -> str | None:
+    """Where a parsed body holds a NotFinite ("0.confidence", "" for the body itself), or None."""
+    stack = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, NotFinite):
+            return path
+        if isinstance(item, dict):
+            stack.extend((f"{path}.{key}" if path else str(key), child) for key, child in item.items())
+        elif isinstance(item, list):
+            stack.extend((f"{path}.{index}" if path else str(index), child) for index, child in enumerate(item))
+    return None
 
 
 class StrictJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
         raw = stream.read() if stream is not None else b""
         try:
-            data = super().parse(io.BytesIO(raw), media_type, parser_context)
+            if _MAYBE_NOT_FINITE.search(raw):
+                data = self._parse_marking_non_finite(raw, parser_context)
+            else:
+                data = super().parse(io.BytesIO(raw), media_type, parser_context)
         except RecursionError:
             raise ParseError("JSON parse error - nested too deeply.") from None
         if _SURROGATE_ESCAPE.search(raw) and has_lone_surrogate(data):
@@ -31,6 +78,19 @@ class StrictJSONParser(JSONParser):
                 "JSON parse error - a string holds a lone UTF-16 surrogate (\\ud800-\\udfff, half of a character): "
                 "send valid Unicode."
             )
+        return data
+
+    def _parse_marking_non_finite(self, raw: bytes, parser_context):
+        """DRF's parse, with NaN, ±Infinity and overflowing numbers read as NotFinite; a 400 naming the first."""
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        try:
+            text = codecs.getreader(encoding)(io.BytesIO(raw)).read()
+            data = json.loads(text, parse_constant=_constant, parse_float=_float)
+        except ValueError as error:
+            raise ParseError(f"JSON parse error - {error}") from None
+        path = not_finite_path(data)
+        if path is not None:
+            raise ValidationError({path or "non_field_errors": [NOT_FINITE]})
         return data
 
 

@@ -52,7 +52,10 @@ periods = st.one_of(
 # The zones with the largest offsets either way, a half-hour one and one with summer time.
 timezones = st.sampled_from(["UTC", "Pacific/Kiritimati", "Etc/GMT+12", "Asia/Kolkata", "America/St_Johns"])
 thresholds = st.lists(
-    st.integers(min_value=THRESHOLD_MIN, max_value=THRESHOLD_MAX), min_size=1, max_size=THRESHOLDS_MAX_COUNT, unique=True
+    st.integers(min_value=THRESHOLD_MIN, max_value=THRESHOLD_MAX),
+    min_size=1,
+    max_size=THRESHOLDS_MAX_COUNT,
+    unique=True,
 )
 spends = st.lists(st.sampled_from([0, 1, 1000, MAX_TOKENS]) | st.integers(0, MAX_TOKENS), min_size=0, max_size=3)
 
