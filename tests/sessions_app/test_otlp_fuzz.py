@@ -5,7 +5,7 @@ import json
 
 import pytest
 from django.test import Client
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
@@ -148,8 +148,11 @@ def test_random_metric_values_store_only_finite_numbers_and_refuse_the_rest(db):
             metric.gauge.data_points.add(time_unix_nano=1_772_000_000_000_000_000 + index * 1000, as_double=value)
         return request.SerializeToString()
 
+    doubles = st.one_of(st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 5e-324]), st.floats())
+
     @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
-    @given(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=6))
+    @given(st.lists(doubles, min_size=1, max_size=6))
+    @example([math.nan, 1.0])
     def run(values):
         TelemetryRecord.objects.filter(name="fuzzed.gauge").delete()
         response = post(Client(), "/v1/metrics", body(values), encoding="protobuf", key=key)
