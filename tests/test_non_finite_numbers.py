@@ -15,7 +15,7 @@ from decimal import Decimal
 
 import httpx2
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -241,3 +241,14 @@ def test_the_database_refuses_nan_in_numeric_columns(api):
                 cursor.execute(f"UPDATE {table} SET {column} = 'NaN'::numeric WHERE id = %s", [pk])
 
         refused_by_the_database(write)
+
+
+def test_jsonb_refuses_nan_so_json_fields_refuse_it_before_the_write(api):
+    """What a JSON field would do without the checks above: Django writes NaN as `NaN`, which jsonb refuses (a
+    500 had it come from a request); the serializers' stored-JSON check names it first."""
+    from platform_kit.api.fields import stored_json_error
+
+    with pytest.raises(DataError), transaction.atomic():
+        Record.objects.create(tenant=api.tenant, user_id="u", type="fact", content="x", fields={"cups": math.nan})
+    assert "at cups.1" in stored_json_error({"cups": [1, math.inf]})
+    assert stored_json_error({"cups": [1, 2.5, None]}) is None

@@ -50,7 +50,9 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
-NON_FINITE_REFUSED = "Must be a finite number: NaN, Infinity and -Infinity are not numbers that can be stored."
+NON_FINITE_REFUSED = (
+    "Must be a finite number: NaN, Infinity, -Infinity and numbers beyond ±1.8e308 are not numbers that can be stored."
+)
 
 
 class FiniteNumberField(serializers.FloatField):

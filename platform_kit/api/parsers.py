@@ -17,50 +17,18 @@ from __future__ import annotations
 import codecs
 import io
 import json
-import math
 import re
 
 from django.conf import settings
 from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
+from platform_kit.api.fields import NON_FINITE_REFUSED, non_finite_path
+
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
-# What a non-finite number can be written as: the constants, an exponent, or 300-odd digits in a row.
-_MAYBE_NOT_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE]|[0-9]{300}")
-NOT_FINITE = (
-    "Must be a finite number: NaN, Infinity and -Infinity (and numbers beyond ±1.8e308) are not JSON numbers "
-    "and cannot be stored."
-)
-
-
-class NotFinite:
-    """A number the body wrote that is not a finite one, as it was written; found again by `not_finite_path`."""
-
-    def __init__(self, written: str):
-        self.written = written
-
-
-def _constant(name: str) -> NotFinite:
-    return NotFinite(name)
-
-
-def _float(text: str) -> float | NotFinite:
-    value = float(text)
-    return value if math.isfinite(value) else NotFinite(text)
-
-
-def not_finite_path(value) -> str | None:
-    """Where a parsed body holds a NotFinite ("0.confidence", "" for the body itself), or None."""
-    stack = [("", value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, NotFinite):
-            return path
-        if isinstance(item, dict):
-            stack.extend((f"{path}.{key}" if path else str(key), child) for key, child in item.items())
-        elif isinstance(item, list):
-            stack.extend((f"{path}.{index}" if path else str(index), child) for index, child in enumerate(item))
-    return None
+# What a non-finite number can be written as: the constants, an exponent of three digits or more (a double
+# ends at 1.8e308), or 300-odd digits in a row. Rarely in an ordinary body (a UUID's "3e45" can be one).
+_MAYBE_NOT_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE]\+?[0-9]{3}|[0-9]{300}")
 
 
 class StrictJSONParser(JSONParser):
@@ -81,16 +49,16 @@ class StrictJSONParser(JSONParser):
         return data
 
     def _parse_marking_non_finite(self, raw: bytes, parser_context):
-        """DRF's parse, with NaN, ±Infinity and overflowing numbers read as NotFinite; a 400 naming the first."""
+        """DRF's parse, with NaN and ±Infinity read as floats (DRF's strict parse refuses the constants without
+        saying where, and reads 1e999 as Infinity); a 400 naming where the first one is."""
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
-            text = codecs.getreader(encoding)(io.BytesIO(raw)).read()
-            data = json.loads(text, parse_constant=_constant, parse_float=_float)
+            data = json.loads(codecs.getreader(encoding)(io.BytesIO(raw)).read())
         except ValueError as error:
             raise ParseError(f"JSON parse error - {error}") from None
-        path = not_finite_path(data)
+        path = non_finite_path(data)
         if path is not None:
-            raise ValidationError({path or "non_field_errors": [NOT_FINITE]})
+            raise ValidationError({path or "non_field_errors": [NON_FINITE_REFUSED]})
         return data
 
 
