@@ -25,6 +25,7 @@ from sessions_app.models import Budget, Message, ModelPrice, TelemetryRecord
 from sessions_app.services.imports import import_path
 from strategies_app.models import Strategy
 from tests.conftest import make_client
+from tests.factories import SessionFactory
 from tests.sessions_app.otlp_payloads import metrics_payload, post
 from tests.sessions_app.test_imports import CLAUDE_STREAMING, copy
 
@@ -252,3 +253,44 @@ def test_jsonb_refuses_nan_so_json_fields_refuse_it_before_the_write(api):
         Record.objects.create(tenant=api.tenant, user_id="u", type="fact", content="x", fields={"cups": math.nan})
     assert "at cups.1" in stored_json_error({"cups": [1, math.inf]})
     assert stored_json_error({"cups": [1, 2.5, None]}) is None
+
+
+# -- the migrations: rows stored before them ------------------------------------------------------------------
+@pytest.mark.django_db(transaction=True)
+def test_the_migrations_repair_rows_stored_with_nan_before_adding_the_constraints():
+    """Migrated back to before the constraints, rows are written with NaN and ±Infinity as the old code let
+    them be; migrating forward repairs them (confidence: NaN and +Infinity 1.0, -Infinity 0.0; a temperature
+    and a telemetry value: null) and then holds the constraints."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    acme = make_client("acme")
+    session = SessionFactory(tenant=acme.tenant, tool="chat", user_id="u")
+    records = [Record.objects.create(tenant=acme.tenant, user_id="u", type="fact", content=c) for c in "abcd"]
+    message = Message.objects.create(tenant=acme.tenant, session=session, seq=1, role="user", temperature=0.5)
+    point = TelemetryRecord.objects.create(
+        tenant=acme.tenant, kind="metric", name="m", time="2026-03-01T00:00:00Z", key="k", value=1.0, sent_value=2.0
+    )
+    before = [("memory_app", "0010_field_labels"), ("sessions_app", "0021_session_all_tokens")]
+    after = [("memory_app", "0011_finite_confidence"), ("sessions_app", "0022_finite_numbers")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        with connection.cursor() as cursor:
+            for record, value in zip(records, ["NaN", "Infinity", "-Infinity", "0.25"], strict=True):
+                cursor.execute(
+                    f"UPDATE {Record._meta.db_table} SET confidence = %s::float8 WHERE id = %s", [value, record.pk]
+                )
+            cursor.execute(f"UPDATE {Message._meta.db_table} SET temperature = 'NaN' WHERE id = %s", [message.pk])
+            cursor.execute(
+                f"UPDATE {TelemetryRecord._meta.db_table} SET value = 'Infinity', sent_value = 'NaN' WHERE id = %s",
+                [point.pk],
+            )
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+    confidences = [Record.objects.get(pk=record.pk).confidence for record in records]
+    assert confidences == [1.0, 1.0, 0.0, 0.25]
+    assert Message.objects.get(pk=message.pk).temperature is None
+    assert TelemetryRecord.objects.filter(pk=point.pk).values_list("value", "sent_value").get() == (None, None)
+    assert make_client("acme").get("/api/v1/records/").status_code == 200
+    refused_by_the_database(lambda: Record.objects.filter(pk=records[0].pk).update(confidence=math.nan))
