@@ -9,6 +9,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from platform_kit.db import finite
 from sessions_app.models import CjkSearchVector, Message, Session, Tenant
 
 
@@ -168,6 +169,7 @@ class Record(models.Model):
 
     class Meta:
         ordering = ["-updated_at"]
+        constraints = [models.CheckConstraint(condition=finite("confidence"), name="record_confidence_finite")]
         indexes = [
             models.Index(fields=["tenant", "user_id", "type"], name="record_user_type", condition=Q(valid=True)),
             models.Index(fields=["tenant", "-updated_at"], name="record_tenant_updated"),
@@ -323,7 +325,10 @@ class RecordRevision(models.Model):
 
     class Meta:
         ordering = ["record", "-revision"]
-        constraints = [models.UniqueConstraint(fields=["record", "revision"], name="record_revision_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["record", "revision"], name="record_revision_unique"),
+            models.CheckConstraint(condition=finite("confidence"), name="record_revision_confidence_finite"),
+        ]
 
     def __str__(self):
         return f"r{self.revision} {self.change}"

@@ -23,6 +23,13 @@ from psycopg.types.json import Jsonb, JsonbBinaryDumper
 T = TypeVar("T")
 
 
+def finite(field: str) -> models.Q:
+    """A CHECK condition: `field` holds a finite number (or NULL). PostgreSQL orders NaN above every number,
+    Infinity included, and finds it equal to itself (so `x = x` lets it through): `x < 'Infinity'` is false for
+    NaN and +Infinity alike, and `x > '-Infinity'` for -Infinity."""
+    return models.Q(**{f"{field}__gt": float("-inf"), f"{field}__lt": float("inf")})
+
+
 @contextlib.contextmanager
 def planner_settings(settings: dict[str, str], *, using: str = "default"):
     """A transaction (a savepoint inside the caller's) whose queries run with these settings (e.g.

@@ -7,6 +7,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory_app.models import Record, RecordType
+from platform_kit.db import finite
 from sessions_app.models import Session, Tenant
 
 
@@ -78,7 +79,13 @@ class Strategy(models.Model):
     class Meta:
         verbose_name_plural = "strategies"
         ordering = ["tenant", "name"]
-        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="strategy_name_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="strategy_name_unique"),
+            models.CheckConstraint(
+                condition=finite("message_threshold") & finite("accumulated_threshold"),
+                name="strategy_thresholds_finite",
+            ),
+        ]
 
     def __str__(self):
         return f"{self.name} v{self.version}"

@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from memory_app.models import RecordType
-from platform_kit.api.fields import RejectUnknownFieldsMixin
+from platform_kit.api.fields import FiniteNumberField, RejectUnknownFieldsMixin
 from platform_kit.api.serializers import ModelSerializer
 from strategies_app.models import Extractor, RunStatus, Strategy, StrategyRun, StrategyVersion, Trigger
 
@@ -32,8 +32,8 @@ class StrategyWriteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     enabled = serializers.BooleanField(required=False)
     on_tool_result = serializers.BooleanField(required=False)
     on_state_keys = serializers.ListField(child=serializers.CharField(max_length=100), required=False, max_length=50)
-    message_threshold = serializers.FloatField(required=False, allow_null=True)
-    accumulated_threshold = serializers.FloatField(required=False, allow_null=True)
+    message_threshold = FiniteNumberField(required=False, allow_null=True)
+    accumulated_threshold = FiniteNumberField(required=False, allow_null=True)
     schedule_minutes = serializers.IntegerField(required=False, allow_null=True)
 
 

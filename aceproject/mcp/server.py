@@ -23,6 +23,7 @@ from pydantic import Field, ValidationError
 from aceproject.mcp import operations
 from aceproject.mcp.operations import InvalidArguments, NotFound
 from memory_app.models import RecordType
+from platform_kit.api.fields import NON_FINITE_REFUSED, non_finite_path
 from platform_kit.outages import RETRY_AFTER_SECONDS, database_unavailable
 from platform_kit.request_ids import request_id, request_id_bound, request_id_new
 from sessions_app.models import Tenant
@@ -93,6 +94,12 @@ class AceMcpServer(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
         bound = request_id()
         with request_id_bound(bound or request_id_new()) as call_id:  # stdio calls have no HTTP request
+            # MCP's JSON reads NaN and Infinity as numbers; no argument may be one (as the REST API's parser).
+            where = non_finite_path(arguments)
+            if where is not None:
+                raise ToolError(
+                    f"{name} failed: {where or 'arguments'}: {NON_FINITE_REFUSED} Fix the arguments and call again."
+                )
             try:
                 return await super().call_tool(name, arguments, context)
             except UnexpectedToolError as error:

@@ -1,6 +1,7 @@
 """Strict serializer fields: a wrong type is refused with a 400 that says what to send, never coerced, and
-JSON that PostgreSQL cannot store (NUL) is refused before it reaches a write."""
+JSON that PostgreSQL cannot store (NUL, NaN and Infinity) is refused before it reaches a write."""
 
+import math
 from datetime import UTC, datetime
 
 import orjson
@@ -49,13 +50,48 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
-class StrictNumberField(serializers.FloatField):
+NON_FINITE_REFUSED = (
+    "Must be a finite number: NaN, Infinity, -Infinity and numbers beyond ±1.8e308 are not numbers that can be stored."
+)
+
+
+class FiniteNumberField(serializers.FloatField):
+    """A float that is a number: NaN and ±Infinity (which `float()` reads from "nan" or "inf", MCP's JSON from
+    `NaN`, and any JSON parser from 1e999) are refused. NaN passes every range check (no comparison with it is
+    true), and once stored it cannot be written as JSON again: every read of it would be a 500."""
+
+    default_error_messages = {"not_finite": NON_FINITE_REFUSED}
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not math.isfinite(value):
+            self.fail("not_finite")
+        return value
+
+
+class StrictNumberField(FiniteNumberField):
     default_error_messages = {"invalid": "Must be a number (a JSON number, not a string)."}
 
     def to_internal_value(self, data):
         if isinstance(data, bool) or not isinstance(data, int | float):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+def non_finite_path(value) -> str | None:
+    """Where a JSON value holds NaN or ±Infinity ("a.0.b", "" for the value itself), or None. Without
+    recursion; strings are leaves, so a body of long texts costs a few steps."""
+    stack = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return path
+        elif isinstance(item, dict):
+            stack.extend((f"{path}.{key}" if path else str(key), child) for key, child in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((f"{path}.{index}" if path else str(index), child) for index, child in enumerate(item))
+    return None
 
 
 def contains_nul(value) -> bool:
@@ -75,20 +111,30 @@ def contains_nul(value) -> bool:
 
 
 NUL_REFUSED = "Null characters (\\u0000) are not allowed: PostgreSQL cannot store them in JSON."
+NON_FINITE_JSON_REFUSED = (
+    "NaN and Infinity are not JSON numbers and cannot be stored (PostgreSQL's jsonb has no such numbers): send a "
+    "number, a string or null"
+)
 MAX_JSON_DEPTH = 250  # orjson, which writes the JSON columns, stops at 254 levels; no field needs a tenth of it
 NESTED_REFUSED = f"Nested more than {MAX_JSON_DEPTH} levels deep: JSON this deep cannot be stored."
 
 
 def stored_json_error(value) -> str | None:
-    """Why a JSON value cannot go into a jsonb column (NUL, or nesting the encoder refuses), or None. One
-    encoding of the value in the usual case."""
+    """Why a JSON value cannot go into a jsonb column (NUL, NaN or Infinity, or nesting the encoder refuses), or
+    None. One encoding of the value and one walk over its containers in the usual case (orjson writes NaN as
+    null, silently, and Django's encoder writes it as `NaN`, which PostgreSQL refuses: a 500)."""
     try:
         encoded = orjson.dumps(value)
     except TypeError as error:
         if "Recursion" in str(error):
             return NESTED_REFUSED
         return NUL_REFUSED if contains_nul(value) else None
-    return NUL_REFUSED if b"\\u0000" in encoded and contains_nul(value) else None
+    if b"\\u0000" in encoded and contains_nul(value):
+        return NUL_REFUSED
+    path = non_finite_path(value) if b"null" in encoded else None
+    if path is not None:
+        return f"{NON_FINITE_JSON_REFUSED} (at {path})." if path else f"{NON_FINITE_JSON_REFUSED}."
+    return None
 
 
 class StoredJSONField(serializers.JSONField):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from decimal import Decimal
 
+from django.db import transaction
 from django.http import Http404
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import serializers, status, viewsets
@@ -30,11 +31,31 @@ from sessions_app.selectors.budgets import amount, budgets_status
 from sessions_app.services.budgets import budget_create, budget_delete, budget_update
 
 
+@extend_schema_field({"type": "integer", "minimum": WINDOW_HOURS_MIN, "maximum": WINDOW_HOURS_MAX})
+class WindowHoursField(StrictIntegerField):
+    pass
+
+
+@extend_schema_field(
+    {
+        "type": "array",
+        "items": {"type": "integer", "minimum": THRESHOLD_MIN, "maximum": THRESHOLD_MAX},
+        "minItems": 1,
+        "maxItems": THRESHOLDS_MAX_COUNT,
+        "uniqueItems": True,
+    }
+)
+class ThresholdsField(serializers.ListField):
+    pass
+
+
 def _choices(enum) -> dict:
     return {"invalid_choice": f"Use one of: {', '.join(enum.values)}."}
 
 
-@extend_schema_field({"type": "number"})
+# The schema states each bound the service checks (in its own words: docs/budgets.md), so clients and the
+# schema fuzzer know them; a token limit is a whole number of at most 10**15, a USD one 0.01 to 10**9.
+@extend_schema_field({"type": "number", "minimum": float(USD_LIMIT_MIN), "maximum": TOKEN_LIMIT_MAX})
 class AmountField(serializers.Field):
     """A JSON number (tokens or USD), read as an exact Decimal; the budget's unit bounds it."""
 
@@ -67,11 +88,11 @@ class BudgetSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
         help_text=f"tokens: a whole number from 1 to {TOKEN_LIMIT_MAX}; usd: {USD_LIMIT_MIN} to {USD_LIMIT_MAX}"
     )
     period = serializers.ChoiceField(BudgetPeriod.values, required=False, error_messages=_choices(BudgetPeriod))
-    window_hours = StrictIntegerField(
+    window_hours = WindowHoursField(
         required=False, allow_null=True, help_text=f"Period rolling only: {WINDOW_HOURS_MIN} to {WINDOW_HOURS_MAX}"
     )
     timezone = StrictCharField(max_length=64, required=False, help_text="IANA name (default UTC)")
-    thresholds = serializers.ListField(
+    thresholds = ThresholdsField(
         child=StrictIntegerField(),
         required=False,
         help_text=f"1 to {THRESHOLDS_MAX_COUNT} percentages of the limit, each {THRESHOLD_MIN}–{THRESHOLD_MAX} "
@@ -214,20 +235,25 @@ class BudgetViewSet(TenantScopedMixin, viewsets.ModelViewSet):
     def create(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        budget = budget_create(tenant=self.tenant, actor=self._actor, **self._fields(serializer))
-        return Response(BudgetSerializer(budget, context=self._context_for([budget])).data, status.HTTP_201_CREATED)
+        # The answer is made in the create's transaction: a budget that could not be shown is not kept either.
+        with transaction.atomic():
+            budget = budget_create(tenant=self.tenant, actor=self._actor, **self._fields(serializer))
+            body = BudgetSerializer(budget, context=self._context_for([budget])).data
+        return Response(body, status.HTTP_201_CREATED)
 
     def partial_update(self, request, *args, **kwargs):
         budget = self.get_object()
         serializer = self.get_serializer(budget, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         try:
-            budget = budget_update(
-                tenant=self.tenant, budget_id=budget.pk, actor=self._actor, **self._fields(serializer)
-            )
+            with transaction.atomic():
+                budget = budget_update(
+                    tenant=self.tenant, budget_id=budget.pk, actor=self._actor, **self._fields(serializer)
+                )
+                body = BudgetSerializer(budget, context=self._context_for([budget])).data
         except Budget.DoesNotExist:
             raise Http404 from None
-        return Response(BudgetSerializer(budget, context=self._context_for([budget])).data)
+        return Response(body)
 
     def update(self, request, *args, **kwargs):
         if not kwargs.get("partial"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,10 +105,12 @@ class JsonlReader:
                     if not stripped:
                         continue
                     try:
-                        data = json.loads(stripped)
+                        data, not_finite = loads_finite(stripped)
                     except ValueError as error:
                         self._issue(number, f"not valid JSON ({error.msg} at column {error.colno}); line skipped")
                         continue
+                    if not_finite:
+                        self._issue(number, not_finite_warning(not_finite), "warning")
                 if not isinstance(data, dict):
                     self._issue(number, f"a JSON {type(data).__name__}, not an object; line skipped")
                     continue
@@ -164,10 +167,59 @@ def _decode(raw: bytes) -> tuple[str, bool]:
 
 def _loads_object(text: str) -> dict | None:
     try:
-        data = json.loads(text)
+        data, _ = loads_finite(text)
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
+
+
+class _NotFinite:
+    def __init__(self, written: str):
+        self.written = written
+
+
+def loads_finite(text: str | bytes) -> tuple[Any, list[str]]:
+    """json.loads, with NaN, Infinity, -Infinity and numbers too large for a double (1e999) read as null: a log
+    that writes one (a tool that divided by zero) is still read, its other values kept. PostgreSQL's jsonb has
+    no such numbers, and a token count or a cost cannot be one. Also where they were
+    ("message.usage.input_tokens = NaN"), for a warning. ValueError when the text is not JSON."""
+    marked = []
+
+    def constant(name: str) -> _NotFinite:
+        marked.append(name)
+        return _NotFinite(name)
+
+    def number(written: str) -> float | _NotFinite:
+        value = float(written)
+        if math.isfinite(value):
+            return value
+        marked.append(written)
+        return _NotFinite(written)
+
+    data = json.loads(text, parse_constant=constant, parse_float=number)
+    found: list[str] = []
+    if marked:
+        data = _without_not_finite(data, "", found)
+    return data, found
+
+
+def _without_not_finite(value: Any, path: str, found: list[str]) -> Any:
+    if isinstance(value, _NotFinite):
+        found.append(f"{path or '(the line)'} = {value.written}")
+        return None
+    if isinstance(value, dict):
+        return {key: _without_not_finite(item, f"{path}.{key}" if path else key, found) for key, item in value.items()}
+    if isinstance(value, list):
+        return [
+            _without_not_finite(item, f"{path}.{index}" if path else str(index), found)
+            for index, item in enumerate(value)
+        ]
+    return value
+
+
+def not_finite_warning(found: list[str]) -> str:
+    shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    return f"numbers that are not finite (NaN or Infinity) were read as null: {shown}"
 
 
 def is_compressed(path: Path) -> bool:
@@ -237,7 +289,7 @@ def load_document(raw: bytes) -> Any:
         return data
     text, _ = _decode(raw)
     try:
-        data = json.loads(text.lstrip("\ufeff"))
+        data, _ = loads_finite(text.lstrip("\ufeff"))
     except ValueError:
         return None
     return _without_lone_surrogates(data) if _SURROGATE_ESCAPE.search(text) else data

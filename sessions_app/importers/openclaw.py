@@ -22,7 +22,6 @@ See docs/accounting.md, "OpenClaw".
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
@@ -37,6 +36,7 @@ from sessions_app.importers.base import (
     project_of,
     total_of,
 )
+from sessions_app.importers.jsonl import loads_finite
 
 _BLOCK = re.compile(
     r"(?P<label>Conversation info|Sender) \(untrusted metadata\):\s*```json\s*\n(?P<json>.*?)\n\s*```", re.DOTALL
@@ -134,7 +134,7 @@ def parse_inbound_metadata(text: str) -> dict:
     found: dict = {}
     for match in _BLOCK.finditer(text):
         try:
-            data = json.loads(match.group("json"))
+            data, _ = loads_finite(match.group("json"))
         except ValueError:
             continue
         if isinstance(data, dict):

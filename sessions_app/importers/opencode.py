@@ -50,6 +50,7 @@ from sessions_app.importers.base import (
     parse_timestamp,
     project_of,
 )
+from sessions_app.importers.jsonl import loads_finite
 
 TOOL = "opencode"
 _DB_NAME = re.compile(r"^opencode(-[A-Za-z0-9_-]+)?\.db$")  # opencode.db, and channel builds' opencode-<channel>.db
@@ -779,14 +780,9 @@ def _listdir(path: Path) -> list[str]:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_bytes(), parse_constant=_no_constant)
+        return loads_finite(path.read_bytes())[0]
     except (OSError, ValueError):
         return None
-
-
-def _no_constant(name: str) -> None:
-    """NaN and Infinity (Python's json reads them, PostgreSQL's jsonb cannot hold them) become null."""
-    return None
 
 
 def _loads(data: Any) -> dict | None:
@@ -795,7 +791,7 @@ def _loads(data: Any) -> dict | None:
     if not isinstance(data, str):
         return None
     try:
-        value = json.loads(data, parse_constant=_no_constant)
+        value, _ = loads_finite(data)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

@@ -101,6 +101,8 @@ class Budget(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "name"], name="budget_tenant_name"),
             models.CheckConstraint(condition=Q(limit__gt=0), name="budget_limit_positive"),
+            # NaN is above every number in PostgreSQL (so `limit > 0` lets it through), never below a bound.
+            models.CheckConstraint(condition=Q(limit__lte=TOKEN_LIMIT_MAX), name="budget_limit_within_bounds"),
         ]
 
     def __str__(self):

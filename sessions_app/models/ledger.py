@@ -16,6 +16,7 @@ from django.db import models
 from django.db.models import F, Func, Q
 from django.utils import timezone
 
+from platform_kit.db import finite
 from sessions_app.models.tenancy import ApiKey, Tenant
 from sessions_app.schema import MACHINE_MAX_LENGTH, MESSAGE_TEXT_LIMITS
 
@@ -284,6 +285,7 @@ class Message(models.Model):
         ordering = ["session", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["session", "seq"], name="message_session_seq"),
+            models.CheckConstraint(condition=finite("temperature"), name="message_temperature_finite"),
             models.UniqueConstraint(
                 fields=["session", "external_id"],
                 name="message_session_external_id",

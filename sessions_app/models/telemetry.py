@@ -7,6 +7,7 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
+from platform_kit.db import finite
 from sessions_app.models.ledger import Message, Session
 from sessions_app.models.tenancy import Tenant
 
@@ -45,7 +46,12 @@ class TelemetryRecord(models.Model):
 
     class Meta:
         ordering = ["-time"]
-        constraints = [models.UniqueConstraint(fields=["tenant", "key"], name="telemetryrecord_tenant_key")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "key"], name="telemetryrecord_tenant_key"),
+            models.CheckConstraint(
+                condition=finite("value") & finite("sent_value"), name="telemetryrecord_value_finite"
+            ),
+        ]
         indexes = [
             models.Index(fields=["tenant", "-time"], name="telemetry_tenant_time"),
             models.Index(fields=["session", "name"], name="telemetry_session_name"),

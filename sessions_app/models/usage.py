@@ -7,6 +7,8 @@ from sessions_app.models.ledger import Session, UsageCounters
 from sessions_app.models.tenancy import Tenant
 from sessions_app.schema import MACHINE_MAX_LENGTH
 
+PRICE_MAX = 10**6  # USD per million tokens: what numeric(12, 6) holds
+
 
 class UsageRollup(UsageCounters):
     """The dimensions and counters every usage roll-up shares; each adds its time bucket."""
@@ -137,6 +139,14 @@ class ModelPrice(models.Model):
                 & Q(cache_read_usd_per_mtok__gte=0)
                 & Q(cache_write_usd_per_mtok__gte=0),
                 name="model_price_not_negative",
+            ),
+            # A numeric column holds NaN too (never Infinity: it has a precision), and NaN is above every bound.
+            models.CheckConstraint(
+                condition=Q(input_usd_per_mtok__lt=PRICE_MAX)
+                & Q(output_usd_per_mtok__lt=PRICE_MAX)
+                & Q(cache_read_usd_per_mtok__lt=PRICE_MAX)
+                & Q(cache_write_usd_per_mtok__lt=PRICE_MAX),
+                name="model_price_finite",
             ),
         ]
 

@@ -473,6 +473,9 @@ def metrics_ingest(*, tenant: Tenant, points: list[MetricPoint], api_key: ApiKey
         if point.time is None:
             outcome.refuse("a data point needs its timeUnixNano")
             continue
+        if point.value is not None and not math.isfinite(point.value):
+            outcome.refuse(f"metric {point.name!r}: its value {point.value} is not a finite number (asDouble)")
+            continue
         kept.append(point)
     with transaction.atomic():
         wanted: dict[str, tuple[datetime, dict, dict]] = {}

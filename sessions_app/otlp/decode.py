@@ -57,7 +57,7 @@ class MetricPoint:
     unit: str
     time: datetime | None
     start_time: datetime | None
-    value: float | None  # a sum's or a gauge's value; None for the kinds not read as a number (histograms)
+    value: float | None  # a sum's or a gauge's value (as sent: NaN too); None for the kinds not read as a number
     cumulative: bool  # a sum with cumulative temporality (turned into deltas per series when stored)
     attributes: dict
     resource: dict
@@ -214,8 +214,7 @@ def decode_metrics(body: bytes, media: str) -> list[MetricPoint]:
                     cumulative = kind == "sum" and data.aggregation_temporality == 2  # CUMULATIVE
                     for point in data.data_points:
                         number = point.WhichOneof("value")
-                        value = None if number is None else float(getattr(point, number))
-                        value = value if value is None or math.isfinite(value) else None
+                        value = None if number is None else float(getattr(point, number))  # NaN refused later
                         points.append(
                             MetricPoint(
                                 name=clean(metric.name),

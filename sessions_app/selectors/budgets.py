@@ -112,8 +112,11 @@ def _status(budget: Budget, used: Decimal, now: datetime) -> BudgetStatus:
     projected = rate * Decimal(str((end - start) / HOUR))
     exhaustion = None
     if used < budget.limit and rate > 0:
-        at = now + timedelta(hours=float((budget.limit - used) / rate))
-        exhaustion = at if at < end else None
+        # Compared in hours before any date is made: at a slow pace a large limit lasts millennia, past the
+        # last date Python can hold, and that is "it lasts the period" like any other date after its end.
+        hours_left = (budget.limit - used) / rate
+        if hours_left < Decimal(str((end - now) / HOUR)):
+            exhaustion = now + timedelta(hours=float(hours_left))
     return BudgetStatus(budget, start, end, used, rate, projected, exhaustion)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import time
 import urllib.error
 import urllib.parse
@@ -211,6 +212,8 @@ class LLMExtractor(Extractor):
             raise ExtractorInvalidOutput(f"at {where}: {errors[0].message}")
         out = []
         for i, memory in enumerate(answer["memories"]):
+            if not math.isfinite(memory["confidence"]):  # NaN passes the schema's 0-1 range: no comparison holds
+                raise ExtractorInvalidOutput(f"at memories/{i}/confidence: {memory['confidence']} is not a number")
             unknown_seqs = [s for s in memory["source_seqs"] if s not in by_seq]
             if unknown_seqs:
                 raise ExtractorInvalidOutput(f"memories/{i}/source_seqs: {unknown_seqs} are not seqs of the messages")

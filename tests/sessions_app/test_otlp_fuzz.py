@@ -5,7 +5,7 @@ import json
 
 import pytest
 from django.test import Client
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
@@ -130,3 +130,39 @@ def test_nul_characters_are_stored_as_replacement_characters(db):
     metrics["resourceMetrics"][0]["scopeMetrics"][0]["metrics"][0]["name"] = "claude_code.session\x00count"
     assert post(Client(), "/v1/metrics", metrics, key=acme.key).status_code == 200
     assert TelemetryRecord.objects.filter(name="claude_code.session\ufffdcount").count() == 1
+
+
+def test_random_metric_values_store_only_finite_numbers_and_refuse_the_rest(db):
+    """Doubles of every kind (NaN, ±Infinity, subnormals, ±0) as gauge points over protobuf: each finite one is
+    stored as sent, each other one is refused and counted in partialSuccess; never a 5xx, never a NaN row."""
+    import math
+
+    from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
+
+    key = make_client("acme").key
+
+    def body(values: list[float]) -> bytes:
+        request = metrics_service_pb2.ExportMetricsServiceRequest()
+        metric = request.resource_metrics.add().scope_metrics.add().metrics.add(name="fuzzed.gauge")
+        for index, value in enumerate(values):
+            metric.gauge.data_points.add(time_unix_nano=1_772_000_000_000_000_000 + index * 1000, as_double=value)
+        return request.SerializeToString()
+
+    doubles = st.one_of(st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 5e-324]), st.floats())
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(st.lists(doubles, min_size=1, max_size=6))
+    @example([math.nan, 1.0])
+    def run(values):
+        TelemetryRecord.objects.filter(name="fuzzed.gauge").delete()
+        response = post(Client(), "/v1/metrics", body(values), encoding="protobuf", key=key)
+        assert response.status_code == 200, response.content[:300]
+        answer = metrics_service_pb2.ExportMetricsServiceResponse.FromString(response.content)
+        not_finite = [value for value in values if not math.isfinite(value)]
+        assert answer.partial_success.rejected_data_points == len(not_finite)
+        if not_finite:
+            assert "not a finite number" in answer.partial_success.error_message
+        stored = sorted(TelemetryRecord.objects.filter(name="fuzzed.gauge").values_list("sent_value", flat=True))
+        assert stored == sorted(value for value in values if math.isfinite(value))
+
+    run()
