@@ -70,8 +70,8 @@ class DecompressedTooLarge(LogLimitExceeded):
             why = f"ACE_IMPORT_MAX_DECOMPRESSED_BYTES ({limits.max_decompressed_bytes:,} bytes)"
         else:
             why = (
-                f"ACE_IMPORT_MAX_COMPRESSION_RATIO ({limits.max_compression_ratio} times its {compressed_size:,} "
-                f"bytes, {allowance:,} bytes)"
+                f"ACE_IMPORT_MAX_COMPRESSION_RATIO ({limits.max_compression_ratio}) times its size "
+                f"({compressed_size:,} bytes; {allowance:,} bytes allowed)"
             )
         super().__init__(f"it decompresses to more than {why}")
 
