@@ -166,5 +166,9 @@ def check_log_bytes(
     limits = limits or read_limits()
     check = LineLengthCheck(limits.max_line_bytes, carried=carried, first_line=first_line)
     source = zstd_decompressed(stream, compressed_size=compressed_size, limits=limits) if compressed else stream
-    for chunk in iter(lambda: source.read(READ_CHUNK), b""):
-        check.feed(chunk)
+    try:
+        for chunk in iter(lambda: source.read(READ_CHUNK), b""):
+            check.feed(chunk)
+    finally:
+        if compressed:
+            source.close()  # and `stream` with it

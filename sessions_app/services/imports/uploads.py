@@ -196,7 +196,7 @@ def _plan(root: Path, staging: Path, index: int, part: UploadPart, tool: str | N
             return plan
         plan.staged = staged
         plan.stored.appended = size
-        if _check_limits(plan, index, [staged], start_line=1):
+        if _check_limits(plan, index, staged):
             _check_refusal(plan, staged, tool)
         return plan
     if part.offset > have:
@@ -216,7 +216,7 @@ def _plan(root: Path, staging: Path, index: int, part: UploadPart, tool: str | N
         return plan
     plan.appended, plan.skip = staged, overlap
     plan.stored.skipped, plan.stored.appended = overlap, size - overlap
-    if not plan.stored.appended or not _check_limits(plan, index, [final, (staged, overlap)], start_line=None):
+    if not plan.stored.appended or not _check_limits(plan, index, staged, skip=overlap, continued=final):
         return plan
     if have < _REFUSAL_HEAD:
         # The stored copy may have held only part of a first line: judge the file as it will be.
@@ -263,21 +263,21 @@ def _same_bytes(stored: Path, offset: int, staged: Path, length: int) -> bool:
     return True
 
 
-def _check_limits(plan: _PartPlan, index: int, sources: list, *, start_line: int | None) -> bool:
+def _check_limits(plan: _PartPlan, index: int, part: Path, *, skip: int = 0, continued: Path | None = None) -> bool:
     """Whether the file as it will be stored is within the reading limits (`importers.limits`); if not, the
     plan is refused naming the limit (413 for a compressed log that decompresses to too much, 400 for a line too
-    long). `sources` are the files (or (file, from offset)) whose bytes, in order, make it. An append that
-    continues a plain file is checked from the stored copy's last unfinished line on (`start_line` None: its
-    number is counted only to name a line too long). A compressed file that does not decompress is refused as
-    not a log, as the import would refuse it."""
+    long). The file is the staged `part` from `skip` on, after the stored copy it `continued` if any: a plain
+    file is checked from that copy's last unfinished line on (its lines are counted only to name a line too
+    long), a compressed one whole. A compressed file that does not decompress is refused as not a log, as the
+    import would refuse it."""
     name = plan.stored.name
     limits = read_limits()
     compressed = is_compressed(Path(name))
-    carried, continued = 0, None
-    if not compressed and start_line is None:
-        continued, appended = sources
+    sources, carried = [(part, skip)], 0
+    if continued is not None and compressed:
+        sources.insert(0, (continued, 0))
+    elif continued is not None:
         carried = _unfinished_line_length(continued, limits.max_line_bytes)
-        sources = [appended]
     stream = _Concatenated(sources)
     try:
         with stream:
@@ -285,7 +285,8 @@ def _check_limits(plan: _PartPlan, index: int, sources: list, *, start_line: int
                 stream, compressed=compressed, compressed_size=stream.size, carried=carried, limits=limits
             )  # fmt: skip
     except LineTooLong as error:
-        line = error.line if continued is None else _lines_before_unfinished(continued) + error.line
+        plain_append = continued is not None and not compressed
+        line = error.line + (_lines_before_unfinished(continued) if plain_append else 0)
         plan.refuse(f"files.{index}", f"{name}: {LineTooLong(line, error.limit)}", error.status)
         return False
     except LogLimitExceeded as error:
@@ -294,6 +295,8 @@ def _check_limits(plan: _PartPlan, index: int, sources: list, *, start_line: int
     except OSError:
         raise
     except Exception as error:  # zstandard.ZstdError: not an archive the import could read
+        if not compressed:
+            raise
         plan.stored.refused = f"not a readable zstd archive ({error})"
         plan.stored.appended = 0
         return False
@@ -329,9 +332,9 @@ def _lines_before_unfinished(path: Path) -> int:
 class _Concatenated(io.RawIOBase):
     """The bytes of several files (each from an offset) as one stream, read in order."""
 
-    def __init__(self, sources: list):
+    def __init__(self, sources: list[tuple[Path, int]]):
         super().__init__()
-        self.sources = [(source, 0) if isinstance(source, Path) else source for source in sources]
+        self.sources = list(sources)
         self.size = sum(max(stored_size(path) - skip, 0) for path, skip in self.sources)
         self.current = None
 
