@@ -4,9 +4,10 @@ holds of each uploaded file (what `ace_push` resumes from).
 Uploads are kept under `$ACE_DATA_DIR/uploads/<tenant id>/` (per machine when the upload names one), so
 uploading a file again after it grew imports only its new lines (the importer keeps each file's offset). A part
 can also be only the new bytes of the client's file, from an `offset` (see `services.imports.uploads`). A
-request is checked whole before anything is stored: a bad field, a name that is not a log's, an offset the
-server cannot continue from, or a file no parser recognises (when no file is left to import) is a 4xx that
-writes nothing.
+request is checked whole before anything is stored: a bad field, a name that is not a log's, a path where the
+server holds a file or folder in the way, an offset the server cannot continue from, a file past the reading
+limits (`importers.limits`: a line too long, 400; a compressed log that decompresses to too much, 413), or a file
+no parser recognises (when no file is left to import) is a 4xx that writes nothing.
 """
 
 from __future__ import annotations
