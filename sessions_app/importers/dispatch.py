@@ -17,7 +17,6 @@ from pathlib import Path
 from sessions_app.importers.base import LogParser, ParseIssue, ParseResult, SourceFile
 from sessions_app.importers.detect import PARSERS, describe_layout, explain_detection, parser_for
 from sessions_app.importers.jsonl import (
-    MAX_DOCUMENT_BYTES,
     JsonlReader,
     count_lines_before,
     load_document,
@@ -26,7 +25,7 @@ from sessions_app.importers.jsonl import (
     read_head,
     tail_key,
 )
-from sessions_app.importers.limits import LogLimitExceeded
+from sessions_app.importers.limits import LogLimitExceeded, check_document_size
 from sessions_app.importers.opencode import parse_source, source_stat, split_source
 
 CARRY_VERSION = 1
@@ -213,8 +212,10 @@ def _parse_document(
     file whose first line is still being written). `conversation` seeds a sub-agent's round (the import's
     seed is all a document's carry ever holds)."""
     tool = parser_class.tool
-    if path.stat().st_size > MAX_DOCUMENT_BYTES:
-        issues.append(ParseIssue(str(path), 0, f"not read: a JSON document larger than {MAX_DOCUMENT_BYTES:,} bytes"))
+    try:
+        check_document_size(path.stat().st_size)
+    except LogLimitExceeded as error:
+        issues.append(ParseIssue(str(path), 0, str(error)))
         return ParseResult(None, [], issues, 0, 0, {})
     raw = path.read_bytes()
     size = len(raw)

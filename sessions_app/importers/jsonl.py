@@ -16,7 +16,13 @@ from typing import Any, BinaryIO
 import orjson
 
 from sessions_app.importers.base import JsonLine, ParseIssue
-from sessions_app.importers.limits import LogLimitExceeded, read_limits, read_line, zstd_decompressed
+from sessions_app.importers.limits import (
+    LogLimitExceeded,
+    check_document_size,
+    read_limits,
+    read_line,
+    zstd_decompressed,
+)
 
 
 class JsonlReader:
@@ -234,9 +240,6 @@ def count_lines_before(path: Path, offset: int) -> int:
     return count
 
 
-MAX_DOCUMENT_BYTES = 256 * 1024 * 1024  # a `.json` log bigger than this is not read whole for detection
-
-
 def load_document(raw: bytes) -> Any:
     """A whole JSON document (a `.json` log), leniently: None when it is not JSON. Lone surrogates (half an
     emoji) become U+FFFD, as in lines."""
@@ -254,14 +257,13 @@ def load_document(raw: bytes) -> Any:
 def read_head(path: Path, limit: int = 25) -> list[str]:
     """The first `limit` complete lines of a file (decoded leniently), for detection. A last line still
     being written (no newline, not yet valid JSON) is left out. A `.json` file is one document: its whole
-    text is the one "line" (up to MAX_DOCUMENT_BYTES), so detection judges the document. A first line longer
-    than ACE_IMPORT_MAX_LINE_BYTES raises `limits.LineTooLong` (a compressed log past its limits,
-    `limits.DecompressedTooLarge`)."""
+    text is the one "line", so detection judges the document. A first line (a document) longer than
+    ACE_IMPORT_MAX_LINE_BYTES raises `limits.LineTooLong` (`limits.DocumentTooLarge`; a compressed log past its
+    limits, `limits.DecompressedTooLarge`)."""
     lines: list[str] = []
     if path.name.endswith(".json"):
         try:
-            if path.stat().st_size > MAX_DOCUMENT_BYTES:
-                return []
+            check_document_size(path.stat().st_size)
             return [_decode(path.read_bytes())[0]]
         except OSError:
             return []

@@ -2,7 +2,8 @@
 megabytes, or a few kilobytes of zstd that decompress to gigabytes (a "bomb").
 
 - `ACE_IMPORT_MAX_LINE_BYTES`: the longest line read (the newline not counted). A line is held whole while it
-  is parsed; a longer one is refused with its line number, never read into memory.
+  is parsed; a longer one is refused with its line number, never read into memory. A whole-document log (a
+  `.json` one) is held whole too: it may be no larger.
 - `ACE_IMPORT_MAX_DECOMPRESSED_BYTES`: the most a compressed log may hold decompressed (it is read whole).
 - `ACE_IMPORT_MAX_COMPRESSION_RATIO`: how many times its own size a compressed log may decompress to (past its
   first `RATIO_FLOOR` bytes): text logs compress ten to thirty times; a bomb, thousands.
@@ -61,6 +62,23 @@ class LineTooLong(LogLimitExceeded):
     def __init__(self, line: int, limit: int):
         super().__init__(f"line {line} is longer than ACE_IMPORT_MAX_LINE_BYTES ({limit:,} bytes)")
         self.line, self.limit = line, limit
+
+
+class DocumentTooLarge(LogLimitExceeded):
+    status = 400
+
+    def __init__(self, size: int, limit: int):
+        super().__init__(
+            f"a whole-document log of {size:,} bytes, larger than ACE_IMPORT_MAX_LINE_BYTES ({limit:,} bytes): it "
+            "is read whole"
+        )
+
+
+def check_document_size(size: int, limits: ReadLimits | None = None) -> None:
+    """Raises DocumentTooLarge for a whole-document log larger than a line may be."""
+    limit = (limits or read_limits()).max_line_bytes
+    if size > limit:
+        raise DocumentTooLarge(size, limit)
 
 
 class DecompressedTooLarge(LogLimitExceeded):

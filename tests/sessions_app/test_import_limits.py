@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 from sessions_app import push_client
 from sessions_app.importers.detect import is_log_name
 from sessions_app.models import ImportedFile, Message, Session
+from sessions_app.services.imports import import_path
 from tests.processes import ROOT, process_env
 from tests.sessions_app.test_imports import DATA, QWEN, SEED, upload
 from tests.sessions_app.test_push import ace, copy_logs, options, push  # noqa: F401 (the `ace` fixture)
@@ -182,6 +183,32 @@ def test_a_long_line_continued_by_an_appended_part_is_400_with_its_line_number(a
     ]
     stored = tmp_path / "uploads" / str(api.tenant.pk) / "seed.jsonl"
     assert stored.stat().st_size == len(data) + 610  # nothing appended
+
+
+GEMINI = Path(
+    "gemini/.gemini/tmp/79b1946573b55334fbdb6d41866f54789477fe12ecee2ed364ceea086a02ef82/chats/"
+    "session-2026-02-10T17-27-08c1f87b.json"
+)
+
+
+def test_a_whole_document_log_larger_than_a_line_may_be_is_400_and_refused_by_ace_import(api, settings, tmp_path):
+    settings.ACE_DATA_DIR = tmp_path / "server"
+    document = (DATA / GEMINI).read_bytes()
+    settings.ACE_IMPORT_MAX_LINE_BYTES = len(document) - 1
+    name = str(GEMINI.relative_to("gemini"))
+    response = upload(api, ("session.json", document), paths=[name])
+    assert response.status_code == 400, response.json()
+    assert f"larger than ACE_IMPORT_MAX_LINE_BYTES ({len(document) - 1:,} bytes)" in response.json()["detail"]
+    assert nothing_stored(api.tenant, tmp_path / "server")
+
+    local = tmp_path / "home" / GEMINI
+    local.parent.mkdir(parents=True)
+    local.write_bytes(document)
+    summary = import_path(tenant=api.tenant, path=tmp_path / "home")
+    assert (summary.files_refused, summary.messages) == (1, 0)
+    assert "larger than ACE_IMPORT_MAX_LINE_BYTES" in summary.files[0].reason
+    settings.ACE_IMPORT_MAX_LINE_BYTES = len(document)
+    assert import_path(tenant=api.tenant, path=tmp_path / "home").messages > 0
 
 
 def test_a_log_within_the_limits_is_imported_whole_streamed_or_compressed(api, settings, tmp_path):

@@ -30,7 +30,14 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from sessions_app.importers.jsonl import is_compressed
-from sessions_app.importers.limits import READ_CHUNK, LineTooLong, LogLimitExceeded, check_log_bytes, read_limits
+from sessions_app.importers.limits import (
+    READ_CHUNK,
+    LineTooLong,
+    LogLimitExceeded,
+    check_document_size,
+    check_log_bytes,
+    read_limits,
+)
 from sessions_app.models import Tenant
 from sessions_app.services.imports.plan import file_refusal
 
@@ -280,6 +287,8 @@ def _check_limits(plan: _PartPlan, index: int, part: Path, *, skip: int = 0, con
         carried = _unfinished_line_length(continued, limits.max_line_bytes)
     stream = _Concatenated(sources)
     try:
+        if name.endswith(".json"):  # a whole-document log: read whole, so no larger than a line
+            check_document_size(stored_size(continued) + stream.size if continued else stream.size, limits)
         with stream:
             check_log_bytes(
                 stream, compressed=compressed, compressed_size=stream.size, carried=carried, limits=limits
