@@ -390,6 +390,15 @@ def test_ace_import_refuses_bombs_and_long_lines_skips_fifos_and_outside_links_a
     assert not any(path.startswith(str(outside.parent)) for path in imported)
 
 
+def test_a_fifo_given_as_the_path_is_skipped_at_once(api, tmp_path):
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    summary = import_path(tenant=api.tenant, path=fifo)
+    assert (summary.files_seen, summary.files_skipped, summary.files_refused) == (1, 1, 0)
+    assert summary.line().startswith("imported 0 files (0 unchanged, 0 refused, 1 skipped)")
+    assert summary.issues[0].message == "skipped: not a regular file (a FIFO): not read"
+
+
 # -- the push client ------------------------------------------------------------------------------------
 
 
