@@ -195,6 +195,18 @@ ACE_IMPORT_IDLE_SECONDS = env.int("ACE_IMPORT_IDLE_SECONDS", default=600)
 # Processes that import the files of one big run side by side (one database connection each).
 ACE_IMPORT_WORKERS = max(1, env.int("ACE_IMPORT_WORKERS", default=min(os.cpu_count() or 1, 4)))
 ACE_MAX_UPLOAD_BYTES = env.int("ACE_MAX_UPLOAD_BYTES", default=256 * 1024 * 1024)
+# An uploaded file larger than this goes to a temporary file as it is received: 100 files of a request never
+# take more than 100 times this in memory (Django's default, 2.5 MB, would allow 250 MB).
+FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
+# What one read of a log may take (sessions_app.importers.limits): its longest line, and how much a compressed log
+# may decompress to, in all and in times its own size. Past them a file is refused, by the upload (413, 400) and
+# by every import, naming the setting.
+ACE_IMPORT_MAX_LINE_BYTES = env.int("ACE_IMPORT_MAX_LINE_BYTES", default=32 * 1024 * 1024)
+ACE_IMPORT_MAX_DECOMPRESSED_BYTES = env.int("ACE_IMPORT_MAX_DECOMPRESSED_BYTES", default=256 * 1024 * 1024)
+ACE_IMPORT_MAX_COMPRESSION_RATIO = env.int("ACE_IMPORT_MAX_COMPRESSION_RATIO", default=100)
+for _name in ("ACE_IMPORT_MAX_LINE_BYTES", "ACE_IMPORT_MAX_DECOMPRESSED_BYTES", "ACE_IMPORT_MAX_COMPRESSION_RATIO"):
+    if globals()[_name] < 1:
+        raise ImproperlyConfigured(f"{_name}: a positive number is expected")
 
 # Requests larger than this are refused with 413 before anything is parsed.
 ACE_MAX_REQUEST_BYTES = env("ACE_MAX_REQUEST_BYTES")

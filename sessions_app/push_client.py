@@ -14,12 +14,16 @@ bytes to `POST /api/v1/imports/`, labelled with this machine's name:
 - A small state file (`~/.ace-push/state-<server+machine>.json`, written atomically) remembers what the server
   acknowledged for each file (size, mtime, inode), so an unchanged file costs nothing, not even a question.
 - Network errors and 5xx answers are retried with exponential backoff; a 4xx answer is reported with the
-  server's reason. `--once` sends what is new and exits (for cron); without it, it polls every `--interval`
-  seconds.
+  server's reason. A file the server refuses (not an agent log, a line longer than its limit, a compressed log
+  that decompresses to too much) is remembered as refused and not sent again until it changes; the request's
+  other files go on. A file counts as sent only when the server's answer says what it stored of it; an answer
+  of another shape is reported, and nothing it does not confirm is marked as sent. `--once` sends what is new
+  and exits (for cron); without it, it polls every `--interval` seconds.
 
 Exit codes of `--once`: 0 everything new was sent (or nothing was new); 1 the server refused some files' parts
 (4xx: see the log); 2 bad arguments; 3 the API key was refused; 4 the server could not be reached (or kept
-failing) after the retries; the next run resumes where the server's copy ends.
+failing, or answered in a shape the client does not understand) after the retries; the next run resumes where
+the server's copy ends.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from stat import S_ISREG
 
 log = logging.getLogger("ace-push")
 
@@ -207,6 +212,11 @@ class ServerError(Exception):
     """The server could not be reached, or answered 5xx (retried), or 429."""
 
 
+class UnexpectedAnswer(ServerError):
+    """A 2xx answer that is not what the API answers (a proxy's page, another server): nothing it does not
+    confirm is taken as stored."""
+
+
 class Refused(Exception):
     """A 4xx answer: `status` and the server's JSON body."""
 
@@ -236,7 +246,11 @@ class Server:
             try:
                 request = urllib.request.Request(self.url + path, data=body, headers=headers, method=method)
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 (the user's URL)
-                    return json.loads(response.read() or b"{}")
+                    answer = json.loads(response.read() or b"{}")
+                if not isinstance(answer, dict):
+                    raise UnexpectedAnswer(f"{method} {endpoint}: the answer is a JSON {type(answer).__name__}, not "
+                                           "an object")  # fmt: skip
+                return answer
             except urllib.error.HTTPError as error:
                 payload = _json_body(error)
                 if error.code < 500 and error.code != 429:
@@ -265,7 +279,12 @@ class Server:
                     [("machine", machine), ("page_size", str(MAX_FILES)), *(("path", n) for n in batch)]
                 )
                 page = self.request("GET", f"/api/v1/imports/files/?{query}")
-                for entry in page.get("results", []):
+                results = page.get("results")
+                if not isinstance(results, list) or not all(_is_holding(entry) for entry in results):
+                    raise UnexpectedAnswer(
+                        "GET /api/v1/imports/files/: the answer does not list files with their path and stored_bytes"
+                    )
+                for entry in results:
                     found[entry["path"]] = entry
                 batch = []
         return found
@@ -281,6 +300,19 @@ class Server:
         result = self.request("POST", "/api/v1/imports/", body=body, content_type=content_type)
         self.bytes_sent += sum(len(part.data) for part in parts)
         return result
+
+
+def _is_holding(entry) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("path"), str)
+        and _is_count(entry.get("stored_bytes"))
+        and isinstance(entry.get("head_sha256", ""), str)
+    )
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _json_body(error: urllib.error.HTTPError) -> dict:
@@ -365,7 +397,9 @@ class Options:
 
 
 def find_logs(paths: list[str], log_name: Callable[[str], bool]) -> list[LocalFile]:
-    """The log files under the paths (a path may be a file), each once, in a stable order."""
+    """The log files under the paths (a path may be a file), each once, in a stable order. As `ace_import` reads
+    a tree: only regular files (a FIFO would block the read forever), and a symbolic link only when what it
+    points to lies inside the folder given."""
     found: dict[str, LocalFile] = {}
     for raw in paths:
         root = Path(os.path.expanduser(raw)).absolute()
@@ -383,10 +417,18 @@ def find_logs(paths: list[str], log_name: Callable[[str], bool]) -> list[LocalFi
                 continue
             try:
                 stat = path.stat()
-            except OSError:
+                inside = root == path or not path.is_symlink() or _within(path.resolve(), root.resolve())
+            except (OSError, RuntimeError):  # gone, unreadable, a loop of links
+                continue
+            if not S_ISREG(stat.st_mode) or not inside:
+                log.warning("%s: skipped (%s)", path, "not a regular file" if inside else "a link out of the folder")
                 continue
             found[str(path)] = LocalFile(path, upload_name(path, root), stat)
     return list(found.values())
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
 
 
 def push_once(options: Options, *, log_name: Callable[[str], bool] = is_log_name, sleep=time.sleep) -> PushResult:
@@ -408,7 +450,8 @@ def push_once(options: Options, *, log_name: Callable[[str], bool] = is_log_name
             log.error("the server refused the API key (%s): check --key / ACE_API_KEY", refused)
         else:
             result.refused.append(str(refused))
-            log.error("the server refused the request: %s", refused)
+            advice = " (lower --max-bytes below the server's ACE_MAX_UPLOAD_BYTES)" if refused.status == 413 else ""
+            log.error("the server refused the request: %s%s", refused, advice)
     except ServerError as error:
         result.unreachable = str(error)
         log.error("giving up for now: %s (the next run resumes where the server's copy ends)", error)
@@ -442,18 +485,23 @@ def _send(server: Server, options: Options, state: State, changed: list[LocalFil
         try:
             response = server.upload(options.machine, parts, tool=options.tool, user_id=options.user_id)
         except Refused as refused:
-            if refused.status in (401, 403, 413) or refused.status >= 500:
-                raise
             errors = refused.body.get("errors") or {}
-            if refused.status == 400 and errors and all(key.startswith("files.") for key in errors):
-                # Files the server will not take (not an agent log, a name it does not read): remembered as
-                # refused, not sent again until they change; the request's other files go in the next one.
+            if not isinstance(errors, dict):
+                errors = {}
+            per_file = bool(errors) and all(str(key).startswith("files.") for key in errors)
+            if refused.status in (401, 403) or (refused.status == 413 and not per_file) or refused.status >= 500:
+                raise
+            if refused.status in (400, 413) and per_file:
+                # Files the server will not take (not an agent log, a name it does not read, a line longer than
+                # its limit, a compressed log that decompresses to too much: 413): remembered as refused, not
+                # sent again until they change; the request's other files go in the next one.
                 for key, messages in errors.items():
                     index = int(key.split(".")[1]) if key.split(".")[1].isdigit() else -1
                     if 0 <= index < len(parts):
                         part = parts[index]
-                        log.warning("%s: refused by the server: %s", part.name, " ".join(messages))
-                        state.acknowledge(part.file.path, part.name, part.file.stat, refused=" ".join(messages))
+                        reason = " ".join(map(str, messages)) if isinstance(messages, list) else str(messages)
+                        log.warning("%s: refused by the server: %s", part.name, reason)
+                        state.acknowledge(part.file.path, part.name, part.file.stat, refused=reason)
                         todo.pop(part.name, None)
                 if all(part.name in todo for part in parts):  # none named: do not loop
                     result.refused.append(str(refused))
@@ -528,15 +576,30 @@ def _next_request(todo: dict[str, tuple[LocalFile, int | None]], max_bytes: int)
 
 
 def _record(response: dict, parts: list[Part], todo: dict, state: State, result: PushResult) -> None:
-    """What the server acknowledged: a file sent to its end is acknowledged in the state; a file cut short
-    continues from the server's copy's end."""
-    answers = {entry.get("path"): entry for entry in response.get("files", [])}
+    """What the server acknowledged, file by file: a file it holds to its end is acknowledged in the state; a
+    file cut short continues from the server's copy's end. A part the answer says nothing about (no per-file
+    result, or one without what it stored) is not acknowledged: UnexpectedAnswer names it, and the next run asks
+    the server what it holds."""
+    files = response.get("files")
+    if not isinstance(files, list):
+        for part in parts:
+            todo.pop(part.name, None)
+        raise UnexpectedAnswer(
+            "POST /api/v1/imports/ answered without per-file results ('files'): "
+            f"{', '.join(part.name for part in parts)} not marked as sent"
+        )
+    answers = {entry.get("path"): entry for entry in files if isinstance(entry, dict)}
+    unconfirmed = []
     for part in parts:
-        file, answer = part.file, answers.get(part.name, {})
-        stored = answer.get("stored_bytes")
+        file, answer = part.file, answers.get(part.name)
         start = part.offset or 0
         end = start + len(part.data)
-        status = answer.get("status", "?")
+        status = answer.get("status") if answer else None
+        stored = answer.get("stored_bytes") if answer else None
+        if status not in ("imported", "unchanged", "refused") or (status != "refused" and not _is_count(stored)):
+            unconfirmed.append(part.name)
+            todo.pop(part.name, None)
+            continue
         log.info(
             "sent %s: bytes %d-%d (%d bytes%s) -> %s, %s messages",
             part.name,
@@ -548,18 +611,22 @@ def _record(response: dict, parts: list[Part], todo: dict, state: State, result:
             answer.get("messages", 0),
         )
         if status == "refused":
-            log.warning("%s: refused by the server: %s", part.name, answer.get("reason"))
-            state.acknowledge(file.path, part.name, file.stat, refused=answer.get("reason", ""))
+            reason = str(answer.get("reason") or "refused")
+            log.warning("%s: refused by the server: %s", part.name, reason)
+            state.acknowledge(file.path, part.name, file.stat, refused=reason)
             todo.pop(part.name, None)
             continue
-        if stored is None:
-            stored = end
         if stored >= file.stat.st_size:
             state.acknowledge(file.path, part.name, file.stat)
             todo.pop(part.name, None)
             result.files_sent += 1
         else:
             todo[part.name] = (file, stored)
+    if unconfirmed:
+        raise UnexpectedAnswer(
+            f"POST /api/v1/imports/ answered without saying what it stored of {', '.join(unconfirmed)}: not marked "
+            "as sent"
+        )
 
 
 # -- the command line -------------------------------------------------------------------------------------

@@ -4,9 +4,10 @@ holds of each uploaded file (what `ace_push` resumes from).
 Uploads are kept under `$ACE_DATA_DIR/uploads/<tenant id>/` (per machine when the upload names one), so
 uploading a file again after it grew imports only its new lines (the importer keeps each file's offset). A part
 can also be only the new bytes of the client's file, from an `offset` (see `services.imports.uploads`). A
-request is checked whole before anything is stored: a bad field, a name that is not a log's, an offset the
-server cannot continue from, or a file no parser recognises (when no file is left to import) is a 4xx that
-writes nothing.
+request is checked whole before anything is stored: a bad field, a name that is not a log's, a path where the
+server holds a file or folder in the way, an offset the server cannot continue from, a file past the reading
+limits (`importers.limits`: a line too long, 400; a compressed log that decompresses to too much, 413), or a file
+no parser recognises (when no file is left to import) is a 4xx that writes nothing.
 """
 
 from __future__ import annotations
@@ -60,6 +61,12 @@ def clean_relative_path(name: str) -> str | None:
     if not is_log_name(cleaned) or PurePosixPath(cleaned).name.startswith(".json"):
         return None
     return cleaned
+
+
+def _folders(name: str) -> list[str]:
+    """The folders a relative path lies in: `a/b/c.jsonl` → `a`, `a/b`."""
+    parts = name.split("/")
+    return ["/".join(parts[:end]) for end in range(1, len(parts))]
 
 
 class ImportUploadSerializer(serializers.Serializer):
@@ -127,6 +134,13 @@ class ImportUploadSerializer(serializers.Serializer):
             elif name in names:
                 errors[f"files.{index}"] = [f"{name!r} is uploaded twice in this request."]
             names.append(name)
+        folders = {folder: index for index, name in enumerate(names) if name for folder in _folders(name)}
+        for index, name in enumerate(names):
+            if name in folders and f"files.{index}" not in errors:
+                errors[f"files.{index}"] = [
+                    f"{name!r} is a file here and a folder of {names[folders[name]]!r} in this request; upload one "
+                    "of them under another path."
+                ]
         if errors:
             raise serializers.ValidationError(errors)
         data["names"] = names
@@ -142,7 +156,7 @@ class ImportIssueSerializer(serializers.Serializer):
 
 class ImportedFileResultSerializer(serializers.Serializer):
     path = serializers.CharField()
-    status = serializers.ChoiceField(choices=["imported", "unchanged", "refused"])
+    status = serializers.ChoiceField(choices=["imported", "unchanged", "refused", "skipped"])
     tool = serializers.CharField()
     session = serializers.UUIDField(allow_null=True)
     messages = serializers.IntegerField(help_text="Messages imported from this file by this request")
@@ -165,6 +179,9 @@ class ImportSummarySerializer(serializers.Serializer):
     files_imported = serializers.IntegerField()
     files_unchanged = serializers.IntegerField()
     files_refused = serializers.IntegerField()
+    files_skipped = serializers.IntegerField(
+        help_text="Files found but not read (not a regular file, a link out of the folder): never for an upload"
+    )
     files_renamed = serializers.IntegerField(
         help_text="Files recognised as renamed ones already imported (read on from their offset)"
     )
@@ -198,11 +215,19 @@ class ImportUploadView(APIView):
         request={"multipart/form-data": ImportUploadSerializer},
         responses={
             201: ImportSummarySerializer,
-            400: OpenApiResponse(ErrorSerializer, description="A field to fix, an offset beyond what the server holds"),
+            400: OpenApiResponse(
+                ErrorSerializer,
+                description="A field to fix, an offset beyond what the server holds, a path where the server holds "
+                "a file or folder in the way, a line longer than ACE_IMPORT_MAX_LINE_BYTES",
+            ),
             409: OpenApiResponse(
                 ErrorSerializer, description="The bytes before the end of a part differ from the server's copy"
             ),
-            413: OpenApiResponse(ErrorSerializer, description="The files are larger than ACE_MAX_UPLOAD_BYTES"),
+            413: OpenApiResponse(
+                ErrorSerializer,
+                description="The files are larger than ACE_MAX_UPLOAD_BYTES, or a compressed log decompresses to "
+                "more than ACE_IMPORT_MAX_DECOMPRESSED_BYTES or ACE_IMPORT_MAX_COMPRESSION_RATIO times its size",
+            ),
         },
         examples=[
             OpenApiExample(
@@ -216,6 +241,7 @@ class ImportUploadView(APIView):
                     "files_imported": 1,
                     "files_unchanged": 0,
                     "files_refused": 0,
+                    "files_skipped": 0,
                     "sessions_created": 1,
                     "messages": 19,
                     "requests": 6,

@@ -25,6 +25,7 @@ from sessions_app.importers.jsonl import (
     read_head,
     tail_key,
 )
+from sessions_app.importers.limits import LogLimitExceeded, check_document_size
 from sessions_app.importers.opencode import parse_source, source_stat, split_source
 
 CARRY_VERSION = 1
@@ -47,7 +48,10 @@ def parse_file(
     file is known to be finished, e.g. its session ended or it has not changed for a while).
     `max_bytes` reads a chunk: it stops at the first line starting `max_bytes` or more after
     `start_offset` (`ParseResult.complete` is then False and `flush` is ignored); the next call continues
-    from `end_offset` with the returned carry, and the chunks together give what one pass gives."""
+    from `end_offset` with the returned carry, and the chunks together give what one pass gives.
+
+    A file that passes a reading limit (`importers.limits`: a line too long, a compressed log that decompresses
+    to too much) gives no messages and an error naming the limit, as a file no parser recognises does."""
     path = Path(path)
     carry = dict(carry or {})
     issues: list[ParseIssue] = []
@@ -92,7 +96,10 @@ def parse_file(
     layout = describe_layout(path)
     resolved = tool or carry.get("tool")
     if resolved is None:
-        head = read_head(path)
+        try:
+            head = read_head(path)
+        except LogLimitExceeded as error:
+            return failed(str(error))
         if not any(line.strip() for line in head):
             return _nothing_to_judge_yet(path, carry, issues)
         detection = explain_detection(path, head)
@@ -125,8 +132,11 @@ def parse_file(
         max_bytes=max_bytes,
         reported_tail=carry.get("tail", ""),
     )
-    for line in reader:
-        parser.feed(line)
+    try:
+        for line in reader:
+            parser.feed(line)
+    except LogLimitExceeded as error:
+        return failed(str(error))
     parser.read_to_end = not reader.stopped_early
     pending = parser.finish(flush=flush and parser.read_to_end)
 
@@ -202,6 +212,11 @@ def _parse_document(
     file whose first line is still being written). `conversation` seeds a sub-agent's round (the import's
     seed is all a document's carry ever holds)."""
     tool = parser_class.tool
+    try:
+        check_document_size(path.stat().st_size)
+    except LogLimitExceeded as error:
+        issues.append(ParseIssue(str(path), 0, str(error)))
+        return ParseResult(None, [], issues, 0, 0, {})
     raw = path.read_bytes()
     size = len(raw)
     data = load_document(raw)

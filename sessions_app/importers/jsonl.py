@@ -6,9 +6,9 @@ Nothing here knows a tool: `dispatch.parse_file` feeds what `JsonlReader` yields
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import math
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +17,13 @@ from typing import Any, BinaryIO
 import orjson
 
 from sessions_app.importers.base import JsonLine, ParseIssue
+from sessions_app.importers.limits import (
+    LogLimitExceeded,
+    check_document_size,
+    read_limits,
+    read_line,
+    zstd_decompressed,
+)
 
 
 class JsonlReader:
@@ -31,7 +38,8 @@ class JsonlReader:
     not UTF-8 are decoded with replacement characters and reported as a warning.
 
     With `max_bytes`, reading stops at the first line that starts that many bytes or more after
-    `start_offset` (`stopped_early` is then True): the importer reads a big file in chunks."""
+    `start_offset` (`stopped_early` is then True): the importer reads a big file in chunks. A line longer
+    than ACE_IMPORT_MAX_LINE_BYTES raises `limits.LineTooLong` before it is read into memory."""
 
     def __init__(
         self,
@@ -61,9 +69,10 @@ class JsonlReader:
         self.issues.append(ParseIssue(str(self.path), line, message, level))
 
     def __iter__(self) -> Iterator[JsonLine]:
+        max_line = read_limits().max_line_bytes
         with open_log(self.path, self.start_offset) as handle:
             offset = self.start_offset
-            for raw in handle:
+            while raw := read_line(handle, line=self.next_line, limit=max_line):
                 if self.max_bytes is not None and offset - self.start_offset >= self.max_bytes:
                     self.stopped_early = True
                     return
@@ -229,15 +238,19 @@ def is_compressed(path: Path) -> bool:
 
 
 def open_log(path: Path, offset: int = 0) -> BinaryIO:
-    """A log's bytes from `offset`, as a binary file to iterate by line; a compressed one decompressed as it
-    is read (zstandard is imported only then)."""
+    """A log's bytes from `offset`, as a binary file to read by line (`limits.read_line`); a compressed one
+    decompressed as it is read, within ACE_IMPORT_MAX_DECOMPRESSED_BYTES and ACE_IMPORT_MAX_COMPRESSION_RATIO
+    (`limits.DecompressedTooLarge` past them)."""
     if not is_compressed(path):
         handle = path.open("rb")
         handle.seek(offset)
         return handle
-    import zstandard
-
-    handle = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True))
+    raw = path.open("rb")
+    try:
+        handle = zstd_decompressed(raw, compressed_size=os.fstat(raw.fileno()).st_size)
+    except BaseException:
+        raw.close()
+        raise
     remaining = offset
     while remaining > 0:  # the stream cannot seek: read up to the offset
         chunk = handle.read(min(remaining, 1 << 20))
@@ -249,7 +262,8 @@ def open_log(path: Path, offset: int = 0) -> BinaryIO:
 
 def log_size(path: Path) -> int:
     """The bytes a log holds: its size, or decompressed, a compressed one's (read through once). Raises
-    OSError, and ValueError for a compressed file that is not valid zstd."""
+    OSError, and ValueError for a compressed file that is not valid zstd (`limits.LogLimitExceeded` for one
+    that decompresses to more than its limits)."""
     if not is_compressed(path):
         return path.stat().st_size
     size = 0
@@ -257,7 +271,7 @@ def log_size(path: Path) -> int:
         with open_log(path) as handle:
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 size += len(chunk)
-    except OSError:
+    except (OSError, LogLimitExceeded):
         raise
     except Exception as error:  # zstandard.ZstdError
         raise ValueError(f"not a readable zstd archive ({error})") from None
@@ -278,9 +292,6 @@ def count_lines_before(path: Path, offset: int) -> int:
     return count
 
 
-MAX_DOCUMENT_BYTES = 256 * 1024 * 1024  # a `.json` log bigger than this is not read whole for detection
-
-
 def load_document(raw: bytes) -> Any:
     """A whole JSON document (a `.json` log), leniently: None when it is not JSON. Lone surrogates (half an
     emoji) become U+FFFD, as in lines."""
@@ -298,18 +309,20 @@ def load_document(raw: bytes) -> Any:
 def read_head(path: Path, limit: int = 25) -> list[str]:
     """The first `limit` complete lines of a file (decoded leniently), for detection. A last line still
     being written (no newline, not yet valid JSON) is left out. A `.json` file is one document: its whole
-    text is the one "line" (up to MAX_DOCUMENT_BYTES), so detection judges the document."""
+    text is the one "line", so detection judges the document. A first line (a document) longer than
+    ACE_IMPORT_MAX_LINE_BYTES raises `limits.LineTooLong` (`limits.DocumentTooLarge`; a compressed log past its
+    limits, `limits.DecompressedTooLarge`)."""
     lines: list[str] = []
     if path.name.endswith(".json"):
         try:
-            if path.stat().st_size > MAX_DOCUMENT_BYTES:
-                return []
+            check_document_size(path.stat().st_size)
             return [_decode(path.read_bytes())[0]]
         except OSError:
             return []
+    max_line = read_limits().max_line_bytes
     try:
         with open_log(path) as handle:
-            for raw in handle:
+            while raw := read_line(handle, line=len(lines) + 1, limit=max_line):
                 text = _decode(raw)[0]
                 if not raw.endswith(b"\n") and _loads_object(text.strip().lstrip("\ufeff")) is None:
                     break
@@ -318,6 +331,8 @@ def read_head(path: Path, limit: int = 25) -> list[str]:
                     break
     except OSError:
         return []
+    except LogLimitExceeded:
+        raise
     except Exception:  # a compressed file that is not valid zstd (zstandard.ZstdError): nothing to judge by
         if is_compressed(path):
             return []

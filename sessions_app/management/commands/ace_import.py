@@ -42,13 +42,15 @@ DESCRIPTION = "\n\n".join(
 )
 EPILOG = (
     "exit status:\n"
-    f"  {EXIT_IMPORTED}  every file was imported (or was unchanged since the last import)\n"
+    f"  {EXIT_IMPORTED}  every file was imported (or was unchanged since the last import; files that are not\n"
+    "     regular files, and links to files outside the path, are skipped and named on stderr)\n"
     f"  {EXIT_FAILED}  nothing was imported: the path does not exist or cannot be read, or the database\n"
     "     cannot be used (not reachable, or not migrated: run `manage.py migrate`)\n"
     f"  {EXIT_USAGE}  wrong arguments\n"
     f"  {EXIT_REFUSED}  imported, but some files were refused (not an agent log, another tool's log than\n"
-    "     --tool, unreadable, their session deleted) or some lines skipped (not JSON): each is\n"
-    "     listed on stderr; the rest was imported, and the next run tries the refused files again"
+    "     --tool, unreadable, their session deleted, past a reading limit such as\n"
+    "     ACE_IMPORT_MAX_LINE_BYTES) or some lines skipped (not JSON): each is listed on stderr;\n"
+    "     the rest was imported, and the next run tries the refused files again"
 )
 
 

@@ -88,19 +88,21 @@ def import_path(
     the owner of the file (not for uploads), else "unknown". `uploaded` marks files received through the
     API, which have no meaningful owner. New sessions ran on `machine` (default: this host, `local_machine()`).
     `progress` hears how far the import has got (see `progress.ImportProgress`).
-    Raises ImportPathError when `path` does not exist."""
+    Files that are not regular files (a FIFO), and links to files outside `path`, are skipped, not read: the
+    summary names each (`plan.log_files`). Raises ImportPathError when `path` does not exist."""
     root = Path(path).expanduser().absolute()
     if not root.exists():
         raise ImportPathError(f"{root}: no such file or directory")
+    skipped: list[tuple[Path, str]] = []
     try:
-        files = log_files(root)
+        files = log_files(root, skipped)
     except OSError as error:
         raise ImportPathError(f"{root}: {error.strerror or error}") from error
     if root.is_file():  # an OpenCode database's sessions are `<db>#<session>`
         known = ImportedFile.objects.filter(tenant=tenant, path__in=[str(root), *map(str, files)])
     else:
         known = ImportedFile.objects.filter(tenant=tenant, path__startswith=str(root).rstrip(os.sep) + os.sep)
-    return _import_files(
+    summary = _import_files(
         tenant=tenant,
         files=files,
         known=known,
@@ -111,6 +113,9 @@ def import_path(
         machine=local_machine() if machine is None else machine,
         progress=progress,
     )
+    for path, reason in skipped:
+        summary.add_skipped(str(path), reason)
+    return summary
 
 
 def import_files(

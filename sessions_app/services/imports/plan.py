@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from stat import S_ISBLK, S_ISCHR, S_ISFIFO, S_ISREG, S_ISSOCK
 
 from django.utils import timezone
 
@@ -19,6 +20,7 @@ from sessions_app.importers import ParseIssue, ParseResult, describe_layout, ope
 from sessions_app.importers.detect import explain_detection, head_objects, is_log_name
 from sessions_app.importers.dispatch import stat_source
 from sessions_app.importers.jsonl import read_head
+from sessions_app.importers.limits import LogLimitExceeded
 from sessions_app.models import ImportedFile, ImportSource, Session, Tenant
 from sessions_app.services.imports.summary import FileResult
 
@@ -84,21 +86,59 @@ class FileInBatch:
 # -- walking ------------------------------------------------------------------------------------------
 
 
-def log_files(root: Path) -> list[Path]:
+def log_files(root: Path, skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
     """The log files under `root` (or `root` itself; see `detect.is_log_name`), sessions before sub-agent files
     so that a sub-agent can find the round of its parent that spawned it. An OpenCode database or storage
-    folder gives one source per session (see `importers.opencode`)."""
+    folder gives one source per session (see `importers.opencode`).
+
+    Only regular files are read (a FIFO would block the read forever), and a symbolic link only when the file
+    it points to lies inside `root` (links to folders are not followed): the others, named like logs, are
+    added to `skipped` with the reason. `root` itself is taken as given, a link or not."""
     sources = opencode.expand(root)
     if sources is not None:
         return sorted(sources, key=lambda path: (describe_layout(path).is_subagent, str(path)))
     if root.is_file():
         return [root]
+    if not root.is_dir():
+        if skipped is not None:
+            skipped.append((root, _not_regular(root.stat())))
+        return []
+    inside = root.resolve()
     found = []
     for directory, subdirs, names in os.walk(root):
         subdirs.sort()
         found.extend(opencode.sources_in(Path(directory), subdirs, names))
-        found.extend(path for path in (Path(directory) / name for name in names) if is_log_name(path))
+        for path in (Path(directory) / name for name in names):
+            if not is_log_name(path):
+                continue
+            why = _why_not_read(path, inside)
+            if not why:
+                found.append(path)
+            elif skipped is not None:
+                skipped.append((path, why))
     return sorted(found, key=lambda path: (describe_layout(path).is_subagent, str(path)))
+
+
+def _why_not_read(path: Path, root: Path) -> str:
+    """Why a file found in the walk of `root` (resolved) is not read, or "" when it is."""
+    try:
+        link = path.is_symlink()
+        if link:
+            target = path.resolve(strict=True)
+            if target != root and root not in target.parents:
+                return f"a symbolic link to {target}, outside the folder imported"
+        stat = path.stat()
+    except (OSError, RuntimeError) as error:  # a broken link, a loop of links, gone
+        return f"a symbolic link that cannot be followed ({getattr(error, 'strerror', None) or error})"
+    return "" if S_ISREG(stat.st_mode) else _not_regular(stat)
+
+
+def _not_regular(stat: os.stat_result) -> str:
+    kind = (
+        "a FIFO" if S_ISFIFO(stat.st_mode) else "a socket" if S_ISSOCK(stat.st_mode)
+        else "a device" if S_ISCHR(stat.st_mode) or S_ISBLK(stat.st_mode) else "not a file"
+    )  # fmt: skip
+    return f"not a regular file ({kind}): not read"
 
 
 def work_plan(files: list[Path]) -> list[list[list[Path]]]:
@@ -151,7 +191,10 @@ def file_detection(path: Path, *, tool: str | None = None) -> tuple[ParseIssue |
     """`file_refusal`'s answer, and the tool detection recognised (None when it could not tell): the parse
     takes it rather than reading and judging the file's first lines a second time."""
     tool = None if tool in ("", "auto") else tool
-    head = read_head(path)
+    try:
+        head = read_head(path)
+    except LogLimitExceeded as error:  # a first line too long, a compression bomb: named, never read
+        return ParseIssue(str(path), 0, str(error)), None
     if not any(line.strip() for line in head):
         return None, None
     detection = explain_detection(path, head)

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from sessions_app.importers.jsonl import read_head
+from sessions_app.importers.limits import LogLimitExceeded
 from sessions_app.importers.openclaw import transcript_name
 from sessions_app.models import ImportedFile, Tenant
 from sessions_app.services.imports.batch import fingerprint
@@ -60,7 +61,11 @@ def _same_inode(path: Path, stat: os.stat_result) -> bool:
 
 def _header_session_id(path: Path) -> str:
     """The `id` of the transcript's `session` header (its first line), or "" when it has none."""
-    for line in read_head(path, limit=1):
+    try:
+        head = read_head(path, limit=1)
+    except LogLimitExceeded:  # a first line too long: refused when the file is judged
+        return ""
+    for line in head:
         try:
             data = json.loads(line)
         except ValueError:

@@ -15,7 +15,7 @@ MAX_ISSUES = 200  # issues kept in a summary (all are counted)
 @dataclass
 class FileResult:
     path: str
-    status: str  # imported | unchanged | refused
+    status: str  # imported | unchanged | refused | skipped (not a regular file, a link out of the tree)
     tool: str = ""
     session_id: str | None = None
     messages: int = 0
@@ -48,6 +48,7 @@ class ImportSummary:
     files_imported: int = 0
     files_unchanged: int = 0
     files_refused: int = 0
+    files_skipped: int = 0
     files_renamed: int = 0
     sessions_created: int = 0
     messages: int = 0
@@ -71,6 +72,11 @@ class ImportSummary:
         self.add_issues([ParseIssue(path, 0, reason)])
         self.add_file(FileResult(path, "refused", reason=reason))
 
+    def add_skipped(self, path: str, reason: str) -> None:
+        """A file found that is not read at all (a FIFO, a link out of the tree): a warning, not a refusal."""
+        self.add_issues([ParseIssue(path, 0, f"skipped: {reason}", "warning")])
+        self.add_file(FileResult(path, "skipped", reason=reason))
+
     def add_file(self, result: FileResult) -> None:
         self.files_seen += 1
         self.files.append(result)
@@ -79,6 +85,8 @@ class ImportSummary:
             self.files_imported += 1
         elif result.status == "unchanged":
             self.files_unchanged += 1
+        elif result.status == "skipped":
+            self.files_skipped += 1
         else:
             self.files_refused += 1
 
@@ -90,9 +98,11 @@ class ImportSummary:
 
     def line(self) -> str:
         """One parseable line: `imported 8 files (3 unchanged, 1 refused): 2 new sessions, 1,234 messages, …`;
-        files recognised as renamed ones already imported are named in the parentheses (`, 1 renamed`), and,
-        when there are any, the responses still streaming follow."""
+        files recognised as renamed ones already imported are named in the parentheses (`, 1 renamed`), so are
+        files skipped unread (`, 1 skipped`: a FIFO, a link out of the tree), and, when there are any, the
+        responses still streaming follow."""
         renamed = f", {self.files_renamed:,} renamed" if self.files_renamed else ""
+        renamed += f", {self.files_skipped:,} skipped" if self.files_skipped else ""
         line = (
             f"imported {self.files_imported:,} files ({self.files_unchanged:,} unchanged, "
             f"{self.files_refused:,} refused{renamed}): {self.sessions_created:,} new sessions, "
@@ -113,6 +123,7 @@ class ImportSummary:
             "files_imported": self.files_imported,
             "files_unchanged": self.files_unchanged,
             "files_refused": self.files_refused,
+            "files_skipped": self.files_skipped,
             "files_renamed": self.files_renamed,
             "sessions_created": self.sessions_created,
             "messages": self.messages,

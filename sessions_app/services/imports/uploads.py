@@ -8,12 +8,17 @@ A part is either a whole file (it replaces the stored copy: a rewritten `.json` 
 rotated log) or the bytes of the client's file from an `offset` on. Appending is idempotent: bytes the server
 already holds (a retry after a lost response) are compared with the stored ones and skipped, so nothing is
 stored twice; an offset past the end of the stored copy, or bytes that differ from it, are refused before
-anything is written. Every file of a request is checked, under a lock per stored file, before any is written.
+anything is written. Every file of a request is checked, under a lock per stored file, before any is written:
+its path against the files and folders the server holds (`a.jsonl/b.jsonl` cannot be stored next to a file
+`a.jsonl`), and its bytes against the reading limits (`importers.limits`: a line too long is a 400, a compressed
+log that decompresses to too much a 413, both naming the setting). A part is streamed to a staging file, never
+held in memory whole.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import tempfile
@@ -25,6 +30,15 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from platform_kit.files import private_folder, private_open
+from sessions_app.importers.jsonl import is_compressed
+from sessions_app.importers.limits import (
+    READ_CHUNK,
+    LineTooLong,
+    LogLimitExceeded,
+    check_document_size,
+    check_log_bytes,
+    read_limits,
+)
 from sessions_app.models import Tenant
 from sessions_app.services.imports.plan import file_refusal
 
@@ -84,7 +98,8 @@ class UploadPart:
 
 class UploadRejected(Exception):
     """A part cannot be stored as sent: `errors` by field, `status` 400 (an offset the server cannot continue
-    from) or 409 (the bytes the server holds differ: send the file whole)."""
+    from, a path the server holds a file or folder in the way of, a line too long), 409 (the bytes the server
+    holds differ: send the file whole) or 413 (a compressed log that decompresses to too much)."""
 
     def __init__(self, detail: str, errors: dict[str, list[str]], status: int):
         super().__init__(detail)
@@ -111,11 +126,11 @@ def uploads_store(*, tenant: Tenant, machine: str, parts: list[UploadPart], tool
             plans = [_plan(root, staging, index, part, tool) for index, part in enumerate(parts)]
             errors = {key: messages for plan in plans for key, messages in plan.errors.items()}
             if errors:
-                conflict = any(plan.conflict for plan in plans)
+                statuses = {plan.status for plan in plans if plan.errors}
                 raise UploadRejected(
                     "; ".join(message for messages in errors.values() for message in messages),
                     errors,
-                    409 if conflict else 400,
+                    413 if 413 in statuses else 409 if 409 in statuses else 400,
                 )
             for plan in plans:
                 plan.write()
@@ -178,9 +193,14 @@ class _PartPlan:
     def __init__(self, stored: StoredPart):
         self.stored = stored
         self.errors: dict[str, list[str]] = {}
-        self.conflict = False
+        self.status = 400  # the answer when `errors` has any: 409 for bytes that differ, 413 for a bomb
         self.staged: Path | None = None  # a whole new copy, moved into place
-        self.append: bytes = b""  # or new bytes, appended to the stored copy
+        self.appended: Path | None = None  # or the part, whose bytes from `skip` on are appended to the stored copy
+        self.skip = 0
+
+    def refuse(self, key: str, message: str, status: int = 400) -> None:
+        self.errors[key] = [message]
+        self.status = status
 
     def write(self) -> None:
         if self.stored.refused:
@@ -189,9 +209,10 @@ class _PartPlan:
         if self.staged is not None:
             private_folder(final.parent)
             os.replace(self.staged, final)
-        elif self.append:
-            with private_open(final, "ab") as handle:
-                handle.write(self.append)
+        elif self.appended is not None and self.stored.appended:
+            with private_open(final, "ab") as handle, self.appended.open("rb") as part:
+                part.seek(self.skip)
+                shutil.copyfileobj(part, handle, READ_CHUNK)
                 handle.flush()
                 os.fsync(handle.fileno())
 
@@ -199,50 +220,192 @@ class _PartPlan:
 def _plan(root: Path, staging: Path, index: int, part: UploadPart, tool: str | None) -> _PartPlan:
     final = root / part.name
     plan = _PartPlan(StoredPart(name=part.name, path=final))
+    in_the_way = _in_the_way(root, part.name)
+    if in_the_way:
+        plan.refuse(f"files.{index}", f"{part.name}: {in_the_way}")
+        return plan
     have = stored_size(final)
+    staged = staging / part.name
+    private_folder(staged.parent)
+    with private_open(staged, "wb") as handle:
+        for chunk in part.chunks:
+            handle.write(chunk)
+    size = staged.stat().st_size
     if part.offset is None or have == 0:
         if part.offset:
-            plan.errors[f"offsets.{index}"] = [
-                f"{part.name}: offset {part.offset} is beyond the 0 bytes the server has; send from offset 0."
-            ]
+            plan.refuse(
+                f"offsets.{index}",
+                f"{part.name}: offset {part.offset} is beyond the 0 bytes the server has; send from offset 0.",
+            )
             return plan
-        plan.staged = staging / part.name
-        private_folder(plan.staged.parent)
-        with private_open(plan.staged, "wb") as handle:
-            for chunk in part.chunks:
-                handle.write(chunk)
-        plan.stored.appended = plan.staged.stat().st_size
-        _check_refusal(plan, plan.staged, tool)
+        plan.staged = staged
+        plan.stored.appended = size
+        if _check_limits(plan, index, staged):
+            _check_refusal(plan, staged, tool)
         return plan
     if part.offset > have:
-        plan.errors[f"offsets.{index}"] = [
-            f"{part.name}: offset {part.offset} is beyond the {have} bytes the server has; send from offset {have}."
-        ]
+        plan.refuse(
+            f"offsets.{index}",
+            f"{part.name}: offset {part.offset} is beyond the {have} bytes the server has; send from offset {have}.",
+        )
         return plan
-    data = b"".join(part.chunks)
-    overlap = min(have - part.offset, len(data))
-    if overlap:
-        with final.open("rb") as handle:
-            handle.seek(part.offset)
-            held = handle.read(overlap)
-        if held != data[:overlap]:
-            plan.conflict = True
-            plan.errors[f"files.{index}"] = [
-                f"{part.name}: the bytes from offset {part.offset} differ from those the server has: the file was "
-                "replaced or rewritten; send it whole (without an offset)."
-            ]
-            return plan
-    plan.stored.skipped, plan.append = overlap, data[overlap:]
-    plan.stored.appended = len(plan.append)
-    if have < _REFUSAL_HEAD and plan.append:
+    overlap = min(have - part.offset, size)
+    if overlap and not _same_bytes(final, part.offset, staged, overlap):
+        plan.refuse(
+            f"files.{index}",
+            f"{part.name}: the bytes from offset {part.offset} differ from those the server has: the file was "
+            "replaced or rewritten; send it whole (without an offset).",
+            409,
+        )
+        return plan
+    plan.appended, plan.skip = staged, overlap
+    plan.stored.skipped, plan.stored.appended = overlap, size - overlap
+    if not plan.stored.appended or not _check_limits(plan, index, staged, skip=overlap, continued=final):
+        return plan
+    if have < _REFUSAL_HEAD:
         # The stored copy may have held only part of a first line: judge the file as it will be.
-        head = staging / part.name
-        private_folder(head.parent)
-        with final.open("rb") as source, private_open(head, "wb") as handle:
+        head = staging / (part.name + ".head")
+        with final.open("rb") as source, staged.open("rb") as new, private_open(head, "wb") as handle:
             handle.write(source.read(have))
-            handle.write(plan.append[:_REFUSAL_HEAD])
+            new.seek(overlap)
+            handle.write(new.read(_REFUSAL_HEAD))
         _check_refusal(plan, head, tool)
     return plan
+
+
+def _in_the_way(root: Path, name: str) -> str:
+    """Why a file cannot be stored at `name` under `root` ("" when it can): a file the server holds where the
+    path needs a folder (`a.jsonl` for `a.jsonl/b.jsonl`), or a folder where it needs the file."""
+    folder = root
+    parts = name.split("/")
+    for part in parts[:-1]:
+        folder = folder / part
+        if folder.exists() and not folder.is_dir():
+            held = folder.relative_to(root).as_posix()
+            return (
+                f"the server holds a file {held!r} (uploaded before), so {held!r} cannot be a folder; upload this "
+                "file under another path."
+            )
+    final = root / name
+    if final.exists() and not final.is_file():
+        return (
+            f"the server holds a folder {name!r} (of files uploaded under it), so no file can be stored there; "
+            "upload this file under another path."
+        )
+    return ""
+
+
+def _same_bytes(stored: Path, offset: int, staged: Path, length: int) -> bool:
+    """Whether `length` bytes of the stored copy from `offset` are the staged part's first ones."""
+    with stored.open("rb") as held, staged.open("rb") as sent:
+        held.seek(offset)
+        while length > 0:
+            step = min(length, READ_CHUNK)
+            if held.read(step) != sent.read(step):
+                return False
+            length -= step
+    return True
+
+
+def _check_limits(plan: _PartPlan, index: int, part: Path, *, skip: int = 0, continued: Path | None = None) -> bool:
+    """Whether the file as it will be stored is within the reading limits (`importers.limits`); if not, the
+    plan is refused naming the limit (413 for a compressed log that decompresses to too much, 400 for a line too
+    long). The file is the staged `part` from `skip` on, after the stored copy it `continued` if any: a plain
+    file is checked from that copy's last unfinished line on (its lines are counted only to name a line too
+    long), a compressed one whole. A compressed file that does not decompress is refused as not a log, as the
+    import would refuse it."""
+    name = plan.stored.name
+    limits = read_limits()
+    compressed = is_compressed(Path(name))
+    sources, carried = [(part, skip)], 0
+    if continued is not None and compressed:
+        sources.insert(0, (continued, 0))
+    elif continued is not None:
+        carried = _unfinished_line_length(continued, limits.max_line_bytes)
+    stream = _Concatenated(sources)
+    try:
+        if name.endswith(".json"):  # a whole-document log: read whole, so no larger than a line
+            check_document_size(stored_size(continued) + stream.size if continued else stream.size, limits)
+        with stream:
+            check_log_bytes(
+                stream, compressed=compressed, compressed_size=stream.size, carried=carried, limits=limits
+            )  # fmt: skip
+    except LineTooLong as error:
+        plain_append = continued is not None and not compressed
+        line = error.line + (_lines_before_unfinished(continued) if plain_append else 0)
+        plan.refuse(f"files.{index}", f"{name}: {LineTooLong(line, error.limit)}", error.status)
+        return False
+    except LogLimitExceeded as error:
+        plan.refuse(f"files.{index}", f"{name}: {error}", error.status)
+        return False
+    except OSError:
+        raise
+    except Exception as error:  # zstandard.ZstdError: not an archive the import could read
+        if not compressed:
+            raise
+        plan.stored.refused = f"not a readable zstd archive ({error})"
+        plan.stored.appended = 0
+        return False
+    return True
+
+
+def _unfinished_line_length(path: Path, limit: int) -> int:
+    """How many bytes the stored copy's last line holds after its last newline (counted up to `limit` + 1)."""
+    size = stored_size(path)
+    length = 0
+    with path.open("rb") as handle:
+        while length <= limit and size > 0:
+            step = min(size, READ_CHUNK)
+            size -= step
+            handle.seek(size)
+            block = handle.read(step)
+            newline = block.rfind(b"\n")
+            if newline >= 0:
+                return length + step - newline - 1
+            length += step
+    return length
+
+
+def _lines_before_unfinished(path: Path) -> int:
+    """The number of complete lines of the stored copy: the unfinished one is the next."""
+    count = 0
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(READ_CHUNK), b""):
+            count += chunk.count(b"\n")
+    return count
+
+
+class _Concatenated(io.RawIOBase):
+    """The bytes of several files (each from an offset) as one stream, read in order."""
+
+    def __init__(self, sources: list[tuple[Path, int]]):
+        super().__init__()
+        self.sources = list(sources)
+        self.size = sum(max(stored_size(path) - skip, 0) for path, skip in self.sources)
+        self.current = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while True:
+            if self.current is None:
+                if not self.sources:
+                    return 0
+                path, skip = self.sources.pop(0)
+                self.current = path.open("rb")
+                self.current.seek(skip)
+            count = self.current.readinto(buffer)
+            if count:
+                return count
+            self.current.close()
+            self.current = None
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.close()
+            self.current = None
+        super().close()
 
 
 def _check_refusal(plan: _PartPlan, path: Path, tool: str | None) -> None:
