@@ -293,6 +293,7 @@ CELERY_TASK_QUEUES = {
     name: {"routing_key": name} for name in ("celery", "strategies", "indexing", "embedding", "webhooks")
 }
 CELERY_TASK_ROUTES = {
+    "webhooks_app.tasks.deliveries_sweep": {"queue": "celery"},  # never behind a backlog of delivery turns
     "webhooks_app.tasks.*": {"queue": "webhooks"},
     "memory_app.tasks.*": {"queue": "embedding"},
     "sessions_app.tasks.index_*": {"queue": "indexing"},

@@ -38,7 +38,7 @@ def test_each_kind_of_work_is_routed_to_its_own_queue():
         "strategies_app.tasks.runs_requeue": "celery",  # the sweep of lost runs is never behind them
         "sessions_app.tasks.close_abandoned_turns": "celery",
         "webhooks_app.tasks.deliver": "webhooks",  # its own worker: a slow receiver holds up no other work
-        "webhooks_app.tasks.deliveries_sweep": "webhooks",
+        "webhooks_app.tasks.deliveries_sweep": "celery",  # never behind a backlog of delivery turns
     }
     assert set(app.amqp.queues) == {"celery", "strategies", "indexing", "embedding", "webhooks"}  # without -Q: all
 

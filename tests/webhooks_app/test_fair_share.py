@@ -69,7 +69,7 @@ def pending(tenant) -> int:
 
 def test_deliveries_have_their_own_queue_and_their_own_worker():
     assert app.amqp.router.route({}, "webhooks_app.tasks.deliver")["queue"].name == "webhooks"
-    assert app.amqp.router.route({}, "webhooks_app.tasks.deliveries_sweep")["queue"].name == "webhooks"
+    assert app.amqp.router.route({}, "webhooks_app.tasks.deliveries_sweep")["queue"].name == "celery"
     processes = dict(read_procfile((ROOT / "Procfile").read_text()))
     consumed = {name: command.split("--queues ")[1].split()[0].split(",") for name, command in processes.items()
                 if "--queues" in command}  # fmt: skip
@@ -179,3 +179,27 @@ def test_a_tenant_never_has_more_than_its_share_of_attempts_at_once(transactiona
     WebhookDelivery.objects.filter(pk=lost.pk).update(claimed_until=past, next_attempt_at=past)
     again = delivery_claim_next()
     assert again is not None and again.delivery_id == lost.pk and again.number == 2
+
+
+def test_the_sweep_queues_a_turn_per_free_place_not_one_per_waiting_delivery(transactional_db, settings):
+    """Deliveries due for longer than the grace and not taken (their turns lost): the sweep queues as many turns as
+    their tenants have free places; a backlog waiting for its tenant's places is not lost."""
+    from webhooks_app.services.deliveries import deliveries_sweep_turns
+
+    settings.ACE_WEBHOOKS_TENANT_CONCURRENCY = 3
+    busy, quiet = make_client("acme").tenant, make_client("globex").tenant
+    broker = redis.Redis.from_url(TEST_BROKER_URL)
+    with on_test_broker():
+        for tenant, count in ((busy, 50), (quiet, 2)):
+            Webhook.objects.create(tenant=tenant, url="http://127.0.0.1:9/", events=["record.created"])
+            for i in range(count):
+                events_publish(tenant_id=tenant.pk, event="record.created", data={"i": i})
+        broker.delete("webhooks")  # the turns were lost
+        long_ago = timezone.now() - timedelta(minutes=5)
+        WebhookDelivery.objects.update(next_attempt_at=long_ago)
+        taken = delivery_claim_next()  # one attempt under way, of whichever tenant's turn it was
+        assert taken is not None
+        # busy: 3 places (2 if the attempt is its own) for 50 (49) waiting; quiet: 2 waiting (1, and 2 places)
+        assert deliveries_sweep_turns() == 4
+        assert broker.llen("webhooks") == 4
+        broker.delete("webhooks")
