@@ -24,7 +24,7 @@ from tests.factories import SessionFactory
 from tests.webhooks_app.receiver import receiving
 from webhooks_app.models import DeliveryStatus, Webhook, WebhookDelivery
 from webhooks_app.services.claims import delivery_claim_next
-from webhooks_app.services.deliveries import events_publish
+from webhooks_app.services.deliveries import delivery_attempt, events_publish
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -173,6 +173,8 @@ def test_a_tenant_never_has_more_than_its_share_of_attempts_at_once(transactiona
     }
     assert by_tenant == {"acme": 2, "globex": 1}, by_tenant
     assert delivery_claim_next() is None  # both tenants are at their share or done
+    waiting = WebhookDelivery.objects.filter(tenant=busy, claimed_until__isnull=True).first()
+    assert delivery_attempt(waiting.pk).outcome == "skipped"  # a given delivery waits for its tenant's place too
     # A worker died in its attempt: once the lease ends, the place is free again.
     lost = WebhookDelivery.objects.filter(tenant=busy, claimed_until__isnull=False).first()
     past = timezone.now() - timedelta(hours=1)

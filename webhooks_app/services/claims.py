@@ -100,17 +100,43 @@ def _in_flight(tenant_id, now: datetime) -> int:
         return cursor.fetchone()[0]
 
 
-def _delivery_next(tenant_id, now: datetime):
-    """(delivery id, whether its webhook's breaker is open) of the tenant's claimable delivery due first."""
+def _delivery_next(tenant_id, now: datetime, delivery_id=None):
+    """(delivery id, webhook id, whether its breaker is open) of the tenant's claimable delivery due first (or of
+    `delivery_id`, when it is claimable)."""
+    only = " AND d.id = %(delivery)s" if delivery_id is not None else ""
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT d.id, d.webhook_id, w.breaker_opened_at IS NOT NULL FROM {_DELIVERY} d"
             f" JOIN {_WEBHOOK} w ON w.id = d.webhook_id"
-            f" WHERE d.tenant_id = %(tenant)s AND {_CLAIMABLE}"
+            f" WHERE d.tenant_id = %(tenant)s AND {_CLAIMABLE}{only}"
             " ORDER BY d.next_attempt_at, d.id LIMIT 1 FOR UPDATE OF d SKIP LOCKED",
-            {"tenant": tenant_id, "now": now},
+            {"tenant": tenant_id, "now": now, "delivery": delivery_id},
         )
         return cursor.fetchone()
+
+
+def _claim_in_lane(tenant_id, *, delivery_id=None) -> Claim | None:
+    """Inside a transaction holding the tenant's lane: the claim, if the tenant is below its limit (counted under
+    the lock, so a claim committed a moment ago counts too) and a delivery may be attempted."""
+    now = timezone.now()
+    if _in_flight(tenant_id, now) >= settings.ACE_WEBHOOKS_TENANT_CONCURRENCY:
+        return None
+    row = _delivery_next(tenant_id, now, delivery_id)
+    if row is None:
+        return None
+    delivery_id, webhook_id, breaker_open = row
+    lease = lease_end(now)
+    if breaker_open:
+        # The half-open probe: one delivery, and the next probe not before this one's lease ends.
+        Webhook.objects.filter(pk=webhook_id).update(breaker_probe_at=lease)
+    claimed = WebhookDelivery.objects.filter(
+        pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
+    ).update(attempts=F("attempts") + 1, next_attempt_at=lease, claimed_until=lease)
+    if not claimed:
+        return None
+    DeliveryLane.objects.filter(tenant_id=tenant_id).update(last_served_at=now)
+    number = WebhookDelivery.objects.filter(pk=delivery_id).values_list("attempts", flat=True).get()
+    return Claim(delivery_id=delivery_id, number=number, probe=breaker_open)
 
 
 def delivery_claim_next() -> Claim | None:
@@ -125,26 +151,19 @@ def delivery_claim_next() -> Claim | None:
             tenant_id = _tenant_next(now, limit, skip_locked=False)
         if tenant_id is None:
             return None
-        # Counted again under the lane's lock: a claim committed since the query above started counts too.
-        now = timezone.now()
-        if _in_flight(tenant_id, now) >= limit:
-            return None
-        row = _delivery_next(tenant_id, now)
-        if row is None:
-            return None
-        delivery_id, webhook_id, breaker_open = row
-        lease = lease_end(now)
-        if breaker_open:
-            # The half-open probe: one delivery, and the next probe not before this one's lease ends.
-            Webhook.objects.filter(pk=webhook_id).update(breaker_probe_at=lease)
-        claimed = WebhookDelivery.objects.filter(
-            pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
-        ).update(attempts=F("attempts") + 1, next_attempt_at=lease, claimed_until=lease)
-        if not claimed:
-            return None
-        DeliveryLane.objects.filter(tenant_id=tenant_id).update(last_served_at=now)
-        number = WebhookDelivery.objects.filter(pk=delivery_id).values_list("attempts", flat=True).get()
-    return Claim(delivery_id=delivery_id, number=number, probe=breaker_open)
+        return _claim_in_lane(tenant_id)
+
+
+def delivery_claim(delivery_id) -> Claim | None:
+    """Take this delivery for one attempt, on the same terms as a turn (due, its tenant below its limit, its
+    webhook's breaker closed or due for a probe, nobody else trying it); None otherwise."""
+    tenant_id = WebhookDelivery.objects.filter(pk=delivery_id).values_list("tenant_id", flat=True).first()
+    if tenant_id is None:
+        return None
+    lanes_open([tenant_id])
+    with transaction.atomic():
+        DeliveryLane.objects.select_for_update().filter(tenant_id=tenant_id).exists()
+        return _claim_in_lane(tenant_id, delivery_id=delivery_id)
 
 
 def turns_owed(*, due_before: datetime, cap: int = 1000) -> int:

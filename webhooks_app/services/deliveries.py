@@ -10,6 +10,7 @@
   timeout, a connection error, 408, 429 or 5xx retried after a backoff (ACE_WEBHOOKS_RETRY_BASE_SECONDS ×
   3^(n-1), plus up to 20 % jitter) until ACE_WEBHOOKS_MAX_ATTEMPTS; anything else failed at once. The same
   failures count towards the webhook's circuit breaker (services/breakers.py). Then it queues the next turn.
+- `delivery_attempt` is the same for one given delivery, now, in the calling process (no turns queued after it).
 - `deliveries_sweep_turns` is what the sweep (every minute) queues again: turns for deliveries due and not taken
   for longer than a grace.
 - `delivery_redeliver` and `webhook_ping` are what the API and the admin call.
@@ -35,7 +36,14 @@ from webhooks_app.events import PING
 from webhooks_app.models import DeliveryStatus, Webhook, WebhookAttempt, WebhookChange, WebhookDelivery
 from webhooks_app.services import transport
 from webhooks_app.services.breakers import breaker_record_failure, breaker_record_success
-from webhooks_app.services.claims import Claim, delivery_claim_next, lanes_open, turns_enqueue, turns_owed
+from webhooks_app.services.claims import (
+    Claim,
+    delivery_claim,
+    delivery_claim_next,
+    lanes_open,
+    turns_enqueue,
+    turns_owed,
+)
 from webhooks_app.services.signing import signature
 from webhooks_app.services.webhooks import WebhookDeleted, audit_log
 
@@ -143,7 +151,7 @@ def delivery_redeliver(*, tenant_id, delivery_id, actor: str) -> WebhookDelivery
 
 @dataclass(frozen=True)
 class AttemptResult:
-    outcome: str  # succeeded | retry | failed | idle (no delivery may be attempted now)
+    outcome: str  # succeeded | retry | failed | idle (no delivery may be attempted now) | skipped (not this one)
     retry_in: float | None = None  # seconds, when outcome is retry
 
 
@@ -187,16 +195,35 @@ def _turn() -> tuple[AttemptResult, list[float]]:
     claim = delivery_claim_next()
     if claim is None:
         return AttemptResult("idle"), []
-    result, webhook_id, receiver_failed = _attempt(claim)
+    result, owed, breaker_closed = _attempt_judged(claim)
     turns_enqueue()
+    if breaker_closed:
+        turns_enqueue(settings.ACE_WEBHOOKS_TENANT_CONCURRENCY)
+    return result, owed
+
+
+def delivery_attempt(delivery_id) -> AttemptResult:
+    """One attempt of this delivery now, in this process, on a turn's terms (due, its tenant below its limit, its
+    webhook's breaker closed or due for a probe, nobody else trying it; else "skipped"). The turns that follow
+    from it are not queued: a worker's next turn, or the sweep, takes its retry."""
+    claim = delivery_claim(delivery_id)
+    if claim is None:
+        return AttemptResult("skipped")
+    result, _, _ = _attempt_judged(claim)
+    return result
+
+
+def _attempt_judged(claim: Claim) -> tuple[AttemptResult, list[float], bool]:
+    """A claimed delivery's attempt, and what it tells its webhook's circuit breaker: (the result, in how many
+    seconds the turns it owes are due — its retry, its webhook's probe —, whether it closed the breaker)."""
+    result, webhook_id, receiver_failed = _attempt(claim)
     owed = [result.retry_in] if result.outcome == "retry" else []
     if receiver_failed:
         cooldown = breaker_record_failure(webhook_id=webhook_id, probe=claim.probe)
         if cooldown is not None:
             owed.append(cooldown)
-    elif result.outcome == "succeeded" and breaker_record_success(webhook_id=webhook_id):
-        turns_enqueue(settings.ACE_WEBHOOKS_TENANT_CONCURRENCY)
-    return result, owed
+        return result, owed, False
+    return result, owed, result.outcome == "succeeded" and breaker_record_success(webhook_id=webhook_id)
 
 
 def _attempt(claim: Claim) -> tuple[AttemptResult, object, bool]:
