@@ -16,7 +16,7 @@ from django.db import connection
 from django.utils import timezone
 
 from aceproject.celery import app
-from scripts.supervise import read_procfile
+from scripts.supervise import read_procfile, supervisord_config
 from strategies_app.models import RunStatus, Strategy, StrategyRun, Trigger
 from strategies_app.services.runs import run_request
 from tests.conftest import TEST_BROKER_URL, make_client, on_test_broker
@@ -67,7 +67,7 @@ def pending(tenant) -> int:
     return WebhookDelivery.objects.filter(tenant=tenant, status=DeliveryStatus.PENDING).count()
 
 
-def test_deliveries_have_their_own_queue_and_their_own_worker():
+def test_deliveries_have_their_own_queue_and_their_own_worker(tmp_path):
     assert app.amqp.router.route({}, "webhooks_app.tasks.deliver")["queue"].name == "webhooks"
     assert app.amqp.router.route({}, "webhooks_app.tasks.deliveries_sweep")["queue"].name == "celery"
     processes = dict(read_procfile((ROOT / "Procfile").read_text()))
@@ -76,6 +76,10 @@ def test_deliveries_have_their_own_queue_and_their_own_worker():
     assert consumed["webhooks"] == ["webhooks"]
     assert [name for name, queues in consumed.items() if "webhooks" in queues] == ["webhooks"]
     assert set().union(*consumed.values()) == set(app.amqp.queues)  # every queue has a worker
+    # scripts/up stops it with the workers (before web), giving an attempt under way its timeout to end
+    config = supervisord_config(list(processes.items()), data_dir=tmp_path, directory=ROOT)
+    section = config.split("[program:webhooks]")[1].split("[program:")[0]
+    assert "priority=220" in section and "stopwaitsecs=70" in section
 
 
 @pytest.fixture
