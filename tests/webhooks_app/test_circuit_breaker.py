@@ -155,3 +155,24 @@ def test_the_admin_shows_the_breaker_and_resets_it(db, client, django_user_model
     reset = Webhook.objects.get(pk=webhook["id"])
     assert reset.breaker_state == "closed" and reset.consecutive_failures == 0 and reset.breaker_trips == 0
     assert api.get(f"/api/v1/webhooks/{webhook['id']}/changes/").json()["results"][0]["actor"] == "admin:ops"
+
+
+def test_deleting_a_webhook_gives_up_its_held_deliveries_at_once(db, settings):
+    """Held deliveries of a webhook deleted meanwhile are not held until a probe: they fail, without a request."""
+    from webhooks_app.services.deliveries import delivery_attempt, events_publish
+
+    settings.ACE_WEBHOOKS_ALLOW_PRIVATE = True
+    api = make_client("acme")
+    webhook = subscribe(api, "https://hooks.example.com/ace")
+    for i in range(3):
+        events_publish(tenant_id=api.tenant.pk, event="record.created", data={"i": i})
+    Webhook.objects.filter(pk=webhook["id"]).update(
+        consecutive_failures=5, breaker_opened_at=timezone.now(), breaker_probe_at=timezone.now() + timedelta(hours=1)
+    )
+    held = list(WebhookDelivery.objects.filter(webhook_id=webhook["id"]).values_list("pk", flat=True))
+    assert [delivery_attempt(pk).outcome for pk in held] == ["skipped"] * 3  # held while the breaker is open
+    assert api.delete(f"/api/v1/webhooks/{webhook['id']}/").status_code == 204
+    assert [delivery_attempt(pk).outcome for pk in held] == ["failed"] * 3
+    assert set(WebhookDelivery.objects.filter(pk__in=held).values_list("error", "attempts")) == {
+        ("Not sent: the webhook was deleted.", 0)
+    }

@@ -35,10 +35,11 @@ LEASE_MARGIN = timedelta(seconds=60)  # an attempt's lease: the POST's timeout a
 _DELIVERY = WebhookDelivery._meta.db_table
 _WEBHOOK = Webhook._meta.db_table
 _LANE = DeliveryLane._meta.db_table
-# A delivery that may be attempted at %(now)s: pending, due, and its webhook's breaker closed or due for a probe.
+# A delivery that may be attempted at %(now)s: pending, due, and its webhook's breaker closed or due for a probe
+# (or its webhook deleted or deactivated: the attempt then gives it up without a request, breaker or not).
 _CLAIMABLE = (
     "d.status = 'pending' AND d.next_attempt_at <= %(now)s"
-    " AND (w.breaker_probe_at IS NULL OR w.breaker_probe_at <= %(now)s)"
+    " AND (w.breaker_probe_at IS NULL OR w.breaker_probe_at <= %(now)s OR w.deleted_at IS NOT NULL OR NOT w.active)"
 )
 _IN_FLIGHT = (
     f"SELECT count(*) FROM {_DELIVERY} f"
