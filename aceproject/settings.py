@@ -297,11 +297,16 @@ elif CELERY_BROKER_URL.startswith(("redis://", "rediss://", "redis+socket://", "
 elif CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(ACE_DATA_DIR)
 # Queues by kind of work, so a flood of one never holds up the others: the Procfile runs one worker for the
-# embeddings (CPU-heavy, the model loaded once) and one for the rest, which takes from its queues in turn.
-# A worker started without -Q consumes all of them.
+# embeddings (CPU-heavy, the model loaded once), one for the webhook deliveries (they wait on other servers'
+# answers: a slow receiver must never hold up a strategy run), and one for the rest, which takes from its queues
+# in turn. A worker started without -Q consumes all of them.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
-CELERY_TASK_QUEUES = {name: {"routing_key": name} for name in ("celery", "strategies", "indexing", "embedding")}
+CELERY_TASK_QUEUES = {
+    name: {"routing_key": name} for name in ("celery", "strategies", "indexing", "embedding", "webhooks")
+}
 CELERY_TASK_ROUTES = {
+    "webhooks_app.tasks.deliveries_sweep": {"queue": "celery"},  # never behind a backlog of delivery turns
+    "webhooks_app.tasks.*": {"queue": "webhooks"},
     "memory_app.tasks.*": {"queue": "embedding"},
     "sessions_app.tasks.index_*": {"queue": "indexing"},
     "strategies_app.tasks.runs_requeue": {"queue": "celery"},  # the sweep of lost runs: never behind them
@@ -455,6 +460,23 @@ for _name, _value, _low, _high in (
     ("ACE_WEBHOOKS_TIMEOUT_SECONDS", ACE_WEBHOOKS_TIMEOUT_SECONDS, 0.1, 60),
     ("ACE_WEBHOOKS_MAX_ATTEMPTS", ACE_WEBHOOKS_MAX_ATTEMPTS, 1, 20),
     ("ACE_WEBHOOKS_RETRY_BASE_SECONDS", ACE_WEBHOOKS_RETRY_BASE_SECONDS, 0.01, 3600),
+):
+    if not _low <= _value <= _high:
+        raise ImproperlyConfigured(f"{_name}={_value:g}: must be from {_low:g} to {_high:g}")
+# A fair share for every tenant: at most this many of a tenant's deliveries are being attempted at once (across
+# every process and host), and the next free turn goes to the tenant served least recently.
+ACE_WEBHOOKS_TENANT_CONCURRENCY = env.int("ACE_WEBHOOKS_TENANT_CONCURRENCY", default=2)
+# The circuit breaker of each webhook: after this many failures in a row (timeouts, connection errors, 408, 429,
+# 5xx) its deliveries are held, not attempted, for a cool-down that doubles each time a probe fails again
+# (ACE_WEBHOOKS_BREAKER_COOLDOWN_SECONDS, 2x, 4x, ... up to ACE_WEBHOOKS_BREAKER_COOLDOWN_MAX_SECONDS).
+ACE_WEBHOOKS_BREAKER_FAILURES = env.int("ACE_WEBHOOKS_BREAKER_FAILURES", default=5)
+ACE_WEBHOOKS_BREAKER_COOLDOWN_SECONDS = env.float("ACE_WEBHOOKS_BREAKER_COOLDOWN_SECONDS", default=60.0)
+ACE_WEBHOOKS_BREAKER_COOLDOWN_MAX_SECONDS = env.float("ACE_WEBHOOKS_BREAKER_COOLDOWN_MAX_SECONDS", default=3600.0)
+for _name, _value, _low, _high in (
+    ("ACE_WEBHOOKS_TENANT_CONCURRENCY", ACE_WEBHOOKS_TENANT_CONCURRENCY, 1, 1000),
+    ("ACE_WEBHOOKS_BREAKER_FAILURES", ACE_WEBHOOKS_BREAKER_FAILURES, 1, 1000),
+    ("ACE_WEBHOOKS_BREAKER_COOLDOWN_SECONDS", ACE_WEBHOOKS_BREAKER_COOLDOWN_SECONDS, 0.1, 86400),
+    ("ACE_WEBHOOKS_BREAKER_COOLDOWN_MAX_SECONDS", ACE_WEBHOOKS_BREAKER_COOLDOWN_MAX_SECONDS, 0.1, 7 * 86400),
 ):
     if not _low <= _value <= _high:
         raise ImproperlyConfigured(f"{_name}={_value:g}: must be from {_low:g} to {_high:g}")

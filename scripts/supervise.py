@@ -26,10 +26,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# By process name (or name prefix): the order to start in (stopped in reverse) and how long a graceful
-# stop may take before supervisord kills. gunicorn finishes its requests (graceful timeout 30 s); a Celery
-# worker finishes its tasks on SIGTERM (warm shutdown), and a task cut short is run again (acks_late).
+# By process name (or name prefix, the first that matches): the order to start in (stopped in reverse) and how
+# long a graceful stop may take before supervisord kills. gunicorn finishes its requests (graceful timeout 30 s);
+# a Celery worker finishes its tasks on SIGTERM (warm shutdown), and a task cut short is run again (acks_late).
 _KINDS = {
+    "webhooks": {"priority": 220, "stopwaitsecs": 70},  # the webhook deliveries' worker (before "web": a prefix)
     "web": {"priority": 100, "stopwaitsecs": 35},
     "worker": {"priority": 200, "stopwaitsecs": 60},
     "embedder": {"priority": 210, "stopwaitsecs": 60},  # the embedding queue's worker

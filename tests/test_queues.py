@@ -25,6 +25,8 @@ def test_each_kind_of_work_is_routed_to_its_own_queue():
             "strategies_app.tasks.sessions_messages_triggers",
             "strategies_app.tasks.runs_requeue",
             "sessions_app.tasks.close_abandoned_turns",
+            "webhooks_app.tasks.deliver",
+            "webhooks_app.tasks.deliveries_sweep",
         )
     }
     assert queues == {
@@ -35,8 +37,10 @@ def test_each_kind_of_work_is_routed_to_its_own_queue():
         "strategies_app.tasks.sessions_messages_triggers": "strategies",
         "strategies_app.tasks.runs_requeue": "celery",  # the sweep of lost runs is never behind them
         "sessions_app.tasks.close_abandoned_turns": "celery",
+        "webhooks_app.tasks.deliver": "webhooks",  # its own worker: a slow receiver holds up no other work
+        "webhooks_app.tasks.deliveries_sweep": "celery",  # never behind a backlog of delivery turns
     }
-    assert set(app.amqp.queues) == {"celery", "strategies", "indexing", "embedding"}  # a worker without -Q: all
+    assert set(app.amqp.queues) == {"celery", "strategies", "indexing", "embedding", "webhooks"}  # without -Q: all
 
 
 def test_a_strategy_run_is_not_held_up_by_two_thousand_waiting_embedding_tasks(api, session, settings, celery_worker):

@@ -19,12 +19,14 @@ from platform_kit.admin.display import (
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
 from webhooks_app.events import DELIVERY_EVENTS, Event
-from webhooks_app.models import DeliveryStatus, Webhook, WebhookAttempt, WebhookChange, WebhookDelivery
+from webhooks_app.models import BreakerState, DeliveryStatus, Webhook, WebhookAttempt, WebhookChange, WebhookDelivery
+from webhooks_app.services.breakers import webhook_breaker_reset
 from webhooks_app.services.deliveries import DeliveryNotRedeliverable, delivery_redeliver, webhook_ping
 from webhooks_app.services.webhooks import WebhookDeleted, _validate, webhook_create, webhook_delete, webhook_update
 
 STATUS_TONES = {DeliveryStatus.PENDING: "blue", DeliveryStatus.SUCCEEDED: "green", DeliveryStatus.FAILED: "red"}
 EDITABLE = ("url", "events", "description", "active")
+BREAKER_FIELDS = ("breaker", "breaker_opened_at", "consecutive_failures", "breaker_probe_at", "held_deliveries")
 
 
 def admin_actor(request) -> str:
@@ -52,6 +54,21 @@ class WebhookForm(forms.ModelForm):
         return cleaned
 
 
+class BreakerFilter(admin.SimpleListFilter):
+    title = "circuit breaker"
+    parameter_name = "breaker"
+
+    def lookups(self, request, model_admin):
+        return [("open", "open (deliveries held)"), ("closed", "closed")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "open":
+            return queryset.filter(breaker_opened_at__isnull=False)
+        if self.value() == "closed":
+            return queryset.filter(breaker_opened_at__isnull=True)
+        return queryset
+
+
 class WebhookChangeInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = WebhookChange
     fields = ("created_at", "action", "actor", "changes")
@@ -63,18 +80,24 @@ class WebhookChangeInline(ReadOnlyAdminMixin, admin.TabularInline):
 @admin.register(Webhook)
 class WebhookAdmin(admin.ModelAdmin):
     form = WebhookForm
-    list_display = ("name", "tenant", "events_display", "state", "deliveries_link", "created_at")
-    list_filter = ("active", "tenant")
+    list_display = ("name", "tenant", "events_display", "state", "breaker", "deliveries_link", "created_at")
+    list_filter = ("active", BreakerFilter, "tenant")
     search_fields = ("url", "description")
     list_select_related = ("tenant",)
-    readonly_fields = ("id", "deliveries_link", "created_at", "updated_at", "deleted_at")
+    readonly_fields = (
+        "id", "breaker", "breaker_opened_at", "consecutive_failures", "breaker_probe_at", "held_deliveries",
+        "deliveries_link", "created_at", "updated_at", "deleted_at",
+    )  # fmt: skip
     inlines = (WebhookChangeInline,)
-    actions = ("send_test", "delete_webhooks")
+    actions = ("send_test", "reset_breakers", "delete_webhooks")
 
     def get_fields(self, request, obj=None):
         if obj is None:
             return ("tenant", *EDITABLE)
-        return ("id", "tenant", *EDITABLE, "new_secret", "deliveries_link", "created_at", "updated_at", "deleted_at")
+        return (
+            "id", "tenant", *EDITABLE, "new_secret", *BREAKER_FIELDS, "deliveries_link", "created_at", "updated_at",
+            "deleted_at",
+        )  # fmt: skip
 
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
@@ -129,6 +152,22 @@ class WebhookAdmin(admin.ModelAdmin):
             return badge("deleted", "slate")
         return badge("active", "green") if webhook.active else badge("inactive", "grey")
 
+    @admin.display(description="circuit breaker")
+    def breaker(self, webhook):
+        state = webhook.breaker_state
+        tone = {BreakerState.CLOSED: "green", BreakerState.OPEN: "red", BreakerState.HALF_OPEN: "amber"}[state]
+        if state == BreakerState.CLOSED and webhook.consecutive_failures:
+            return format_html("{} {}", badge(state, tone), f"({webhook.consecutive_failures} failed in a row)")
+        return badge(state, tone)
+
+    @admin.display(description="held deliveries")
+    def held_deliveries(self, webhook):
+        if webhook.pk is None or webhook.breaker_opened_at is None:
+            return EMPTY
+        held = WebhookDelivery.objects.filter(webhook=webhook, status=DeliveryStatus.PENDING).count()
+        url = changelist_url(WebhookDelivery, webhook=webhook.pk, status=DeliveryStatus.PENDING)
+        return format_html('<a href="{}">{} pending</a>', url, held)
+
     @admin.display(description="deliveries")
     def deliveries_link(self, webhook):
         if webhook.pk is None:
@@ -142,6 +181,17 @@ class WebhookAdmin(admin.ModelAdmin):
             webhook_ping(tenant=webhook.tenant, webhook_id=webhook.pk, actor=admin_actor(request))
             sent += 1
         self.message_user(request, f"Queued a ping to {sent} webhook(s); see their deliveries.")
+
+    @admin.action(
+        description="Reset the circuit breaker of the selected webhooks (held deliveries go)", permissions=["change"]
+    )
+    def reset_breakers(self, request, queryset):
+        done = 0
+        for webhook in queryset.filter(deleted_at__isnull=True).select_related("tenant"):
+            if webhook.breaker_opened_at is not None or webhook.consecutive_failures:
+                webhook_breaker_reset(tenant=webhook.tenant, webhook_id=webhook.pk, actor=admin_actor(request))
+                done += 1
+        self.message_user(request, f"Closed the circuit breaker of {done} webhook(s); their held deliveries go now.")
 
     @admin.action(description="Delete the selected webhooks (kept for audit)", permissions=["change"])
     def delete_webhooks(self, request, queryset):

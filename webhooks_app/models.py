@@ -13,6 +13,12 @@ MAX_URL_LENGTH = 2000
 MAX_DESCRIPTION_LENGTH = 1000
 
 
+class BreakerState(models.TextChoices):
+    CLOSED = "closed", "closed"
+    OPEN = "open", "open"
+    HALF_OPEN = "half-open", "half-open"
+
+
 class Webhook(models.Model):
     """Where to POST a tenant's events, and which ones. Deleting one keeps it (and its deliveries) for audit."""
 
@@ -27,6 +33,20 @@ class Webhook(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
     deleted_at = models.DateTimeField(null=True, blank=True, help_text="Deleted through the API or the admin")
+    # The circuit breaker (services/breakers.py): open while breaker_opened_at is set; its deliveries are held
+    # until breaker_probe_at, when one of them is tried (the probe) and closes it or opens it for longer.
+    consecutive_failures = models.PositiveIntegerField(
+        default=0, help_text="Attempts failed in a row (timeouts, connection errors, 408, 429, 5xx)"
+    )
+    breaker_opened_at = models.DateTimeField(
+        "breaker open since", null=True, blank=True, help_text="Open: its deliveries are held, not attempted"
+    )
+    breaker_probe_at = models.DateTimeField(
+        "next probe at", null=True, blank=True, help_text="When one held delivery is tried to see if it recovered"
+    )
+    breaker_trips = models.PositiveIntegerField(
+        default=0, help_text="Times opened since it last closed (each doubles the cool-down)"
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -34,6 +54,15 @@ class Webhook(models.Model):
 
     def __str__(self):
         return self.description or self.url
+
+    @property
+    def breaker_state(self) -> str:
+        """closed (deliveries go), open (held until the probe), or half-open (the probe is due or under way)."""
+        if self.breaker_opened_at is None:
+            return BreakerState.CLOSED
+        if self.breaker_probe_at is not None and self.breaker_probe_at > timezone.now():
+            return BreakerState.OPEN
+        return BreakerState.HALF_OPEN
 
 
 class DeliveryStatus(models.TextChoices):
@@ -57,6 +86,8 @@ class WebhookDelivery(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     # While pending, when it is due; during an attempt, when that attempt is taken for lost (its lease).
     next_attempt_at = models.DateTimeField(null=True, blank=True, default=timezone.now)
+    # During an attempt, its lease (as next_attempt_at); what the per-tenant limit counts. Cleared after it.
+    claimed_until = models.DateTimeField(null=True, blank=True, editable=False)
     response_status = models.PositiveIntegerField(null=True, blank=True, help_text="The last attempt's HTTP status")
     response_headers = models.JSONField(default=dict, blank=True)
     response_body = models.TextField(blank=True, help_text="The start of the last answer's body")
@@ -76,10 +107,30 @@ class WebhookDelivery(models.Model):
             models.Index(fields=["webhook", "-created_at"], name="delivery_webhook_created"),
             models.Index(fields=["tenant", "-created_at"], name="delivery_tenant_created"),
             models.Index(fields=["next_attempt_at"], name="delivery_pending_due", condition=models.Q(status="pending")),
+            models.Index(
+                fields=["tenant", "next_attempt_at"], name="delivery_tenant_due", condition=models.Q(status="pending")
+            ),
+            models.Index(
+                fields=["tenant", "claimed_until"],
+                name="delivery_tenant_in_flight",
+                condition=models.Q(status="pending", claimed_until__isnull=False),
+            ),
         ]
 
     def __str__(self):
         return f"{self.event} → {self.webhook_id} ({self.status})"
+
+
+class DeliveryLane(models.Model):
+    """A tenant's place in the turns of the delivery workers: the next free turn goes to the tenant served least
+    recently, and a claim locks its tenant's lane, so that the tenant's limit of attempts at once holds across
+    processes and hosts (services/claims.py)."""
+
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    last_served_at = models.DateTimeField(null=True, blank=True, help_text="When one of its deliveries last got a turn")
+
+    def __str__(self):
+        return f"delivery lane of {self.tenant_id}"
 
 
 class WebhookAttempt(models.Model):
@@ -114,6 +165,9 @@ class WebhookChange(models.Model):
         DELETE = "delete", "deleted"
         REDELIVER = "redeliver", "redelivered"
         TEST = "test", "test sent"
+        BREAKER_OPEN = "breaker_open", "breaker opened"
+        BREAKER_CLOSE = "breaker_close", "breaker closed"
+        BREAKER_RESET = "breaker_reset", "breaker reset"
 
     id = models.BigAutoField("ID", primary_key=True)
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="changes")

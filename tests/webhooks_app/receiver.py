@@ -1,5 +1,5 @@
 """A real HTTP receiver on loopback for the webhook tests: answers with the statuses it is given, in turn (the
-last one repeats), and keeps every request it received."""
+last one repeats), after `delay` seconds if given (a slow receiver), and keeps every request it received."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    at: float = 0.0  # time.monotonic() when it arrived
 
 
 class Receiver:
-    def __init__(self, statuses=(200,)):
+    def __init__(self, statuses=(200,), delay: float = 0.0):
         self.statuses = list(statuses)
+        self.delay = delay
         self.received: list[Received] = []
         self.lock = threading.Lock()
         receiver = self
@@ -28,14 +30,19 @@ class Receiver:
             def do_POST(self):  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with receiver.lock:
-                    receiver.received.append(Received(self.path, dict(self.headers.items()), body))
+                    receiver.received.append(Received(self.path, dict(self.headers.items()), body, time.monotonic()))
                     status = receiver.statuses.pop(0) if len(receiver.statuses) > 1 else receiver.statuses[0]
+                if receiver.delay:
+                    time.sleep(receiver.delay)  # a slow receiver: the sender's timeout ends the wait first
                 answer = f'{{"status": {status}}}'.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(answer)))
+                    self.end_headers()
+                    self.wfile.write(answer)
+                except OSError:
+                    pass  # the sender stopped waiting (its timeout)
 
             def log_message(self, *args):
                 pass
@@ -51,8 +58,8 @@ class Receiver:
 
 
 @contextlib.contextmanager
-def receiving(statuses=(200,)):
-    receiver = Receiver(statuses)
+def receiving(statuses=(200,), delay: float = 0.0):
+    receiver = Receiver(statuses, delay)
     thread = threading.Thread(target=receiver.server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -7,6 +7,7 @@ from webhooks_app.events import DELIVERY_EVENTS, Event
 from webhooks_app.models import (
     MAX_DESCRIPTION_LENGTH,
     MAX_URL_LENGTH,
+    BreakerState,
     DeliveryStatus,
     Webhook,
     WebhookAttempt,
@@ -15,11 +16,29 @@ from webhooks_app.models import (
 )
 from webhooks_app.services.webhooks import SECRET_MAX_LENGTH, SECRET_MIN_LENGTH
 
-WEBHOOK_FIELDS = ["id", "url", "events", "description", "active", "created_at", "updated_at"]
+WEBHOOK_FIELDS = ["id", "url", "events", "description", "active", "breaker", "created_at", "updated_at"]
+
+
+class BreakerSerializer(serializers.Serializer):
+    """The webhook's circuit breaker (docs/webhooks.md): open, its pending deliveries are held, not attempted."""
+
+    state = serializers.ChoiceField(
+        choices=BreakerState.choices,
+        source="breaker_state",
+        help_text="closed: deliveries go; open: held until next_probe_at; half-open: one delivery is being tried",
+    )
+    since = serializers.DateTimeField(source="breaker_opened_at", allow_null=True, help_text="Open since (or null)")
+    consecutive_failures = serializers.IntegerField(
+        help_text="Attempts failed in a row: timeouts, connection errors, 408, 429, 5xx"
+    )
+    next_probe_at = serializers.DateTimeField(
+        source="breaker_probe_at", allow_null=True, help_text="When one held delivery is tried again (or null)"
+    )
 
 
 class WebhookSerializer(ModelSerializer):
     events = serializers.ListField(child=serializers.ChoiceField(choices=Event.choices))
+    breaker = BreakerSerializer(source="*", read_only=True)
 
     class Meta:
         model = Webhook

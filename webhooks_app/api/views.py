@@ -20,6 +20,7 @@ from webhooks_app.api.serializers import (
     WebhookWriteSerializer,
 )
 from webhooks_app.models import Webhook, WebhookChange, WebhookDelivery
+from webhooks_app.services.breakers import webhook_breaker_reset
 from webhooks_app.services.deliveries import DeliveryNotRedeliverable, delivery_redeliver, webhook_ping
 from webhooks_app.services.webhooks import WebhookDeleted, webhook_create, webhook_delete, webhook_update
 
@@ -113,6 +114,20 @@ class WebhookViewSet(
         except WebhookDeleted as deleted:
             raise Conflict(str(deleted)) from None
         return Response(WebhookDeliverySerializer(delivery).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        request=None,
+        responses={200: WebhookSerializer, **error_responses(409)},
+        summary="Close the webhook's circuit breaker now: its held deliveries go at once",
+    )
+    @action(detail=True, methods=["post"], url_path="reset-breaker")
+    def reset_breaker(self, request, pk=None):
+        webhook = self.get_object()
+        try:
+            webhook = webhook_breaker_reset(tenant=self.tenant, webhook_id=webhook.pk, actor=api_actor(request))
+        except WebhookDeleted as deleted:
+            raise Conflict(str(deleted)) from None
+        return Response(WebhookSerializer(webhook).data)
 
     @extend_schema(responses=WebhookChangeSerializer(many=True), summary="Every change to the webhook, newest first")
     @action(detail=True, methods=["get"], pagination_class=cursor_page("-created_at", "-id"))

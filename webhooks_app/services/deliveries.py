@@ -1,13 +1,18 @@
 """From an event to deliveries, and each delivery's attempts: signed, retried with backoff, safe to run twice.
 
 - `events_publish` writes one delivery per active webhook of the tenant that subscribes to the event (the
-  same `event_id` in each) and queues them when that commits.
-- `delivery_attempt` claims a due delivery with a conditional UPDATE (Healthchecks.io's way): the claim moves
-  `next_attempt_at` a lease ahead, so a second task for the same delivery finds nothing to do, and one whose
+  same `event_id` in each) and queues a turn for each when that commits.
+- `delivery_turn` is one turn of the delivery workers: it claims the delivery the fair order puts first
+  (services/claims.py: the tenant served least recently, at most ACE_WEBHOOKS_TENANT_CONCURRENCY attempts per
+  tenant at once, none to a webhook whose breaker is open) with a conditional UPDATE (Healthchecks.io's way):
+  the claim moves `next_attempt_at` a lease ahead, so a second task finds nothing to do, and an attempt whose
   worker died is due again once the lease ends. It POSTs, logs the attempt, and decides: 2xx succeeded; a
   timeout, a connection error, 408, 429 or 5xx retried after a backoff (ACE_WEBHOOKS_RETRY_BASE_SECONDS ×
-  3^(n-1), plus up to 20 % jitter) until ACE_WEBHOOKS_MAX_ATTEMPTS; anything else failed at once.
-- `deliveries_due` is what the sweep (every minute) queues again: due and not taken for longer than a grace.
+  3^(n-1), plus up to 20 % jitter) until ACE_WEBHOOKS_MAX_ATTEMPTS; anything else failed at once. The same
+  failures count towards the webhook's circuit breaker (services/breakers.py). Then it queues the next turn.
+- `delivery_attempt` is the same for one given delivery, now, in the calling process (no turns queued after it).
+- `deliveries_sweep_turns` is what the sweep (every minute) queues again: turns for deliveries due and not taken
+  for longer than a grace.
 - `delivery_redeliver` and `webhook_ping` are what the API and the admin call.
 """
 
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -22,26 +28,31 @@ from datetime import timedelta
 import orjson
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from memory_app.services import api_timestamp
-from platform_kit.tasks import enqueue_or_leave_to_sweep
 from sessions_app.models import Tenant
 from webhooks_app.events import PING
 from webhooks_app.models import DeliveryStatus, Webhook, WebhookAttempt, WebhookChange, WebhookDelivery
 from webhooks_app.services import transport
+from webhooks_app.services.breakers import breaker_record_failure, breaker_record_success
+from webhooks_app.services.claims import (
+    Claim,
+    delivery_claim,
+    delivery_claim_next,
+    lanes_open,
+    turns_enqueue,
+    turns_owed,
+)
 from webhooks_app.services.signing import signature
 from webhooks_app.services.webhooks import WebhookDeleted, audit_log
 
 logger = logging.getLogger(__name__)
 
-DELIVER_TASK = "webhooks_app.tasks.deliver"
-SWEEP = "deliveries_sweep"
 SWEEP_GRACE = timedelta(seconds=60)  # a due delivery not claimed this long after it was due was lost
-LEASE_MARGIN = timedelta(seconds=60)  # an attempt's lease: the POST's timeout and this
-RETRY_IN_TASK_UP_TO = 2.0  # seconds: a retry due this soon is made by the same task, after a sleep
-SCHEDULE_DIRECTLY_UP_TO = 600  # retries due sooner are queued with a countdown; later ones by the sweep
+SCHEDULE_DIRECTLY_UP_TO = 600  # retries and probes due sooner are queued with a countdown; later ones by the sweep
+WAIT_IN_TASK_UP_TO = 2.0  # seconds: a retry or probe due this soon is waited for by the same task
+TASK_BUSY_UP_TO = 30.0  # seconds: ... as long as the task has been busy less than this
 RETRIED_STATUSES = {408, 429}
 
 
@@ -59,12 +70,6 @@ def event_envelope(*, event_id: uuid.UUID, event: str, tenant_id, data: dict, cr
     }
 
 
-def _enqueue(delivery_id, *, countdown: float | None = None) -> None:
-    enqueue_or_leave_to_sweep(
-        DELIVER_TASK, str(delivery_id), what=f"webhook delivery {delivery_id}", sweep=SWEEP, countdown=countdown
-    )
-
-
 def _create(*, webhooks, event: str, event_id, payload: dict, requested_by: str, redelivery_of=None):
     deliveries = WebhookDelivery.objects.bulk_create(
         WebhookDelivery(
@@ -78,8 +83,9 @@ def _create(*, webhooks, event: str, event_id, payload: dict, requested_by: str,
         )
         for webhook in webhooks
     )
+    lanes_open({webhook.tenant_id for webhook in webhooks})
     ids = [delivery.pk for delivery in deliveries]
-    transaction.on_commit(lambda: [_enqueue(pk) for pk in ids])
+    transaction.on_commit(lambda: [turns_enqueue(hint=pk) for pk in ids])
     return deliveries
 
 
@@ -145,7 +151,7 @@ def delivery_redeliver(*, tenant_id, delivery_id, actor: str) -> WebhookDelivery
 
 @dataclass(frozen=True)
 class AttemptResult:
-    outcome: str  # succeeded | retry | failed | skipped (not due, taken by another task, or finished)
+    outcome: str  # succeeded | retry | failed | idle (no delivery may be attempted now) | skipped (not this one)
     retry_in: float | None = None  # seconds, when outcome is retry
 
 
@@ -155,27 +161,75 @@ def retry_delay(attempt: int) -> float:
     return delay * (1 + random.uniform(0, 0.2))  # noqa: S311 - jitter, not a secret
 
 
-def _claim(delivery_id) -> int | None:
-    """Take a due pending delivery for one attempt; its number, or None when it is not ours to try."""
-    now = timezone.now()
-    lease = now + timedelta(seconds=settings.ACE_WEBHOOKS_TIMEOUT_SECONDS) + LEASE_MARGIN
-    claimed = WebhookDelivery.objects.filter(
-        pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
-    ).update(attempts=F("attempts") + 1, next_attempt_at=lease)
-    if not claimed:
-        return None
-    return WebhookDelivery.objects.filter(pk=delivery_id).values_list("attempts", flat=True).get()
-
-
 def body_bytes(payload: dict) -> bytes:
     return orjson.dumps(payload)
 
 
+def delivery_turn() -> AttemptResult:
+    """One turn (the result of its attempt): an attempt of the delivery whose turn it is (services/claims.py), then
+    the turns that follow from it — the next one now (a backlog goes on at its fair pace), the retry's when it is
+    due, the probe's when the breaker opened, and one per place of the tenant when a probe closed it (the held
+    deliveries go). A retry or probe due within WAIT_IN_TASK_UP_TO seconds (only with small settings) is waited
+    for here, as long as the task has been busy less than TASK_BUSY_UP_TO; a later one is queued with a countdown
+    up to SCHEDULE_DIRECTLY_UP_TO, and left to the sweep beyond (a long countdown would sit in a worker's memory,
+    or come back early from Redis)."""
+    started = time.monotonic()
+    first, owed = _turn()
+    due_at = sorted(time.monotonic() + seconds for seconds in owed)
+    while due_at:
+        at = due_at.pop(0)
+        now = time.monotonic()
+        if at - now > WAIT_IN_TASK_UP_TO or at - started > TASK_BUSY_UP_TO:
+            if at - now <= SCHEDULE_DIRECTLY_UP_TO:
+                turns_enqueue(countdown=max(at - now, 0))
+            continue
+        time.sleep(max(at - now, 0))
+        _, owed = _turn()
+        due_at = sorted(due_at + [time.monotonic() + seconds for seconds in owed])
+    return first
+
+
+def _turn() -> tuple[AttemptResult, list[float]]:
+    """One claim and its attempt: the result, and in how many seconds the turns it owes are due (its retry, its
+    webhook's probe)."""
+    claim = delivery_claim_next()
+    if claim is None:
+        return AttemptResult("idle"), []
+    result, owed, breaker_closed = _attempt_judged(claim)
+    turns_enqueue()
+    if breaker_closed:
+        turns_enqueue(settings.ACE_WEBHOOKS_TENANT_CONCURRENCY)
+    return result, owed
+
+
 def delivery_attempt(delivery_id) -> AttemptResult:
-    """One attempt of a delivery, if it is due and nobody else is trying it."""
-    number = _claim(delivery_id)
-    if number is None:
+    """One attempt of this delivery now, in this process, on a turn's terms (due, its tenant below its limit, its
+    webhook's breaker closed or due for a probe, nobody else trying it; else "skipped"). The turns that follow
+    from it are not queued: a worker's next turn, or the sweep, takes its retry."""
+    claim = delivery_claim(delivery_id)
+    if claim is None:
         return AttemptResult("skipped")
+    result, _, _ = _attempt_judged(claim)
+    return result
+
+
+def _attempt_judged(claim: Claim) -> tuple[AttemptResult, list[float], bool]:
+    """A claimed delivery's attempt, and what it tells its webhook's circuit breaker: (the result, in how many
+    seconds the turns it owes are due — its retry, its webhook's probe —, whether it closed the breaker)."""
+    result, webhook_id, receiver_failed = _attempt(claim)
+    owed = [result.retry_in] if result.outcome == "retry" else []
+    if receiver_failed:
+        cooldown = breaker_record_failure(webhook_id=webhook_id, probe=claim.probe)
+        if cooldown is not None:
+            owed.append(cooldown)
+        return result, owed, False
+    return result, owed, result.outcome == "succeeded" and breaker_record_success(webhook_id=webhook_id)
+
+
+def _attempt(claim: Claim) -> tuple[AttemptResult, object, bool]:
+    """The POST of a claimed delivery and its record: (the result, its webhook's id, whether the receiver failed
+    as a receiver that is down fails)."""
+    delivery_id, number = claim.delivery_id, claim.number
     delivery = WebhookDelivery.objects.select_related("webhook").get(pk=delivery_id)
     webhook = delivery.webhook
     ours = WebhookDelivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING, attempts=number)
@@ -185,9 +239,10 @@ def delivery_attempt(delivery_id) -> AttemptResult:
             status=DeliveryStatus.FAILED,
             attempts=number - 1,
             next_attempt_at=None,
+            claimed_until=None,
             error=f"Not sent: the webhook was {why}.",
         )
-        return AttemptResult("failed")
+        return AttemptResult("failed"), webhook.pk, False
     body = body_bytes(delivery.payload)
     timestamp = int(timezone.now().timestamp())
     headers = {
@@ -219,6 +274,7 @@ def delivery_attempt(delivery_id) -> AttemptResult:
             "response_body": answer.body,
             "error": error,
             "duration_ms": answer.duration_ms,
+            "claimed_until": None,
         }
         if outcome == "succeeded":
             changes.update(status=DeliveryStatus.SUCCEEDED, delivered_at=timezone.now(), next_attempt_at=None)
@@ -228,41 +284,39 @@ def delivery_attempt(delivery_id) -> AttemptResult:
             changes.update(next_attempt_at=timezone.now() + timedelta(seconds=retry_in))
         if not ours.update(**changes):
             logger.info("webhook delivery %s: attempt %s was taken for lost meanwhile", delivery_id, number)
-    return AttemptResult(outcome, retry_in)
+    return AttemptResult(outcome, retry_in), webhook.pk, _receiver_failed(answer)
+
+
+def _receiver_failed(answer: transport.Answer) -> bool:
+    """The answer of a receiver that is down or overloaded: no answer (but a refused address, which is ours), 408,
+    429 or 5xx. What the retries and the circuit breaker are for."""
+    if answer.status is None:
+        return not answer.error.startswith("Refused")
+    return answer.status in RETRIED_STATUSES or answer.status >= 500
 
 
 def _judge(answer: transport.Answer, number: int) -> tuple[str, float | None, str]:
     """(outcome, seconds to the retry, the error to show) for an attempt's answer."""
     if answer.status is not None and 200 <= answer.status < 300:
         return "succeeded", None, ""
-    if answer.status is None:
-        error = answer.error
-        retried = not error.startswith("Refused")
-    else:
-        error = f"HTTP {answer.status}"
-        if 300 <= answer.status < 400:
-            error += " (redirects are not followed: give the final URL)"
-        retried = answer.status in RETRIED_STATUSES or answer.status >= 500
-    if not retried:
+    error = answer.error if answer.status is None else f"HTTP {answer.status}"
+    if answer.status is not None and 300 <= answer.status < 400:
+        error += " (redirects are not followed: give the final URL)"
+    if not _receiver_failed(answer):
         return "failed", None, error
     if number >= settings.ACE_WEBHOOKS_MAX_ATTEMPTS:
         return "failed", None, f"{error}; gave up after {number} attempts"
     return "retry", retry_delay(number), error
 
 
-def deliveries_due(*, limit: int = 1000) -> list:
-    """Pending deliveries due for longer than the grace and not taken: lost by a broker outage, a dead worker
-    (its lease ended), or a retry far in the future that was left to the sweep."""
-    due_before = timezone.now() - SWEEP_GRACE
-    return list(
-        WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=due_before)
-        .order_by("next_attempt_at")
-        .values_list("pk", flat=True)[:limit]
-    )
-
-
-def delivery_enqueue(delivery_id, *, countdown: float | None = None) -> None:
-    _enqueue(delivery_id, countdown=countdown)
+def deliveries_sweep_turns() -> int:
+    """Queue the turns owed to deliveries due for longer than the grace and not taken: lost by a broker outage, a
+    dead worker (its lease ended), or a retry or a probe far in the future that was left to the sweep. As many
+    as their tenants have free places, not one per delivery (a backlog waiting for its tenant's places is not
+    lost). The number queued."""
+    count = turns_owed(due_before=timezone.now() - SWEEP_GRACE)
+    turns_enqueue(count)
+    return count
 
 
 # Where a delivery's payload names its user: a record's, a strategy run's, a budget's scoped to one user (its
