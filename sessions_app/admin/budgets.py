@@ -10,6 +10,7 @@ from urllib.parse import parse_qsl
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.db import models
 
 from platform_kit.admin.display import counted
 from platform_kit.admin.mixins import ReadOnlyAdminMixin
@@ -56,6 +57,13 @@ class ListField(forms.CharField):
             raise ValidationError(self.item_error) from None
 
 
+def _https_by_default(field, **kwargs):
+    """A bot URL typed without its scheme is https (Django 6's default, asked for now)."""
+    if isinstance(field, models.URLField):
+        kwargs.setdefault("assume_scheme", "https")
+    return field.formfield(**kwargs)
+
+
 class BudgetForm(forms.ModelForm):
     thresholds = ListField(
         item=int,
@@ -77,6 +85,7 @@ class BudgetForm(forms.ModelForm):
     class Meta:
         model = Budget
         fields = ["tenant", *EDITABLE_FIELDS]
+        formfield_callback = _https_by_default
 
     def clean(self):
         data = super().clean()
@@ -106,6 +115,7 @@ class CrossingInline(ReadOnlyAdminMixin, admin.TabularInline):
 @admin.register(Budget)
 class BudgetAdmin(admin.ModelAdmin):
     form = BudgetForm
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}  # as BudgetForm's, for the admin's own form
     # Ten fields in seven columns, so that the list fits a 1400-pixel screen (tests/test_browser.py).
     list_display = ("name", "tenant", "covers", "limit_shown", "used", "hard_limit", "active")
     list_filter = ("tenant", "scope", "unit", "period", "hard_limit", "active")
