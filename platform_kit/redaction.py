@@ -360,7 +360,12 @@ _VALUE_CHAR = r"[^\s\"'`,;&)}\]\[<>\\]"
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
 
 # Names of a credential in Chinese, simplified and traditional. 令牌/權杖 alone is also what a model counts.
-_ZH_SECRET_NAMES = "密码|密碼|口令|密钥|密鑰|秘钥|秘鑰|金鑰|私钥|私鑰|访问令牌|訪問令牌|存取令牌|存取權杖|访问权杖|验证码|驗證碼|通行码|通行碼"
+_ZH_SECRET_NAMES = "|".join(
+    (
+        "密码 密碼 口令 密钥 密鑰 秘钥 秘鑰 金鑰 私钥 私鑰 "
+        "访问令牌 訪問令牌 存取令牌 存取權杖 访问权杖 验证码 驗證碼 通行码 通行碼"
+    ).split()
+)
 
 
 # Query parameters that hold a URL's secret besides those named like a secret key ("token", "api_key").
