@@ -17,6 +17,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework.exceptions import AuthenticationFailed
 
+from aceproject.mcp.envelope import envelope_errors
 from aceproject.mcp.server import mcp_server, tenant_bound
 from platform_kit.api.auth import HasTenant
 from sessions_app.auth import ApiKeyAuthentication
@@ -118,5 +119,8 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         return tenant
     # The SDK runs on an event loop of its own for the request; the tools' database work comes back to this
     # thread (asgiref's thread-sensitive mode), whose connection Django closes when the request ends.
+    errors = envelope_errors(request.body)
+    if errors is not None:
+        return JsonResponse(errors[0] if len(errors) == 1 else errors, status=400, safe=False)
     with tenant_bound(tenant):
         return async_to_sync(_answer)(request, request.body)
