@@ -48,6 +48,15 @@ def _hash_embedder(settings):
     settings.ACE_EMBEDDER_DIMENSIONS = None
 
 
+@pytest.fixture(autouse=True)
+def _no_throttled_address():
+    """Each test starts with no address over the failed-key limit in this process (the counts themselves are
+    rows, rolled back with the test's transaction)."""
+    from platform_kit.auth_throttle import api_keys_unblock
+
+    api_keys_unblock()
+
+
 @pytest.fixture
 def api(db) -> TenantClient:
     return make_client("acme")

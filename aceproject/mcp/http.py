@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, Throttled
 
 from aceproject.mcp.envelope import envelope_errors
 from aceproject.mcp.server import mcp_server, tenant_bound
@@ -42,6 +42,10 @@ def _tenant_of(request: HttpRequest):
         found = ApiKeyAuthentication().authenticate(request)
     except AuthenticationFailed as failed:
         return _unauthorized(str(failed.detail))
+    except Throttled as throttled:
+        response = JsonResponse({"detail": str(throttled.detail), "errors": {}}, status=429)
+        response["Retry-After"] = str(throttled.wait)
+        return response
     if found is None:
         return _unauthorized(HasTenant.message)
     return found[0].tenant
