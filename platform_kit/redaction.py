@@ -761,6 +761,13 @@ def redact(value):
     return _redact(value, 0)
 
 
+def redact_url(url: str) -> str:
+    """A URL as it may be shown (an API answer, a list, a log): its password, the secret query parameters
+    (``?token=``, ``?key=``, ``&sig=``, ``X-Amz-Signature``) and a webhook path's secret (Slack, Discord)
+    replaced. The URL itself is stored and called as it is."""
+    return redact_text(url) if isinstance(url, str) else url
+
+
 def redact_fields(item: dict, names: Iterable[str]) -> dict:
     """`item` with the fields `names` redacted: the same dict when nothing changed, else a changed copy."""
     changed = None
