@@ -576,7 +576,11 @@ def _compile(pattern: str, what: str) -> re.Pattern:
 
 # Every rule's anchors and markers, found in one pass (the longest word at a position). No word holds another
 # but as its prefix ("auth" in "authorization"), so that the non-overlapping search misses none that matters.
-_WORD_SEARCH = re.compile(_trie_pattern({word for rule in VALUE_RULES for word in rule.words}))
+# The Chinese words are searched for apart, in text that is not all ASCII only: each first character more in
+# one alternation slows its search at every position of every text.
+_WORDS = {word for rule in VALUE_RULES for word in rule.words}
+_WORD_SEARCH = re.compile(_trie_pattern({word for word in _WORDS if word.isascii()}))
+_WIDE_WORD_SEARCH = re.compile(_trie_pattern({word for word in _WORDS if not word.isascii()}))
 _rules_by_word: dict[str, tuple[ValueRule, ...]] = {}
 
 
@@ -598,6 +602,14 @@ def _scan(text: str) -> dict[ValueRule, list[int]]:
     for word in _WORD_SEARCH.finditer(lower):
         for rule in _rules_at(word.group()):
             found.setdefault(rule, []).append(word.start())
+    if not lower.isascii():
+        wide = set()
+        for word in _WIDE_WORD_SEARCH.finditer(lower):
+            for rule in _rules_at(word.group()):
+                found.setdefault(rule, []).append(word.start())
+                wide.add(rule)
+        for rule in wide:
+            found[rule].sort()  # a rule is tried at its positions in order
     return found
 
 
