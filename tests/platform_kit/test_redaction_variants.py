@@ -98,7 +98,7 @@ def test_redaction_never_raises_and_is_idempotent_on_the_variants_mixed(parts, j
     text = joiner.join(parts)
     once = redact_text(text)
     assert redact_text(once) == once
-    assert redact({"t": text, "n": [text]}) == {"t": once, "n": [once]}
+    assert redact({"t": text, "n": [text]}) == {"t": once, "n": [once]}, repr(text)
 
 
 @settings(max_examples=200, deadline=None)
