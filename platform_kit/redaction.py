@@ -492,7 +492,8 @@ VALUE_RULES: list[ValueRule] = [
     ValueRule(
         "url-query-secret",
         # A signed or keyed URL: "?key=AIza…", "&sig=…" (Azure SAS), "?X-Amz-Signature=…", "?token=…".
-        r"[?&](?P<key>[A-Za-z0-9_.\-]{1,60})=(?P<secret>[^&#\s\"'<>\[\]]{1,400})",
+        # The value stops at the next "?" too: a match its check refuses must not hide the parameter after it.
+        r"[?&](?P<key>[A-Za-z0-9_.\-]{1,60})=(?P<secret>[^?&#\s\"'<>\[\]]{1,400})",
         markers="://",
         check=lambda m: m.group("key").lower() in _URL_SECRET_PARAMS or is_secret_key(m.group("key")),
     ),
