@@ -1,6 +1,13 @@
 """GET /healthz: is the database reachable, is the broker reachable (no auth); when not, why. And the embedder this
 process uses: which, whether its model is loaded (web processes load it when they start), how long that took. And
-how many requests were answered with a server error, by every process, since when, and the last one."""
+how many requests were answered with a server error, by every process, since when, and the last one.
+
+The answer is public: it says which component failed in generic words ("the broker is not running"); the
+error itself, which can name a host, a socket path or a file, goes to the log (logger `aceproject.health`)."""
+
+import logging
+import re
+import socket
 
 from django.db import connection
 from django.http import JsonResponse
@@ -8,6 +15,28 @@ from django.views.decorators.http import require_GET
 
 from platform_kit.outages import RETRY_AFTER_SECONDS, database_unavailable
 from platform_kit.server_errors import server_errors_summary
+
+logger = logging.getLogger(__name__)
+_SETTING_NAME = re.compile(r"\bACE_[A-Z_]+[A-Z]\b")
+
+
+def _logged(component: str, error: BaseException) -> None:
+    logger.warning("/healthz: %s is down: %s: %s", component, type(error).__name__, error)
+
+
+def _generic_reason(component: str, error: BaseException) -> str:
+    """What the error means, in words that name no host, path or port."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, ConnectionRefusedError | FileNotFoundError):
+            return f"the {component} is not running (nothing listens where it is configured)"
+        if isinstance(error, TimeoutError | socket.timeout):
+            return f"the {component} did not answer in time"
+        if isinstance(error, socket.gaierror):
+            return f"the {component}'s host name does not resolve"
+        error = error.__cause__ or error.__context__
+    return f"the {component} cannot be reached"
 
 
 def _database_problem() -> str | None:
@@ -18,7 +47,8 @@ def _database_problem() -> str | None:
             cursor.execute("SELECT 1")
         return None
     except Exception as error:  # noqa: BLE001 - any failure means "down"
-        return database_unavailable(error) or f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+        _logged("the database", error)
+        return database_unavailable(error) or "the database answered with an error (see the server log)"
 
 
 def _broker_problem() -> str | None:
@@ -29,7 +59,8 @@ def _broker_problem() -> str | None:
             conn.ensure_connection(max_retries=1, timeout=2)
         return None
     except Exception as error:  # noqa: BLE001
-        return f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else 'unreachable'}"
+        _logged("the broker", error)
+        return _generic_reason("broker", error)
 
 
 def _embedder_status() -> dict:
@@ -41,10 +72,13 @@ def _embedder_status() -> dict:
 
         status = get_embedder().status()
     except Exception as error:  # noqa: BLE001 - misconfigured: say so; recall falls back to keywords
+        _logged("the embedder", error)
+        # The settings to look at, by name; the message itself may name a model folder or an endpoint.
+        names = sorted(set(_SETTING_NAME.findall(str(error))))
         return {
             "provider": str(settings.ACE_EMBEDDER),
             "loaded": False,
-            "error": f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}",
+            "error": f"misconfigured: {', '.join(names) or 'ACE_EMBEDDER'} (the server log says how)",
         }
     return status
 

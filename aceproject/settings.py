@@ -88,6 +88,7 @@ MIDDLEWARE = [
 # one address, that pair is locked out for ACE_LOGIN_COOLOFF_MINUTES (a success before then resets the
 # count). The API's bearer keys do not go through this: they are checked by sessions_app.auth.
 AUTHENTICATION_BACKENDS = [
+    "platform_kit.auth_throttle.AddressLoginThrottleBackend",  # a limit per address, whatever the user names
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
@@ -96,6 +97,13 @@ AXES_COOLOFF_TIME = timedelta(minutes=env.int("ACE_LOGIN_COOLOFF_MINUTES", defau
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
+AXES_CLIENT_IP_CALLABLE = "platform_kit.auth_throttle.client_ip"
+# Failed authentications per client address, counted in the database for every process and host
+# (platform_kit.auth_throttle, docs/security.md "Throttling"). 0 turns a limit off.
+ACE_LOGIN_ADDRESS_FAILURE_LIMIT = env.int("ACE_LOGIN_ADDRESS_FAILURE_LIMIT", default=30)  # per cool-off window
+ACE_API_KEY_FAILURE_LIMIT = env.int("ACE_API_KEY_FAILURE_LIMIT", default=20)  # unknown keys per minute
+# Behind this many reverse proxies, the client is the address they saw (from the right of X-Forwarded-For).
+ACE_PROXY_COUNT = env.int("ACE_PROXY_COUNT", default=0)
 
 ROOT_URLCONF = "aceproject.urls"
 

@@ -22,3 +22,26 @@ class ServerErrorTally(models.Model):
 
     def __str__(self):
         return f"{self.count} server errors since {self.since:%Y-%m-%d %H:%M}"
+
+
+class AuthFailureWindow(models.Model):
+    """How many failed authentications one client address made in one fixed window (a minute for API keys, the
+    admin's cool-off for its login form), shared by every process and host (platform_kit.auth_throttle). Rows
+    of past windows are deleted as new ones start."""
+
+    scope = models.CharField(max_length=16, help_text="What was tried: api (a bearer key) or admin (the login form)")
+    address = models.CharField(max_length=64, help_text="The client's address")
+    window_start = models.DateTimeField()
+    failures = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "authentication failures of an address"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scope", "address", "window_start"], name="authfailurewindow_one_per_window"
+            )
+        ]
+        indexes = [models.Index(fields=["window_start"], name="authfailurewindow_start")]
+
+    def __str__(self):
+        return f"{self.failures} failed {self.scope} authentications from {self.address} since {self.window_start}"

@@ -164,7 +164,14 @@ _NON_WORD = re.compile(r"[^a-z0-9]+")
 _key_cache: dict[str, bool] = {}
 
 
+# Characters that show nothing: a secret split by one ("pass\u200bword", "sk-\u00adproj-…") is matched as if it were
+# not there. Only for matching: the text keeps them wherever nothing is redacted (an emoji's joiner, a Persian
+# non-joiner).
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff]")
+
+
 def _key_words(key: str) -> list[str]:
+    key = _INVISIBLE.sub("", key)
     return [word for word in _NON_WORD.split(_CAMEL.sub(" ", key).lower()) if word]
 
 
@@ -287,22 +294,34 @@ class ValueRule:
                     end = match.end()
                     yield match
 
-    def apply(self, text: str, positions: list[int] | None = None) -> str:
-        """`text` with this rule's secrets replaced: everywhere, or (anchored) tried at `positions` only."""
-        pieces, last = [], 0
-        check, replacement = self.check if positions is None else None, self.replacement
+    def spans(self, text: str, positions: list[int] | None = None) -> list[tuple[int, int]]:
+        """Where this rule's secrets are in `text` (in order, not overlapping): found everywhere, or (anchored)
+        tried at `positions` only."""
+        spans, last = [], 0
+        check = self.check if positions is None else None
         for match in self._matches(text, positions):
             if check is not None and not check(match):
                 continue
             start, end = match.span(self.group)
             if start < last or "REDACTED" in text[start:end]:
                 continue  # redacted already (also "[REDACTED" cut short of its bracket): redacting is idempotent
-            pieces += [text[last:start], replacement]
+            spans.append((start, end))
             last = end
-        if not pieces:
-            return text
-        pieces.append(text[last:])
-        return "".join(pieces)
+        return spans
+
+    def apply(self, text: str, positions: list[int] | None = None) -> str:
+        """`text` with this rule's secrets replaced."""
+        spans = self.spans(text, positions)
+        return _replaced(text, spans, self.replacement) if spans else text
+
+
+def _replaced(text: str, spans: list[tuple[int, int]], replacement: str) -> str:
+    pieces, last = [], 0
+    for start, end in spans:
+        pieces += [text[last:start], replacement]
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def _word_start(match: re.Match) -> bool:
@@ -335,9 +354,45 @@ def _key_assignment(match: re.Match) -> bool:
 
 
 _SECRET_WORD_ANCHOR = "passw|pwd|pass|secret|token|key|credential|auth|cookie|signature|pin|creds|otp"
+_VALUE_CHAR = r"[^\s\"'`,;&)}\]\[<>\\]"
 
 
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
+
+# Names of a credential in Chinese, simplified and traditional. 令牌/權杖 alone is also what a model counts.
+_ZH_SECRET_NAMES = "|".join(
+    (
+        "密码 密碼 口令 密钥 密鑰 秘钥 秘鑰 金鑰 私钥 私鑰 "
+        "访问令牌 訪問令牌 存取令牌 存取權杖 访问权杖 验证码 驗證碼 通行码 通行碼"
+    ).split()
+)
+
+
+# Query parameters that hold a URL's secret besides those named like a secret key ("token", "api_key").
+_URL_SECRET_PARAMS = frozenset({"key", "sig", "hmac", "apikey", "api-key", "access-key"})
+
+
+def _said_start(match: re.Match) -> bool:
+    """An English name starts a word ("my password", not "bypassword"); a Chinese one follows anything."""
+    return not match.group(0)[:1].isascii() or _word_start(match)
+
+
+# The words of prose that never stand in a passphrase: articles, pronouns, prepositions, conjunctions, auxiliaries,
+# negations and adverbs ("the password is stored in the vault", "is not valid anymore", "is on the fridge").
+_PROSE_WORDS = (
+    "a an the this that these those it its my your our their his her me you we they he she him us them i "
+    "not no none nothing never always ever still now then here there also just only too very so quite rather "
+    "enough again anymore already yet soon later today tomorrow yesterday daily weekly "
+    "is are was were be been being am do does did has have had will would shall should can could may might must "
+    "in on at for to of by with from into onto over under about after before since until while during via per "
+    "through without within between behind than as like "
+    "and or but if when what which who whom whose how where why because although though unless whether "
+    "please same different required incorrect invalid wrong empty missing set unset expired stored saved changed "
+    "reset hidden shown known unknown null nil undefined true false yes ok okay all any some each every both "
+    "either neither other another more less most least"
+).split()
+_PROSE = r"(?i:" + _trie_pattern(_PROSE_WORDS) + r")(?![^\s,.;:!?\"'”’)])"
+_PHRASE_WORD = r"[^\s,.;:!?\"'“”‘’()\[\]]{1,40}"
 
 
 def _header_line(match: re.Match) -> bool:
@@ -386,6 +441,11 @@ VALUE_RULES: list[ValueRule] = [
         r"hooks\.slack\.com/(?:services|workflows)/(?P<secret>[A-Za-z0-9+/]{20,})",
         markers="hooks.slack.com",
     ),
+    ValueRule(
+        "discord-webhook",
+        r"discord(?:app)?\.com/api/webhooks/\d+/(?P<secret>[A-Za-z0-9_\-]{20,})",
+        markers="discord",
+    ),
     ValueRule("google-api-key", r"AIza[A-Za-z0-9_\-]{35}", markers="AIza", check=_word_start),
     ValueRule(
         "huggingface-npm-pypi-sendgrid",
@@ -430,10 +490,31 @@ VALUE_RULES: list[ValueRule] = [
         markers="://",
     ),
     ValueRule(
+        "url-query-secret",
+        # A signed or keyed URL: "?key=AIza…", "&sig=…" (Azure SAS), "?X-Amz-Signature=…", "?token=…".
+        # The value stops at the next "?" too: a match its check refuses must not hide the parameter after it.
+        r"[?&](?P<key>[A-Za-z0-9_.\-]{1,60})=(?P<secret>[^?&#\s\"'<>\[\]]{1,400})",
+        markers="://",
+        check=lambda m: m.group("key").lower() in _URL_SECRET_PARAMS or is_secret_key(m.group("key")),
+    ),
+    ValueRule(
+        "said-passphrase",
+        # "my passphrase is correct horse battery staple": three to eight words said as the password, up to the
+        # end of the clause or the first word of prose ("the password is on the fridge" has none such).
+        r"(?i:password|passwd|passphrase|pass phrase|passcode)(?: for [\w.\-]+)?"
+        r"(?:\s+(?i:is|was|will be)\s+|[ \t]*[:=][ \t]*)[\"'“‘]?"
+        r"(?P<secret>(?!" + _PROSE + r")" + _PHRASE_WORD + r"(?:[ \t]+(?!" + _PROSE + r")" + _PHRASE_WORD + r"){2,7})"
+        r"(?![^\s,.;:!?\"'”’)])",
+        anchors="pass",
+        check=_word_start,
+    ),
+    ValueRule(
         "key-assignment",
         r"(?i:" + _SECRET_WORD_ANCHOR + r")(?P<key>[A-Za-z0-9_.\-]{0,120})"
         r"(?P<sep>\\?(?P<quote>[\"'])?[ \t]*(?::=|=>|=|:)[ \t]*(?:\\?[\"'])?)"
-        r"(?P<secret>[^\s\"'`,;&)}\]\[<>\\]{1,400})",
+        # The value runs to a space, a quote or the end: "Tr0ub4dor&3xyz" whole. "&", "," and ";" inside it end it
+        # only where another assignment follows (a query string's "&page=2", a connection string's ";Encrypt=").
+        r"(?P<secret>(?:" + _VALUE_CHAR + r"|[&,;](?![A-Za-z_][\w.\-]{0,60}=)(?=" + _VALUE_CHAR + r")){1,400})",
         anchors=_SECRET_WORD_ANCHOR,
         check=_key_assignment,
     ),
@@ -445,21 +526,24 @@ VALUE_RULES: list[ValueRule] = [
     ),
     ValueRule(
         "said-password",
-        r"(?i:password|passwd|passphrase|passcode|pin(?: code)?|api[ _\-]?key|secret(?: key)?"
-        r"|access[ _\-]?key|private[ _\-]?key|access token|auth token|api token)"
+        r"(?:(?i:password|passwd|passphrase|passcode|pin(?: code)?|api[ _\-]?key|secret(?: key)?"
+        r"|access[ _\-]?key|private[ _\-]?key|access token|auth token|api token)|" + _ZH_SECRET_NAMES + ")"
         r"(?: for [\w.\-]+)?\s+(?i:is|was|will be|=|:)\s+[\"'“‘]?"
         # the value, without the punctuation that ends the sentence: "my password is hunter2, thanks"
         r"(?P<secret>[^\s\"'“”‘’\[]{2,199}?[^\s\"'“”‘’\[,.;:!?)])(?=[,.;:!?)]*(?:\s|$))",
-        anchors="pass|pin|api|secret|access|private|auth",
-        check=lambda m: _word_start(m) and _said_value(m.group("secret")),
+        anchors="pass|pin|api|secret|access|private|auth|" + _ZH_SECRET_NAMES,
+        check=lambda m: _said_start(m) and _said_value(m.group("secret")),
     ),
     ValueRule(
         "said-password-zh",
-        # 令牌 alone is also what a model counts ("令牌是按请求统计的"); only the access token is a credential.
-        # The value is what a password is made of (not the Chinese prose that goes on after 是).
-        r"(?:密码|口令|密钥|秘钥|私钥|访问令牌|验证码)(?:是|为|：|:|=)\s*[\"'“‘「]?"
+        # 令牌 (权杖) alone is also what a model counts ("令牌是按请求统计的"); only the access token is a credential.
+        # The value is what a password is made of (not the Chinese prose that goes on after 是). The name may be
+        # English too ("password是hunter2", "API key为sk-…").
+        r"(?:" + _ZH_SECRET_NAMES + r"|(?i:password|passwd|passphrase|passcode|api[ _\-]?key|secret[ _\-]?key)"
+        r"(?=\s*[是为為：]))\s*(?:是|为|為|：|:|=|＝)\s*[\"'“‘「]?"
         r"(?P<secret>[\x21-\x7e]{0,198}[A-Za-z0-9#$%&*+\-/<=>@^_`{|}~])(?=[\"'.,;:!?)\]]*(?:[^\x21-\x7e]|$))",
-        markers="密码|口令|密钥|秘钥|私钥|访问令牌|验证码",
+        markers=_ZH_SECRET_NAMES,
+        anchors="pass|api|secret",
     ),
 ]
 _BUILT_IN_RULES = len(VALUE_RULES)
@@ -493,7 +577,11 @@ def _compile(pattern: str, what: str) -> re.Pattern:
 
 # Every rule's anchors and markers, found in one pass (the longest word at a position). No word holds another
 # but as its prefix ("auth" in "authorization"), so that the non-overlapping search misses none that matters.
-_WORD_SEARCH = re.compile(_trie_pattern({word for rule in VALUE_RULES for word in rule.words}))
+# The Chinese words are searched for apart, in text that is not all ASCII only: each first character more in
+# one alternation slows its search at every position of every text.
+_WORDS = {word for rule in VALUE_RULES for word in rule.words}
+_WORD_SEARCH = re.compile(_trie_pattern({word for word in _WORDS if word.isascii()}))
+_WIDE_WORD_SEARCH = re.compile(_trie_pattern({word for word in _WORDS if not word.isascii()}))
 _rules_by_word: dict[str, tuple[ValueRule, ...]] = {}
 
 
@@ -515,6 +603,14 @@ def _scan(text: str) -> dict[ValueRule, list[int]]:
     for word in _WORD_SEARCH.finditer(lower):
         for rule in _rules_at(word.group()):
             found.setdefault(rule, []).append(word.start())
+    if not lower.isascii():
+        wide = set()
+        for word in _WIDE_WORD_SEARCH.finditer(lower):
+            for rule in _rules_at(word.group()):
+                found.setdefault(rule, []).append(word.start())
+                wide.add(rule)
+        for rule in wide:
+            found[rule].sort()  # a rule is tried at its positions in order
     return found
 
 
@@ -540,9 +636,21 @@ def redact_text(text: str) -> str:
 
 
 def _redact_text(text: str) -> str:
+    if _INVISIBLE.search(text) is None:
+        return _redact_visible(text)[0]
+    # Matched without the invisible characters; the text keeps them, but inside what is redacted.
+    origin = [index for index, char in enumerate(text) if not _INVISIBLE.match(char)]
+    visible = "".join(text[index] for index in origin)
+    redacted, origin = _redact_visible(visible, origin)
+    return text if redacted == visible else _restored(text, redacted, origin)
+
+
+def _redact_visible(text: str, origin: list[int] | None = None) -> tuple[str, list[int] | None]:
+    """`text` redacted, and with `origin` (where each character of `text` was in the original text), where each
+    character of the answer was (-1: a replacement's)."""
     found = _scan(text)
     if not found and len(VALUE_RULES) == _BUILT_IN_RULES:
-        return text
+        return text, origin
     stale = False  # the text changed since the scan: anchors' positions moved (the words found stay found)
     for rule in VALUE_RULES:
         if rule.words and rule not in found:
@@ -551,10 +659,39 @@ def _redact_text(text: str) -> str:
             found, stale = _scan(text), False
             if rule not in found:
                 continue
-        redacted = rule.apply(text, found[rule] if rule.anchors else None)
-        if redacted is not text:
-            text, stale = redacted, True
-    return text
+        spans = rule.spans(text, found[rule] if rule.anchors else None)
+        if spans:
+            if origin is not None:
+                origin = _moved(origin, spans, len(rule.replacement))
+            text, stale = _replaced(text, spans, rule.replacement), True
+    return text, origin
+
+
+def _moved(origin: list[int], spans: list[tuple[int, int]], size: int) -> list[int]:
+    moved, last = [], 0
+    for start, end in spans:
+        moved += origin[last:start]
+        moved += [-1] * size
+        last = end
+    moved += origin[last:]
+    return moved
+
+
+def _restored(original: str, redacted: str, origin: list[int]) -> str:
+    """`redacted` with the invisible characters of `original` back between the characters it kept."""
+    pieces, previous = [], -1  # where the last kept character was in `original`; None after a replacement
+    for char, index in zip(redacted, origin, strict=True):
+        if index < 0:
+            pieces.append(char)
+            previous = None
+            continue
+        if previous is not None:
+            pieces.append(original[previous + 1 : index])
+        pieces.append(char)
+        previous = index
+    if previous is not None:
+        pieces.append(original[previous + 1 :])
+    return "".join(pieces)
 
 
 # -- the walk ------------------------------------------------------------------------------------------------
@@ -637,6 +774,13 @@ def redact(value):
     return _redact(value, 0)
 
 
+def redact_url(url: str) -> str:
+    """A URL as it may be shown (an API answer, a list, a log): its password, the secret query parameters
+    (``?token=``, ``?key=``, ``&sig=``, ``X-Amz-Signature``) and a webhook path's secret (Slack, Discord)
+    replaced. The URL itself is stored and called as it is."""
+    return redact_text(url) if isinstance(url, str) else url
+
+
 def redact_fields(item: dict, names: Iterable[str]) -> dict:
     """`item` with the fields `names` redacted: the same dict when nothing changed, else a changed copy."""
     changed = None
@@ -659,7 +803,7 @@ _MENTIONS_SECRET = re.compile(
     r"|(?:access|auth|api|bearer|refresh|session|personal access|github|gitlab|slack|openai|anthropic)[ _\-]?tokens?"
     r"|2fa|mfa|otp|one[ \-]time codes?|recovery codes?|backup codes?|security (?:answers?|questions?|codes?)"
     r"|cvv|cvc|card numbers?|credit card|social security|ssn|login details|log-?in credentials)\b"
-    r"|密码|口令|密钥|秘钥|私钥|访问令牌|验证码|凭证|凭据|信用卡|身份证号"
+    r"|" + _ZH_SECRET_NAMES + r"|凭证|凭据|憑證|憑據|信用卡|身份证号|身分證字號|身份證號"
 )
 # A credential named, then within a few words a value that looks like one: "my password for the VPN hunter2".
 _STATED_SECRET = re.compile(

@@ -51,6 +51,15 @@ def _hash_embedder(settings):
 
 
 @pytest.fixture(autouse=True)
+def _no_throttled_address():
+    """Each test starts with no address over the failed-key limit in this process (the counts themselves are
+    rows, rolled back with the test's transaction)."""
+    from platform_kit.auth_throttle import api_keys_unblock
+
+    api_keys_unblock()
+
+
+@pytest.fixture(autouse=True)
 def _outbound_to_loopback_fakes(settings):
     """The suite's fake receivers, bots and OpenAI-compatible endpoints listen on 127.0.0.1: the operator's
     allow-list lets them through (tests of the policy itself set their own, tests/platform_kit/test_outbound.py)."""

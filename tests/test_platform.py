@@ -52,7 +52,7 @@ def test_healthz_reports_the_embedder_without_loading_it(client, db, settings, t
         response = client.get("/healthz")
         assert response.status_code == 200  # recall still answers (keywords): not an outage
         assert response.json()["embedder"]["loaded"] is False
-        assert "ACE_EMBEDDER_RUNTIME must be one of onnx, onnx-int8, torch" in response.json()["embedder"]["error"]
+        assert response.json()["embedder"]["error"] == "misconfigured: ACE_EMBEDDER_RUNTIME (the server log says how)"
     finally:
         get_embedder.cache_clear()
 
@@ -226,3 +226,28 @@ def test_the_healthz_answer_in_docs_api_md_is_what_healthz_answers(client, db, s
         get_embedder.cache_clear()
     assert set(documented) <= set(answer) and set(documented["embedder"]) <= set(answer["embedder"])
     assert (documented["database"], documented["broker"]) == (answer["database"], answer["broker"]) == ("ok", "ok")
+
+
+@pytest.mark.parametrize(
+    ("broker_url", "private"),
+    [
+        ("redis+socket:///srv/ace-private/broker/valkey.sock", "/srv/ace-private"),
+        ("redis://db-internal.corp.example:1/0", "db-internal.corp.example"),
+        ("redis://127.0.0.1:1/0", "127.0.0.1"),
+    ],
+)
+def test_healthz_says_what_is_down_in_generic_words_and_logs_the_details(client, db, broker_url, private, caplog):
+    """The answer is public: no socket path, host or port in it; the log has them."""
+    from aceproject.celery import app
+
+    original = app.conf.broker_url, app.conf.broker_write_url
+    app.conf.broker_url = app.conf.broker_write_url = broker_url
+    try:
+        with caplog.at_level("WARNING", logger="aceproject.health"):
+            response = client.get("/healthz")
+    finally:
+        app.conf.broker_url, app.conf.broker_write_url = original
+    assert response.status_code == 503 and response.json()["broker"] == "down"
+    assert private not in response.content.decode()
+    assert response.json()["reasons"]["broker"].startswith(("the broker ", "the broker's "))
+    assert any("broker" in record.getMessage() for record in caplog.records)

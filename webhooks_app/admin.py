@@ -18,6 +18,7 @@ from platform_kit.admin.display import (
 )
 from platform_kit.admin.filters import DateRangeFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
+from platform_kit.redaction import redact_url
 from webhooks_app.events import DELIVERY_EVENTS, Event
 from webhooks_app.models import BreakerState, DeliveryStatus, Webhook, WebhookAttempt, WebhookChange, WebhookDelivery
 from webhooks_app.services.breakers import webhook_breaker_reset
@@ -42,6 +43,11 @@ class WebhookForm(forms.ModelForm):
     class Meta:
         model = Webhook
         fields = ("tenant", *EDITABLE)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:  # its secrets shown as [REDACTED]; saved back unchanged, they are kept
+            self.initial["url"] = redact_url(self.instance.url)
 
     def clean(self):
         cleaned = super().clean()
@@ -140,7 +146,7 @@ class WebhookAdmin(admin.ModelAdmin):
 
     @admin.display(description="webhook", ordering="url")
     def name(self, webhook):
-        return truncated(webhook.description or webhook.url, 60)
+        return truncated(webhook.description or redact_url(webhook.url), 60)
 
     @admin.display(description="events")
     def events_display(self, webhook):
@@ -274,7 +280,9 @@ class WebhookDeliveryAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAd
 
     @admin.display(description="webhook")
     def webhook_display(self, delivery):
-        return change_link(delivery.webhook, truncated(delivery.webhook.description or delivery.webhook.url, 40))
+        return change_link(
+            delivery.webhook, truncated(delivery.webhook.description or redact_url(delivery.webhook.url), 40)
+        )
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, delivery):

@@ -6,6 +6,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
+from platform_kit.redaction import redact_url
 from sessions_app.models import Tenant
 from webhooks_app.events import DELIVERY_EVENTS, Event
 
@@ -53,7 +54,7 @@ class Webhook(models.Model):
         indexes = [models.Index(fields=["tenant", "-created_at"], name="webhook_tenant_created")]
 
     def __str__(self):
-        return self.description or self.url
+        return self.description or redact_url(self.url)
 
     @property
     def breaker_state(self) -> str:

@@ -15,8 +15,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, Throttled
 
+from aceproject.mcp.envelope import envelope_errors
 from aceproject.mcp.server import mcp_server, tenant_bound
 from platform_kit.api.auth import HasTenant
 from sessions_app.auth import ApiKeyAuthentication
@@ -41,6 +42,10 @@ def _tenant_of(request: HttpRequest):
         found = ApiKeyAuthentication().authenticate(request)
     except AuthenticationFailed as failed:
         return _unauthorized(str(failed.detail))
+    except Throttled as throttled:
+        response = JsonResponse({"detail": str(throttled.detail), "errors": {}}, status=429)
+        response["Retry-After"] = str(throttled.wait)
+        return response
     if found is None:
         return _unauthorized(HasTenant.message)
     return found[0].tenant
@@ -118,5 +123,8 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         return tenant
     # The SDK runs on an event loop of its own for the request; the tools' database work comes back to this
     # thread (asgiref's thread-sensitive mode), whose connection Django closes when the request ends.
+    errors = envelope_errors(request.body)
+    if errors is not None:
+        return JsonResponse(errors[0] if len(errors) == 1 else errors, status=400, safe=False)
     with tenant_bound(tenant):
         return async_to_sync(_answer)(request, request.body)

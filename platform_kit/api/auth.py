@@ -8,6 +8,18 @@ from dataclasses import dataclass
 
 from rest_framework import authentication, exceptions, permissions
 
+from platform_kit.auth_throttle import api_key_blocked, api_key_failed, client_address
+
+
+class KeysThrottled(exceptions.Throttled):
+    """429 with Retry-After: too many unknown keys from this address (platform_kit.auth_throttle)."""
+
+    def __init__(self, wait: int):
+        super().__init__(
+            wait=wait,
+            detail=f"Too many unknown API keys from this address: try again in {wait} s (Retry-After).",
+        )
+
 
 @dataclass(frozen=True)
 class TenantPrincipal:
@@ -31,6 +43,10 @@ class BearerKeyAuthentication(authentication.BaseAuthentication):
         """(tenant, what request.auth should hold) for a valid key, None for an unknown or revoked one."""
         raise NotImplementedError
 
+    def key_recently_accepted(self, key: str) -> bool:
+        """Whether this process accepted `key` a moment ago: it is still checked while its address is throttled."""
+        return False
+
     def authenticate(self, request):
         header = authentication.get_authorization_header(request).decode("latin-1").strip()
         if not header:
@@ -38,8 +54,15 @@ class BearerKeyAuthentication(authentication.BaseAuthentication):
         scheme, _, key = header.partition(" ")
         if scheme.lower() != self.keyword.lower() or not key.strip():
             raise exceptions.AuthenticationFailed("Use the header 'Authorization: Bearer <api key>'.")
-        found = self.tenant_for_key(key.strip())
+        key, address = key.strip(), client_address(request)
+        wait = api_key_blocked(address)
+        if wait is not None and not self.key_recently_accepted(key):
+            raise KeysThrottled(wait)
+        found = self.tenant_for_key(key)
         if found is None:
+            wait = api_key_failed(address)
+            if wait is not None:
+                raise KeysThrottled(wait)
             raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
         tenant, auth = found
         return TenantPrincipal(tenant=tenant), auth

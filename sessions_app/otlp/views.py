@@ -15,8 +15,9 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from platform_kit.auth_throttle import api_key_blocked, api_key_failed, client_address
 from sessions_app.otlp import claude_code, decode
-from sessions_app.services.apikeys import apikey_authenticate
+from sessions_app.services.apikeys import apikey_authenticate, apikey_recently_accepted
 
 # google.rpc.Code values for the Status body of an error
 _INVALID_ARGUMENT, _UNAUTHENTICATED, _RESOURCE_EXHAUSTED = 3, 16, 8
@@ -34,6 +35,7 @@ def _error(status: int, code: int, message: str, media: str) -> HttpResponse:
 
 
 def _api_key(request: HttpRequest):
+    """The request's active API key, None without one, or the seconds its address must wait (auth_throttle)."""
     header = request.headers.get("Authorization", "").strip()
     # OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20<key>" is the specification's spelling, but Claude Code
     # (2.1) sends the value without decoding it: "Bearer%20<key>" is read as "Bearer <key>".
@@ -42,7 +44,12 @@ def _api_key(request: HttpRequest):
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         return None
-    return apikey_authenticate(plain_key=key.strip())
+    key, address = key.strip(), client_address(request)
+    wait = api_key_blocked(address)
+    if wait is not None and not apikey_recently_accepted(plain_key=key):
+        return wait
+    api_key = apikey_authenticate(plain_key=key)
+    return api_key if api_key is not None else api_key_failed(address)
 
 
 def _receive(request: HttpRequest, decoder, ingest, respond) -> HttpResponse:
@@ -56,6 +63,12 @@ def _receive(request: HttpRequest, decoder, ingest, respond) -> HttpResponse:
             decode.JSON,
         )
     api_key = _api_key(request)
+    if isinstance(api_key, int):
+        response = _error(
+            429, _RESOURCE_EXHAUSTED, f"Too many unknown API keys from this address: retry in {api_key} s.", media
+        )
+        response["Retry-After"] = str(api_key)
+        return response
     if api_key is None:
         message = "Send an API key: OTEL_EXPORTER_OTLP_HEADERS='Authorization=Bearer%20<api key>'."
         return _error(401, _UNAUTHENTICATED, message, media)

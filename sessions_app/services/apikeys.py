@@ -77,6 +77,14 @@ def apikey_authenticate(*, plain_key: str) -> ApiKey | None:
     return api_key
 
 
+def apikey_recently_accepted(*, plain_key: str) -> bool:
+    """Whether this process accepted `plain_key` within the last ACE_API_KEY_CACHE_SECONDS (no query)."""
+    if not plain_key.startswith(KEY_PREFIX):
+        return False
+    checked = _CHECKED.get(_digest(plain_key))
+    return checked is not None and checked[0] > time.monotonic()
+
+
 def _lookup(plain_key: str, digest: str) -> ApiKey | None:
     prefix = plain_key[len(KEY_PREFIX) :].split("_", 1)[0]
     api_key = ApiKey.objects.select_related("tenant").filter(prefix=prefix, revoked_at__isnull=True).first()

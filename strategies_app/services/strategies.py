@@ -10,11 +10,14 @@ from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from memory_app.models import RecordType
+from platform_kit.redaction import redact_fields
 from sessions_app.models import Tenant
 from strategies_app.models import Extractor, Strategy, StrategyVersion
 from strategies_app.prompts import BUILTIN, prompt_validate
 
 SCHEDULED_TASK = "strategies_app.tasks.strategy_scheduled"
+# A tenant's own words, stored and sent to the extractor's model with every run: redacted like a message.
+REDACTED_FIELDS = ("prompt", "description")
 
 
 def _validate(values: dict) -> None:
@@ -96,7 +99,7 @@ def schedule_sync(strategy: Strategy) -> None:
 @transaction.atomic
 def strategy_create(*, tenant: Tenant, name: str, type: str, actor: str = "api", builtin: bool = False, **settings):
     """A new strategy and its version 1. Settings not given take the model's defaults."""
-    values = {"type": type, **settings}
+    values = redact_fields({"type": type, **settings}, REDACTED_FIELDS)
     _validate(values)
     if Strategy.objects.filter(tenant=tenant, name=name).exists():
         raise ValidationError({"name": [f"A strategy named {name!r} exists already."]})
@@ -113,6 +116,7 @@ def strategy_update(*, tenant: Tenant, strategy_id, actor: str = "api", **change
     unknown = set(changes) - {*Strategy.VERSIONED_FIELDS, "enabled", "name"}
     if unknown:
         raise ValidationError({name: ["This field cannot be changed."] for name in sorted(unknown)})
+    changes = redact_fields(changes, REDACTED_FIELDS)
     _validate(changes)
     if "name" in changes and changes["name"] != strategy.name:
         if strategy.builtin:

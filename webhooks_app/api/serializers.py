@@ -3,6 +3,7 @@ from rest_framework import serializers
 
 from platform_kit.api.fields import RejectUnknownFieldsMixin, StrictCharField
 from platform_kit.api.serializers import ModelSerializer
+from platform_kit.redaction import redact_url
 from webhooks_app.events import DELIVERY_EVENTS, Event
 from webhooks_app.models import (
     MAX_DESCRIPTION_LENGTH,
@@ -36,7 +37,19 @@ class BreakerSerializer(serializers.Serializer):
     )
 
 
+class ShownUrlField(serializers.CharField):
+    """The URL without its secrets (a token in the query, a password): stored and called whole, never shown."""
+
+    def to_representation(self, value):
+        return redact_url(super().to_representation(value))
+
+
 class WebhookSerializer(ModelSerializer):
+    url = ShownUrlField(
+        read_only=True,
+        help_text="Its secret query parameters (token, key, sig…) shown as [REDACTED]; send it back unchanged to "
+        "keep them",
+    )
     events = serializers.ListField(child=serializers.ChoiceField(choices=Event.choices))
     breaker = BreakerSerializer(source="*", read_only=True)
 

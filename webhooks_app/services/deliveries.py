@@ -31,6 +31,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory_app.services import api_timestamp
+from platform_kit.redaction import redact_url
 from sessions_app.models import Tenant
 from webhooks_app.events import PING
 from webhooks_app.models import DeliveryStatus, Webhook, WebhookAttempt, WebhookChange, WebhookDelivery
@@ -110,7 +111,12 @@ def webhook_ping(*, tenant: Tenant, webhook_id, actor: str) -> WebhookDelivery:
         if webhook.deleted_at is not None:
             raise WebhookDeleted("The webhook was deleted; it receives nothing more.")
         event_id = uuid.uuid4()
-        data = {"webhook": str(webhook.pk), "url": webhook.url, "events": webhook.events, "requested_by": actor}
+        data = {
+            "webhook": str(webhook.pk),
+            "url": redact_url(webhook.url),
+            "events": webhook.events,
+            "requested_by": actor,
+        }
         payload = event_envelope(event_id=event_id, event=PING, tenant_id=tenant.pk, data=data)
         (delivery,) = _create(webhooks=[webhook], event=PING, event_id=event_id, payload=payload, requested_by=actor)
         audit_log(webhook, action=WebhookChange.Action.TEST, actor=actor, changes={"delivery": str(delivery.pk)})

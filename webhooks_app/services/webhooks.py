@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from platform_kit import outbound
+from platform_kit.redaction import REDACTED, redact_url
 from sessions_app.models import Tenant
 from webhooks_app.events import Event
 from webhooks_app.models import MAX_DESCRIPTION_LENGTH, MAX_URL_LENGTH, Webhook, WebhookChange
@@ -99,13 +100,28 @@ def _validate(values: dict) -> dict:
     return cleaned
 
 
+def _refuse_hidden_secret(values: dict) -> None:
+    """A URL holding the [REDACTED] mark of a secret we hide would be called with the mark instead of the secret."""
+    if REDACTED in (values.get("url") or ""):
+        raise ValidationError(
+            {
+                "url": [
+                    f"The URL holds {REDACTED}, the mark of a secret the API does not show: send the URL with its "
+                    "secret written out, or the URL exactly as shown to keep the one stored."
+                ]
+            }
+        )
+
+
 def audit_log(webhook: Webhook, *, action: str, actor: str, changes: dict | None = None) -> WebhookChange:
     return WebhookChange.objects.create(webhook=webhook, action=action, actor=actor[:255], changes=changes or {})
 
 
 def _shown(field: str, value):
-    """A value as the audit log keeps it: the secret is never written down."""
-    return "(set)" if field == "secret" else value
+    """A value as the audit log keeps it: the secret is never written down, nor the URL's own secrets."""
+    if field == "secret":
+        return "(set)"
+    return redact_url(value) if field == "url" else value
 
 
 def webhook_create(
@@ -120,6 +136,7 @@ def webhook_create(
 ) -> Webhook:
     """A new webhook; without `secret`, one is generated (`webhook.secret`: show it once, to its creator)."""
     values = _validate({"url": url, "events": events, "description": description, "active": active, "secret": secret})
+    _refuse_hidden_secret(values)
     with transaction.atomic():
         Tenant.objects.select_for_update().filter(pk=tenant.pk).exists()  # one count at a time per tenant
         if Webhook.objects.filter(tenant=tenant, deleted_at__isnull=True).count() >= MAX_WEBHOOKS_PER_TENANT:
@@ -159,6 +176,9 @@ def webhook_update(*, tenant: Tenant, webhook_id, actor: str, **changes) -> Webh
     values = _validate(changes)
     with transaction.atomic():
         webhook = _open_webhook(tenant=tenant, webhook_id=webhook_id)
+        if values.get("url") is not None and values["url"] == redact_url(webhook.url):
+            values["url"] = webhook.url  # the URL as it was shown, sent back: unchanged, its secrets kept
+        _refuse_hidden_secret(values)
         diff = {}
         for field, value in values.items():
             if field == "secret" and value is None:

@@ -4,6 +4,7 @@ import anyio
 from django.core.management.base import BaseCommand, CommandError
 
 from aceproject.mcp.server import mcp_server, tenant_bound
+from aceproject.mcp.stdio import serve_stdio
 from sessions_app.services.apikeys import apikey_authenticate
 
 
@@ -25,4 +26,4 @@ class Command(BaseCommand):
         if api_key is None:
             raise CommandError("ACE_API_KEY is not an active API key (unknown or revoked).")
         with tenant_bound(api_key.tenant):
-            anyio.run(mcp_server().run_stdio_async)
+            anyio.run(serve_stdio, mcp_server())
