@@ -15,7 +15,14 @@ The policy is checked twice:
   resolved once, each address is checked, and the socket connects to a checked address, never to the name again,
   so a name that resolves elsewhere the second time (DNS rebinding) gains nothing. TLS still verifies the
   certificate for the name and sends it as SNI, and the Host header is the name.
-`urlopen` follows no redirect, uses no proxy from the environment, and opens only http(s) URLs.
+`urlopen` follows no redirect and opens only http(s) URLs.
+
+Behind an egress proxy (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY` in the environment, as urllib reads them),
+`urlopen` goes through it: the target is checked here first — the host as written, then every address it resolves
+to here, all of which must be allowed, since the proxy connects by name — and the proxy itself, the operator's
+own, is connected to without the policy. A name this host cannot resolve is left to the proxy, whose own rules then
+apply. `NO_PROXY` hosts are connected to directly, through the policy. (Webhooks are sent directly, never through
+a proxy: `webhooks_app/services/transport.py`.)
 
 A new caller (a gateway's upstream, say) does the same two things: `url_refusal(url)` where the URL is saved
 (a 400 naming the field), and `urlopen` or `HTTPConnection`/`HTTPSConnection` to send, telling a tenant no more
@@ -33,6 +40,7 @@ import ipaddress
 import re
 import socket
 import ssl
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -350,33 +358,104 @@ def connect(host: str, port: int, timeout=socket._GLOBAL_DEFAULT_TIMEOUT) -> soc
     raise OSError(f"{host} has no address")
 
 
-class HTTPConnection(http.client.HTTPConnection):
+def _proxies() -> tuple[tuple[str, str], ...]:
+    """The environment's proxies as urllib reads them (`https`, `http`, `no`, …), as a key for the caches."""
+    return tuple(sorted(urllib.request.getproxies().items()))
+
+
+@functools.lru_cache(maxsize=8)
+def _proxy_endpoints(proxies: tuple[tuple[str, str], ...]) -> frozenset[tuple[str, int]]:
+    endpoints = set()
+    for scheme, url in proxies:
+        if scheme == "no":
+            continue
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        if parts.hostname:
+            endpoints.add((parts.hostname.lower(), parts.port or (443 if parts.scheme == "https" else 80)))
+    return frozenset(endpoints)
+
+
+def _is_proxy(host: str, port: int) -> bool:
+    """The operator's own egress proxy (HTTP(S)_PROXY): connected to without the policy."""
+    return (host.lower(), port) in _proxy_endpoints(_proxies())
+
+
+def proxied_target_check(host: str, port: int) -> None:
+    """Before a request goes to a proxy (which connects to `host` by name): raise OutboundRefused when the host as
+    written, or any address it resolves to here, is refused. A name this host cannot resolve is left to the proxy."""
+    allow = allowed()
+    why = host_refusal(host, allow=allow)
+    if why:
+        raise OutboundRefused(why)
+    if allow.covers_name(_host_normalised(host)) or _literal(_host_normalised(host)) is not None:
+        return
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return  # only the proxy resolves names (a closed network): its own rules apply
+    for *_, sockaddr in found:
+        why = address_refusal(sockaddr[0], allow=allow)
+        if why:
+            raise OutboundRefused(
+                f"{host} resolves to a refused address ({why}); through a proxy every address a name resolves to "
+                f"must be allowed; {how_to_allow(host)}"
+            )
+
+
+class _Checked:
+    """http.client's connection, its socket opened through the policy (`connect`), or straight to the operator's
+    proxy; http.client then sets up a proxy's tunnel and TLS, with the certificate checked for the name asked for
+    (the tunnel's host through a proxy) and that name sent as SNI."""
+
+    def __init__(self, *args, via_proxy: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Only urlopen's handlers say so, for a request the proxy handler let through (its target checked): a
+        # connection made for a tenant's URL goes through the policy even when the URL names the proxy.
+        self._via_proxy = via_proxy
+        self._create_connection = self._open
+
+    def _open(self, address, timeout=socket._GLOBAL_DEFAULT_TIMEOUT, source_address=None):
+        host, port = address
+        if self._via_proxy and _is_proxy(host, port):
+            return socket.create_connection(address, timeout, source_address)
+        return connect(host, port, timeout)
+
+
+class HTTPConnection(_Checked, http.client.HTTPConnection):
     """http.client's connection, through the policy."""
 
-    def connect(self):
-        self.sock = connect(self.host, self.port, self.timeout)
 
-
-class HTTPSConnection(http.client.HTTPSConnection):
+class HTTPSConnection(_Checked, http.client.HTTPSConnection):
     """http.client's TLS connection, through the policy; the certificate is checked for the name."""
 
-    def connect(self):
-        sock = connect(self.host, self.port, self.timeout)
-        try:
-            self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
-        except BaseException:
-            sock.close()
-            raise
+
+def _via_proxy(req: urllib.request.Request) -> bool:
+    """urllib set the request up for a proxy: an absolute URI to send (http), or a tunnel to open (https)."""
+    return req.has_proxy() or bool(getattr(req, "_tunnel_host", None))
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
     def http_open(self, req):
-        return self.do_open(HTTPConnection, req)
+        return self.do_open(functools.partial(HTTPConnection, via_proxy=_via_proxy(req)), req)
 
 
 class _HTTPSHandler(urllib.request.HTTPSHandler):
     def https_open(self, req):
-        return self.do_open(HTTPSConnection, req, context=self._context)
+        return self.do_open(functools.partial(HTTPSConnection, via_proxy=_via_proxy(req)), req, context=self._context)
+
+
+class _CheckedProxyHandler(urllib.request.ProxyHandler):
+    """The environment's proxies, for a request whose target the policy allows (`proxied_target_check`)."""
+
+    def proxy_open(self, req, proxy, type):  # noqa: A002 - urllib's name
+        if req.host and urllib.request.proxy_bypass(req.host):
+            return None  # NO_PROXY: straight there, through the policy's connect
+        target = urlsplit(f"//{req.host}")
+        try:
+            proxied_target_check(target.hostname or "", target.port or (443 if req.type == "https" else 80))
+        except OutboundRefused as refused:
+            raise urllib.error.URLError(refused) from None
+        return super().proxy_open(req, proxy, type)
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -386,24 +465,33 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-@functools.cache
 def _opener() -> urllib.request.OpenerDirector:
+    return _opener_for(_proxies())
+
+
+@functools.lru_cache(maxsize=8)
+def _opener_for(proxies: tuple[tuple[str, str], ...]) -> urllib.request.OpenerDirector:
     opener = urllib.request.OpenerDirector()
-    for handler in (
+    handlers = [
         _HTTPHandler(),
         _HTTPSHandler(context=ssl.create_default_context()),
         urllib.request.HTTPDefaultErrorHandler(),
         _NoRedirects(),
         urllib.request.HTTPErrorProcessor(),
         urllib.request.UnknownHandler(),
-    ):
+    ]
+    proxied = {scheme: url for scheme, url in proxies if scheme in ("http", "https")}
+    if proxied:
+        handlers.append(_CheckedProxyHandler(proxied))
+    for handler in handlers:
         opener.add_handler(handler)
     return opener
 
 
 def urlopen(request: urllib.request.Request | str, *, timeout: float):
-    """urllib.request.urlopen through the policy: http(s) only, no redirects followed, no proxies. Raises what
-    urlopen raises (HTTPError, URLError); a refusal is a URLError whose `reason` is an OutboundRefused."""
+    """urllib.request.urlopen through the policy: http(s) only, no redirects followed, through the environment's
+    proxy (HTTP(S)_PROXY, NO_PROXY) for a target the policy allows. Raises what urlopen raises (HTTPError,
+    URLError); a refusal is a URLError whose `reason` is an OutboundRefused."""
     return _opener().open(request, timeout=timeout)
 
 

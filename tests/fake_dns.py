@@ -14,13 +14,15 @@ class FakeDNS:
         self.names: dict[str, list[str]] = {}
         self.lookups: list[str] = []
 
-    def __setitem__(self, name: str, addresses: list[str]):
-        self.names[name] = addresses
+    def __setitem__(self, name: str, addresses: list[str] | None):
+        self.names[name] = addresses  # None: the name does not resolve here (a network where only a proxy resolves)
 
     def getaddrinfo(self, host, port, family=0, type=0, proto=0, flags=0):  # noqa: A002 - socket's names
         if host not in self.names:
             return self.real(host, port, family, type, proto, flags)
         self.lookups.append(host)
+        if self.names[host] is None:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
         return [
             (socket.AF_INET6, socket.SOCK_STREAM, 6, "", (address, port, 0, 0))
             if ":" in address

@@ -5,15 +5,14 @@ address that was checked, never to a second lookup, and never follows a redirect
 import ssl
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from platform_kit import outbound
+from tests.platform_kit.conftest import LocalServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -193,42 +192,6 @@ def test_a_bad_allow_list_stops_the_server_at_start_and_the_old_setting_is_a_dep
 
 
 # -- connecting: the addresses a name resolves to -----------------------------------------------------------------
-class _Server:
-    """An HTTP server on 127.0.0.1 answering every request with `status` (and `location`), counting requests."""
-
-    def __init__(self, status=200, location=None):
-        self.requests: list[tuple[str, str]] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
-                server.requests.append((self.path, self.headers.get("Host")))
-                self.send_response(status)
-                if location:
-                    self.send_header("Location", location)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-@pytest.fixture
-def server():
-    running = _Server()
-    yield running
-    running.close()
-
-
 def test_a_public_looking_name_that_resolves_to_loopback_is_refused_at_connect_time(resolver, server, settings):
     settings.ACE_OUTBOUND_ALLOW = ""
     resolver["hooks.example.com"] = ["127.0.0.1"]
@@ -268,8 +231,8 @@ def test_a_name_the_operator_allows_is_trusted_to_resolve_where_it_will(resolver
 
 def test_redirects_are_not_followed(settings):
     settings.ACE_OUTBOUND_ALLOW = "127.0.0.1"
-    target = _Server()
-    redirecting = _Server(status=302, location=f"http://127.0.0.1:{target.port}/secret")
+    target = LocalServer()
+    redirecting = LocalServer(status=302, location=f"http://127.0.0.1:{target.port}/secret")
     try:
         with pytest.raises(urllib.error.HTTPError) as raised:
             outbound.urlopen(f"http://127.0.0.1:{redirecting.port}/", timeout=5)
@@ -285,29 +248,6 @@ def test_only_http_urls_are_opened(url, settings):
     settings.ACE_OUTBOUND_ALLOW = ""
     with pytest.raises(urllib.error.URLError, match="unknown url type"):
         outbound.urlopen(urllib.request.Request(url), timeout=5)
-
-
-@pytest.fixture
-def tls_server(tmp_path):
-    """An HTTPS server on 127.0.0.1 whose certificate (self-signed) names hooks.example.com; it records the SNI
-    name each client sent."""
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=hooks.example.com",
-         "-addext", "subjectAltName=DNS:hooks.example.com"],
-        check=True, capture_output=True, timeout=30,
-    )  # fmt: skip
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
-    names: list[str | None] = []
-    context.sni_callback = lambda sock, name, ctx: names.append(name)
-    running = _Server()
-    running.httpd.socket = context.wrap_socket(running.httpd.socket, server_side=True)
-    running.sni_names = names
-    running.client_context = ssl.create_default_context(cafile=str(cert))
-    yield running
-    running.close()
 
 
 def test_tls_is_checked_for_the_name_while_the_connection_goes_to_the_checked_address(tls_server, resolver, settings):
