@@ -5,8 +5,13 @@ import socket
 import threading
 import time
 
+import pytest
+from django.db import connection as db
+from django.db.migrations.executor import MigrationExecutor
+
+from tests.conftest import make_client
 from tests.webhooks_app.receiver import receiving
-from webhooks_app.models import WebhookDelivery
+from webhooks_app.models import WebhookAttempt, WebhookDelivery
 from webhooks_app.services import transport
 from webhooks_app.services.deliveries import delivery_attempt
 
@@ -125,3 +130,40 @@ def test_the_answer_kept_is_an_excerpt(settings):
         server.close()
     assert answered.status == 500 and answered.body == "x" * transport.MAX_BODY_KEPT
     assert transport.MAX_BODY_KEPT <= 1024
+
+
+@pytest.mark.django_db(transaction=True)
+def test_delivery_logs_written_before_the_policy_lose_their_port_oracle_and_long_bodies():
+    """Migrated back to before 0005, a delivery log is written as the old code wrote it (the raw reason a
+    connection failed, 4,096 characters of a body); migrating forward leaves one text for every failure before an
+    answer and 1,024 characters of a body, and keeps a policy refusal and an HTTP status as they were."""
+    api = make_client("acme")
+    webhook = subscribe(api, "https://hooks.example.com/ace")
+    delivery = WebhookDelivery.objects.get(pk=api.post(f"/api/v1/webhooks/{webhook}/test/").json()["id"])
+    executor = MigrationExecutor(db)
+    executor.migrate([("webhooks_app", "0004_fair_turns_and_circuit_breaker")])
+    try:
+        old = [
+            (None, "", "ConnectionRefusedError: [Errno 111] Connection refused"),
+            (None, "", "Timed out after 10 s; gave up after 8 attempts"),
+            (None, "", "Refused: 10.0.0.5 is a private address"),
+            (502, "x" * 4096, "HTTP 502"),
+        ]
+        with db.cursor() as cursor:
+            for number, (status, body, error) in enumerate(old, start=1):
+                cursor.execute(
+                    "INSERT INTO webhooks_app_webhookattempt (delivery_id, number, started_at, response_status, "
+                    "response_headers, response_body, error, outcome) "
+                    "VALUES (%s, %s, now(), %s, '{}', %s, %s, 'retry')",
+                    [delivery.pk, number, status, body, error],
+                )
+    finally:
+        executor = MigrationExecutor(db)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    attempts = WebhookAttempt.objects.filter(delivery=delivery).order_by("number")
+    errors = list(attempts.values_list("error", flat=True))
+    assert errors[0].startswith("Could not deliver: no HTTP answer") and "111" not in errors[0]
+    assert errors[1].startswith("Could not deliver: no HTTP answer")
+    assert errors[1].endswith("; gave up after 8 attempts")
+    assert errors[2:] == ["Refused: 10.0.0.5 is a private address", "HTTP 502"]
+    assert [len(body) for body in attempts.values_list("response_body", flat=True)] == [0, 0, 0, 1024]
