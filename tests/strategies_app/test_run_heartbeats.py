@@ -133,6 +133,7 @@ def _worker_env(llm: FakeLLM) -> dict:
         "CELERY_BROKER_URL": TEST_BROKER_URL,
         "ACE_LLM_BASE_URL": llm.base_url,
         "ACE_LLM_MODEL": "fake",
+        "ACE_OUTBOUND_ALLOW": "127.0.0.1,::1",  # the fake LLM listens on loopback (the outbound policy)
         "ACE_EMBEDDER": "hash",
         "ACE_RUN_HEARTBEAT_SECONDS": "1",
         "ACE_RUN_LOST_AFTER_SECONDS": "4",
