@@ -1,6 +1,11 @@
 """For tests that run one of the project's own processes (ace_mcp, gunicorn) against the test database."""
 
+import contextlib
 import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -29,3 +34,37 @@ def process_env(**extra: str) -> dict:
         "PYTHONPATH": str(ROOT),
         **extra,
     }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def gunicorn_serving(**env: str):
+    """gunicorn serving the project as the Procfile does (one worker) on a free port, with `env` added to the
+    process's environment; yields the port once it accepts connections."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "aceproject.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
+        cwd=ROOT,
+        env=process_env(**env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert process.poll() is None, process.stderr.read().decode()[-2000:]
+                assert time.monotonic() < deadline, "gunicorn did not start"
+                time.sleep(0.2)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -4,49 +4,21 @@ read them as empty (an export answered 200 with nothing stored)."""
 
 import http.client
 import json
-import socket
-import subprocess
-import sys
-import time
 
 import pytest
 
 from sessions_app.models import Session
 from tests.conftest import make_client
-from tests.processes import ROOT, process_env
+from tests.processes import gunicorn_serving
 from tests.sessions_app.test_otlp_recorded import RECORDED
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def gunicorn(settings):
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "aceproject.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
-        cwd=ROOT,
-        env=process_env(ACE_MAX_REQUEST_BYTES=str(64 * 1024)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            assert process.poll() is None, process.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "gunicorn did not start"
-            time.sleep(0.2)
-    yield port
-    process.terminate()
-    process.wait(timeout=30)
+    with gunicorn_serving(ACE_MAX_REQUEST_BYTES=str(64 * 1024)) as port:
+        yield port
 
 
 def _post_chunked(port: int, path: str, chunks: list[bytes], headers: dict) -> tuple[int, bytes]:

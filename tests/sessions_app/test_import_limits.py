@@ -16,7 +16,6 @@ import http.server
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -36,7 +35,7 @@ from sessions_app import push_client
 from sessions_app.importers.detect import is_log_name
 from sessions_app.models import ImportedFile, Message, Session
 from sessions_app.services.imports import import_path
-from tests.processes import ROOT, process_env
+from tests.processes import ROOT, gunicorn_serving, process_env
 from tests.sessions_app.test_imports import DATA, QWEN, SEED, upload
 from tests.sessions_app.test_push import ace, copy_logs, options, push  # noqa: F401 (the `ace` fixture)
 
@@ -288,28 +287,8 @@ def test_a_path_under_a_file_the_server_holds_is_400_and_nothing_of_the_request_
 @pytest.fixture
 def gunicorn_small_limits():
     """gunicorn (as the Procfile serves the web) with small limits: 64 KiB bodies, 1 MiB uploads."""
-    from tests.test_chunked_bodies import _free_port
-
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "aceproject.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
-        cwd=ROOT,
-        env=process_env(ACE_MAX_REQUEST_BYTES=str(64 * 1024), ACE_MAX_UPLOAD_BYTES=str(MiB)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            assert process.poll() is None, process.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "gunicorn did not start"
-            time.sleep(0.2)
-    yield port
-    process.terminate()
-    process.wait(timeout=30)
+    with gunicorn_serving(ACE_MAX_REQUEST_BYTES=str(64 * 1024), ACE_MAX_UPLOAD_BYTES=str(MiB)) as port:
+        yield port
 
 
 def _chunked_upload(port: int, key: str, name: str, content: bytes) -> tuple[int, dict]:
