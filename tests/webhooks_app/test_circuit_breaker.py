@@ -4,13 +4,13 @@ admin show it and reset it."""
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from tests.conftest import make_client
+from tests.waiting import wait_for
 from tests.webhooks_app.receiver import receiving
 from webhooks_app.models import DeliveryStatus, Webhook, WebhookDelivery
 
@@ -25,15 +25,6 @@ def breaker_settings(settings):
     settings.ACE_WEBHOOKS_BREAKER_FAILURES = 3
     settings.ACE_WEBHOOKS_BREAKER_COOLDOWN_SECONDS = 1.0
     return settings
-
-
-def wait_for(condition, seconds: float = 10):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.02)
-    return None
 
 
 def subscribe(client, url) -> dict:

@@ -11,6 +11,7 @@ import pytest
 
 from sessions_app.signals import budget_crossed
 from tests.conftest import make_client
+from tests.waiting import wait_for
 from tests.webhooks_app.receiver import receiving
 from webhooks_app.models import DeliveryStatus, WebhookDelivery
 from webhooks_app.services.signing import signature_verify
@@ -20,15 +21,6 @@ from webhooks_app.services.signing import signature_verify
 def fast_retries(settings):
     settings.ACE_WEBHOOKS_RETRY_BASE_SECONDS = 0.2
     settings.ACE_WEBHOOKS_TIMEOUT_SECONDS = 5
-
-
-def wait_for(condition, seconds=20.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def subscribe(client, url, events=("record.created",)):

@@ -21,6 +21,7 @@ from strategies_app.models import RunStatus, Strategy, StrategyRun, Trigger
 from strategies_app.services.runs import run_request
 from tests.conftest import TEST_BROKER_URL, make_client, on_test_broker
 from tests.factories import SessionFactory
+from tests.waiting import wait_for
 from tests.webhooks_app.receiver import receiving
 from webhooks_app.models import DeliveryStatus, Webhook, WebhookDelivery
 from webhooks_app.services.claims import delivery_claim_next
@@ -41,15 +42,6 @@ def slow_receivers(settings, loopback_receivers):
     settings.ACE_WEBHOOKS_RETRY_BASE_SECONDS = 60  # no retry within the test: the backlog is the first attempts
     settings.ACE_WEBHOOKS_BREAKER_FAILURES = 1000  # one failure per webhook here: the breaker has its own tests
     settings.ACE_WEBHOOKS_TENANT_CONCURRENCY = 2
-
-
-def wait_for(condition, seconds: float):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.02)
-    return None
 
 
 def subscribe(client, url, count=1):
