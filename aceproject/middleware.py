@@ -5,7 +5,7 @@ from platform_kit.outages import database_unavailable, unavailable_response
 from platform_kit.request_ids import HEADER, request_id_bound, request_id_new
 from platform_kit.server_errors import server_error_record
 
-# Log uploads (sessions_app.api.imports) have their own, larger limit: ACE_MAX_UPLOAD_BYTES.
+# Log uploads (ingest_app.api.imports) have their own, larger limit: ACE_MAX_UPLOAD_BYTES.
 UPLOAD_PATHS = ("/api/v1/imports/",)
 
 

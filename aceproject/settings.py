@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "csp",  # Content-Security-Policy (the nonce in templates)
     "platform_kit",  # the bottom layer the apps share (one model: the server errors' tally)
     "sessions_app",
+    "ingest_app",  # above the ledger: imports, uploads, OTLP, the push client
     "memory_app",
     "strategies_app",
     "webhooks_app",  # above the other apps: listens to their signals
@@ -206,7 +207,7 @@ ACE_MAX_UPLOAD_BYTES = env.int("ACE_MAX_UPLOAD_BYTES", default=256 * 1024 * 1024
 # An uploaded file larger than this goes to a temporary file as it is received: 100 files of a request never
 # take more than 100 times this in memory (Django's default, 2.5 MB, would allow 250 MB).
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
-# What one read of a log may take (sessions_app.importers.limits): its longest line, and how much a compressed log
+# What one read of a log may take (ingest_app.importers.limits): its longest line, and how much a compressed log
 # may decompress to, in all and in times its own size. Past them a file is refused, by the upload (413, 400) and
 # by every import, naming the setting.
 ACE_IMPORT_MAX_LINE_BYTES = env.int("ACE_IMPORT_MAX_LINE_BYTES", default=32 * 1024 * 1024)

@@ -476,7 +476,7 @@ def bare_parse(files: list[Path]) -> dict:
 
 
 def parser_only(files: list[Path]) -> dict:
-    from sessions_app.importers import parse_file
+    from ingest_app.importers import parse_file
 
     lines = messages = size = 0
     started = time.perf_counter()
@@ -527,7 +527,7 @@ def _postgres_ticks() -> int:
 def import_tree(tenant, tree: Path, profile: bool, workers: int) -> tuple[dict, str | None]:
     from django.conf import settings
 
-    from sessions_app.services.imports import import_path
+    from ingest_app.pipeline import import_path
 
     settings.ACE_IMPORT_WORKERS = workers
     profiler = cProfile.Profile() if profile else None
@@ -693,8 +693,8 @@ def main():
     benchlib.setup_django()
     from django.conf import settings
 
+    from ingest_app.pipeline import PARALLEL_MIN_BYTES
     from sessions_app.services.apikeys import tenant_get_or_create
-    from sessions_app.services.imports import PARALLEL_MIN_BYTES
 
     started = time.perf_counter()
     if args.from_logs:

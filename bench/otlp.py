@@ -82,8 +82,8 @@ def otlp_side(batches: list[bytes], key: str) -> float:
 
 def copy_side(batches: list[bytes], tenant, args) -> float:
     """The same rows the receiver stores (one assistant message per event), with COPY into a fresh session."""
+    from ingest_app.otlp import claude_code, decode
     from sessions_app.models import Session
-    from sessions_app.otlp import claude_code, decode
 
     session = Session.objects.create(tenant=tenant, tool="claude-code", agent_session_id=f"copy-{uuid.uuid4()}")
     received_at = datetime.now(UTC).isoformat()

@@ -1,1 +1,1 @@
-../sessions_app/push_client.py
+../ingest_app/push_client.py

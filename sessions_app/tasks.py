@@ -3,11 +3,9 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 
-from sessions_app.models import ImportSource
 from sessions_app.search import messages_index, messages_unindexed
 from sessions_app.services.budget_alerts import budget_alert_send, budget_alerts_pending
 from sessions_app.services.exports import tenant_exports_sweep
-from sessions_app.services.imports import import_source_scan
 from sessions_app.services.turns import turns_close_abandoned
 
 
@@ -15,27 +13,6 @@ from sessions_app.services.turns import turns_close_abandoned
 def close_abandoned_turns() -> int:
     """Periodic (django-celery-beat, every minute by default): close turns never completed in time."""
     return turns_close_abandoned(older_than=timedelta(seconds=settings.ACE_TURN_TIMEOUT_SECONDS))
-
-
-@shared_task(acks_late=True)
-def collect_imports() -> int:
-    """Periodic (django-celery-beat, every 5 minutes by default): one scan task per enabled import source."""
-    source_ids = [str(pk) for pk in ImportSource.objects.filter(enabled=True).values_list("pk", flat=True)]
-    for source_id in source_ids:
-        scan_import_source.delay(source_id)
-    return len(source_ids)
-
-
-# A first scan of a big directory can take a while; every batch commits, so a scan cut short by the time
-# limit loses nothing and the next one goes on from there.
-@shared_task(acks_late=True, time_limit=3600, soft_time_limit=3500)
-def scan_import_source(source_id: str) -> str:
-    """Import what is new under one import source (skipped while another scan of it runs)."""
-    source = ImportSource.objects.select_related("tenant").filter(pk=source_id, enabled=True).first()
-    if source is None:
-        return "not found or disabled"
-    summary = import_source_scan(source=source)
-    return "skipped: a scan is running" if summary is None else summary.line()
 
 
 @shared_task(acks_late=True, time_limit=300, soft_time_limit=240)

@@ -5,7 +5,6 @@ from sessions_app.api import views
 from sessions_app.api.budgets import BudgetViewSet
 from sessions_app.api.exports import TenantExportViewSet
 from sessions_app.api.forget import UserForgetView
-from sessions_app.api.imports import ImportUploadView, StoredFilesView
 
 router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
@@ -18,8 +17,6 @@ router.register("exports", TenantExportViewSet, basename="export")
 
 urlpatterns = [
     path("stats/", views.StatsView.as_view(), name="stats"),
-    path("imports/", ImportUploadView.as_view(), name="imports"),
-    path("imports/files/", StoredFilesView.as_view(), name="import-files"),
     path("users/<path:user_id>/forget/", UserForgetView.as_view(), name="user-forget"),
     *router.urls,
 ]

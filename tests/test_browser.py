@@ -23,11 +23,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from ingest_app.pipeline import import_source_scan
 from memory_app.sample_data import memory_sample_create
 from sessions_app.models import ImportSource
 from sessions_app.sample_data import sample_data_create
 from sessions_app.services.apikeys import tenant_get_or_create
-from sessions_app.services.imports import import_source_scan
 from strategies_app.models import StrategyRun
 from tests.realistic_usage import SECOND_TENANT, realistic_usage_create
 

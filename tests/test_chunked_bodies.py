@@ -9,8 +9,8 @@ import pytest
 
 from sessions_app.models import Session
 from tests.conftest import make_client
+from tests.ingest_app.test_otlp_recorded import RECORDED
 from tests.processes import gunicorn_serving
-from tests.sessions_app.test_otlp_recorded import RECORDED
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

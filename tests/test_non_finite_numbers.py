@@ -20,14 +20,14 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ingest_app.pipeline import import_path
 from memory_app.models import Record, RecordRevision
 from sessions_app.models import Budget, Message, ModelPrice, TelemetryRecord
-from sessions_app.services.imports import import_path
 from strategies_app.models import Strategy
 from tests.conftest import make_client
 from tests.factories import SessionFactory
-from tests.sessions_app.otlp_payloads import metrics_payload, post
-from tests.sessions_app.test_imports import CLAUDE_STREAMING, copy
+from tests.ingest_app.otlp_payloads import metrics_payload, post
+from tests.ingest_app.test_imports import CLAUDE_STREAMING, copy
 
 NOT_FINITE = ["NaN", "Infinity", "-Infinity", "1e999", "-1e999"]
 RECORD = '{"user_id": "u", "type": "fact", "content": "Prefers window seats", %s}'

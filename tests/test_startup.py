@@ -29,7 +29,7 @@ import django
 django.setup()
 from django.core.management import load_command_class
 load_command_class("sessions_app", "ace_import")  # what `manage.py ace_import` loads before it runs
-from sessions_app.importers import parse_file  # and what an import runs
+from ingest_app.importers import parse_file  # and what an import runs
 print(json.dumps(sorted(name for name in %r if name in sys.modules)))
 """
 
@@ -78,10 +78,10 @@ def test_a_command_that_needs_neither_the_embedder_nor_the_admin_imports_neither
 
 # What only an import runs: `ace_import --help` (and a mistyped option) starts without them.
 NOT_FOR_IMPORT_HELP = [
-    "sessions_app.services.imports",
+    "ingest_app.pipeline",
     "sessions_app.services.messages",
-    "sessions_app.importers",
-    "sessions_app.management.import_progress",
+    "ingest_app.importers",
+    "ingest_app.management.import_progress",
     "tqdm",
 ]
 

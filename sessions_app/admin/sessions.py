@@ -16,6 +16,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
+from ingest_app.selectors.telemetry import session_metered
 from platform_kit.admin.display import (
     EMPTY,
     badge,
@@ -42,7 +43,6 @@ from sessions_app.models import (
     Tenant,
 )
 from sessions_app.pricing import PriceBook
-from sessions_app.selectors.telemetry import session_metered
 from sessions_app.services.sessions import session_end, session_update
 
 

@@ -1,6 +1,6 @@
 """What an OpenTelemetry exporter sent that is not a message: events other than prompts and API calls (tool
 results, tool decisions, API errors, …), the calls a log import had already stored, and metric points. Kept
-so that nothing a client sent is lost, and never counted (sessions_app.otlp, docs/otel.md)."""
+so that nothing a client sent is lost, and never counted (ingest_app.otlp, docs/otel.md)."""
 
 import uuid
 

@@ -22,6 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from ingest_app.pipeline.uploads import stored_uploads_delete, upload_root
 from platform_kit.db import cascade_delete
 from platform_kit.models import ServerErrorTally
 from sessions_app.models import (
@@ -42,7 +43,6 @@ from sessions_app.models import (
 )
 from sessions_app.services.budgets import user_budgets_forget
 from sessions_app.services.exports import tenant_exports_withdraw
-from sessions_app.services.imports.uploads import stored_uploads_delete, upload_root
 from sessions_app.signals import user_forgetting
 
 # Where an OpenTelemetry exporter names who it runs for (Claude Code: user.email, user.account_uuid, user.id; the

@@ -16,7 +16,7 @@ from django.db import connection
 from aceproject.tasks import tenant_export_run
 from platform_kit.server_errors import server_error_record
 from sessions_app.models import Budget, BudgetUsage, ExportStatus, Message, Session, TelemetryRecord, TenantExport
-from tests.sessions_app.otlp_payloads import metrics_payload, post
+from tests.ingest_app.otlp_payloads import metrics_payload, post
 from tests.webhooks_app.test_deliveries import subscribe
 from webhooks_app.models import WebhookDelivery
 
@@ -248,7 +248,7 @@ def test_telemetry_naming_the_user_goes_with_them(api, data_dir):
 def test_a_server_log_is_not_imported_again_after_forgetting_only_its_new_lines(api, data_dir, tmp_path):
     """A log on the server (an import source's, one given to `ace_import`) is not ours to delete: its next scan
     must not bring the forgotten lines back, only lines written afterwards."""
-    from sessions_app.services.imports import import_path
+    from ingest_app.pipeline import import_path
 
     log = tmp_path / "home" / log_name(USER, LOG_SESSION)
     log.parent.mkdir(parents=True)

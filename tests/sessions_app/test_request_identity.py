@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from ingest_app.importers import parse_file
+from ingest_app.pipeline import import_path
 from sessions_app.accounting import count_usage
-from sessions_app.importers import parse_file
 from sessions_app.models import LlmRequest, Session
 from sessions_app.selectors.recount import session_count_drift
-from sessions_app.services.imports import import_path
-from tests.sessions_app.test_importer_parsers import (
+from tests.ingest_app.test_importer_parsers import (
     CLAUDE,
     CLAUDE_AGENT,
     DATA,

@@ -99,7 +99,7 @@ def test_changing_a_message_rebuilds_its_vector(api, session):
 def test_an_import_leaves_text_analysis_to_the_indexer_and_is_then_searchable(api):
     from pathlib import Path
 
-    from sessions_app.services.imports import import_path
+    from ingest_app.pipeline import import_path
 
     logs = Path(__file__).resolve().parent.parent / "data" / "agent_logs" / "claude"
     import_path(tenant=api.tenant, path=logs, user_id="dev")

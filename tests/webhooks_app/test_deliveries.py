@@ -201,7 +201,7 @@ def test_ping_budget_and_import_events_and_no_delivery_to_an_inactive_webhook(ce
         budget_crossed.send(
             sender=None, tenant_id=api.tenant.pk, budget_id="b-1", threshold=80, payload={"limit": 100, "used": 81}
         )
-        from sessions_app.services.imports import import_path
+        from ingest_app.pipeline import import_path
 
         log = tmp_path / "empty"
         log.mkdir()

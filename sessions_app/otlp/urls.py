@@ -1,8 +1,0 @@
-from django.urls import path
-
-from sessions_app.otlp import views
-
-urlpatterns = [
-    path("logs", views.logs, name="otlp-logs"),
-    path("metrics", views.metrics, name="otlp-metrics"),
-]
