@@ -65,6 +65,9 @@ INSTALLED_APPS = [
     "memory_app",
     "strategies_app",
     "webhooks_app",  # above the other apps: listens to their signals
+    "retention_app",  # rooms of cross-app features, above the apps they span
+    "portability_app",
+    "mcp_app",
     "aceproject",  # wires the apps together: cross-app commands (ace_bootstrap)
 ]
 

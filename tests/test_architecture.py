@@ -6,7 +6,18 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("platform_kit", "sessions_app", "ingest_app", "memory_app", "strategies_app", "webhooks_app", "aceproject")
+PACKAGES = (
+    "platform_kit",
+    "sessions_app",
+    "ingest_app",
+    "memory_app",
+    "strategies_app",
+    "webhooks_app",
+    "retention_app",
+    "portability_app",
+    "mcp_app",
+    "aceproject",
+)
 # What each package may import, besides itself and the platform kit.
 ALLOWED = {
     "platform_kit": set(),
@@ -17,7 +28,20 @@ ALLOWED = {
     "strategies_app": {"memory_app", "sessions_app"},
     # Above the others: it listens to their signals, and none of them knows it exists.
     "webhooks_app": {"strategies_app", "memory_app", "ingest_app", "sessions_app"},
-    "aceproject": {"sessions_app", "ingest_app", "memory_app", "strategies_app", "webhooks_app"},
+    # Rooms of cross-app features: each above the apps it spans, and no app imports a room.
+    "retention_app": {"sessions_app", "ingest_app", "memory_app"},
+    "mcp_app": {"sessions_app", "memory_app", "strategies_app"},
+    "portability_app": {"sessions_app", "ingest_app", "memory_app", "strategies_app", "webhooks_app", "retention_app"},
+    "aceproject": {
+        "sessions_app",
+        "ingest_app",
+        "memory_app",
+        "strategies_app",
+        "webhooks_app",
+        "retention_app",
+        "portability_app",
+        "mcp_app",
+    },
 }
 # The ingest side's move out of sessions_app (issue 31) is under way: these go before it is done.
 PENDING = [

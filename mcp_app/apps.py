@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class McpAppConfig(AppConfig):
+    name = "mcp_app"
+    verbose_name = "MCP"
+    default_auto_field = "django.db.models.BigAutoField"
