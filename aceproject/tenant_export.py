@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from memory_app.models import RecordImport, RecordTtl
 from memory_app.selectors.export import memory_export_lines
+from retention_app.models import RetentionEvent, RetentionPolicy, RetentionRun
 from sessions_app.models import (
     Budget,
     BudgetChange,
@@ -29,9 +30,6 @@ from sessions_app.models import (
     ImportSource,
     LlmRequest,
     Message,
-    RetentionEvent,
-    RetentionPolicy,
-    RetentionRun,
     Session,
     SessionModelUsage,
     StateVersion,

@@ -10,7 +10,7 @@ message with a vector (memory_app_messageembedding, 8 dimensions), written by IN
 every run (a purge is not repeatable on the same rows).
 
 Timed:
-- `service`: sessions_app.services.retention.messages_content_purge — batches of 1000 messages, each a
+- `service`: sessions_app.services.content_purge.messages_content_purge — batches of 1000 messages, each a
   transaction that locks the batch's sessions, blanks the same columns, drops the search vector and (through the
   `messages_purged` signal) the messages' vectors;
 - `floor`: one `UPDATE` of the same columns over the other tenant's messages and one `DELETE` of its vectors,
@@ -116,7 +116,7 @@ def floor(tenant) -> int:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from sessions_app.services.retention import PURGE_SQL
+    from sessions_app.services.content_purge import PURGE_SQL
 
     # The purge's own UPDATE, over every message of the tenant at once.
     sql = PURGE_SQL.replace("WHERE id = ANY(%s)", "WHERE tenant_id = %s")
@@ -190,7 +190,7 @@ def timed_read(work) -> tuple[float, int]:
 def second_runs(tenant, before, batch: int, repeat: int) -> dict:
     from django.db import connection, transaction
 
-    from sessions_app.services.retention import messages_content_purge
+    from sessions_app.services.content_purge import messages_content_purge
 
     def service():
         assert messages_content_purge(tenant=tenant, before=before, batch=batch).messages == 0
@@ -230,7 +230,7 @@ def main() -> None:
 
     from memory_app.models import MessageEmbedding
     from sessions_app.models import Tenant
-    from sessions_app.services.retention import messages_content_purge
+    from sessions_app.services.content_purge import messages_content_purge
 
     service_tenant, _ = Tenant.objects.get_or_create(name="bench-retention-service")
     floor_tenant, _ = Tenant.objects.get_or_create(name="bench-retention-floor")

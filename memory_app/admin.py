@@ -214,7 +214,3 @@ class RecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
 
 # The admin index links to the memory status (after the usage dashboard's link, which sessions_app adds).
 admin.site.index_template = "admin/memory_app/index.html"
-
-
-# Record TTLs, and the retention preview and "apply now" actions (a module of their own).
-from memory_app import retention_admin  # noqa: E402, F401

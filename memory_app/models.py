@@ -20,6 +20,10 @@ class RecordType(models.TextChoices):
     CUSTOM = "custom", "custom"
 
 
+# What the API and the import files answer for a type that is not one (the records' and the record TTLs').
+TYPE_ERROR = f'"{{input}}" is not a record type. Use one of: {", ".join(RecordType.values)}.'
+
+
 class BitStringField(models.Field):
     """PostgreSQL `bit varying`: here, the sign bits of a vector (pgvector's binary_quantize)."""
 

@@ -1,7 +1,7 @@
 from django.utils import timezone
 from rest_framework import serializers
 
-from memory_app.models import Record, RecordRevision, RecordType
+from memory_app.models import TYPE_ERROR, Record, RecordRevision, RecordType
 from memory_app.selectors.export import REVISION_FIELDS
 from platform_kit.api.fields import (
     BoundedDateTimeField,
@@ -12,8 +12,6 @@ from platform_kit.api.fields import (
     StrictNumberField,
 )
 from platform_kit.api.serializers import ModelSerializer
-
-TYPE_ERROR = f'"{{input}}" is not a record type. Use one of: {", ".join(RecordType.values)}.'
 
 
 class RecordSerializer(ModelSerializer):

@@ -15,7 +15,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memory_app.models import MessageEmbedding, Record, RecordRevision
+from memory_app.models import MessageEmbedding, Record, RecordRevision, RecordTtl
+from memory_app.selectors.records import expired_records
 from memory_app.signals import record_changed
 from platform_kit.redaction import redact, redact_text
 from sessions_app.models import Message, Session, Tenant
@@ -427,3 +428,68 @@ def user_memory_forget(*, tenant_id, user_id: str) -> dict[str, int]:
 def user_forgetting_handler(sender, tenant_id, user_id, **kwargs):
     # Inside the forgetting transaction (sessions_app.services.forget): the counts go into its audit.
     return user_memory_forget(tenant_id=tenant_id, user_id=user_id)
+
+
+def messages_purged_handler(sender, tenant_id, message_ids, **kwargs):
+    # Inside the purging transaction: the vectors of the purged text go in the same commit as the text.
+    MessageEmbedding.objects.filter(message_id__in=message_ids).delete()
+
+
+# -- expiry (docs/retention.md): the records' side of retention, which retention_app's TTLs and runs call ----------
+def records_expiry_refresh(*, tenant_id, targets) -> int:
+    """Recompute `expires_at` of the tenant's records of these (record_type, strategy) targets: a TTL changed."""
+    types = sorted({record_type for record_type, _ in targets if record_type})
+    strategies = sorted({strategy for _, strategy in targets if strategy})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Record._meta.db_table} "
+            "SET expires_at = ace_record_expires_at(tenant_id, type, strategy, updated_at) "
+            "WHERE tenant_id = %s AND (type = ANY(%s) OR strategy = ANY(%s)) "
+            "AND expires_at IS DISTINCT FROM ace_record_expires_at(tenant_id, type, strategy, updated_at)",
+            [tenant_id, types, strategies],
+        )
+        return cursor.rowcount
+
+
+def _expired_record_entry(record: Record, sessions: dict, messages: dict) -> dict:
+    """What the retention trail keeps of a deleted record: who, what kind, from where, when — not its text."""
+    return {
+        "user_id": record.user_id,
+        "namespace": record.namespace,
+        "type": record.type,
+        "strategy": record.strategy,
+        "strategy_version": record.strategy_version,
+        "revision": record.revision,
+        "valid": record.valid,
+        "created_at": record.created_at.isoformat(),
+        "updated_at": record.updated_at.isoformat(),
+        "expires_at": record.expires_at.isoformat(),
+        "source_session_ids": sorted(sessions.get(record.pk, [])),
+        "source_message_ids": sorted(messages.get(record.pk, [])),
+    }
+
+
+def expired_records_delete(*, tenant_id, batch: int) -> list[tuple[uuid.UUID, dict]]:
+    """Delete up to `batch` of the tenant's expired records under "purge" TTLs, soonest expired first, with their
+    revisions; a record being written meanwhile is left for later. Returns each deleted record's id and what the
+    retention trail keeps of it. Inside the caller's transaction, so the trail's entries go in the same commit."""
+    records = list(
+        expired_records(tenant_id=tenant_id, on_expiry=RecordTtl.OnExpiry.PURGE)
+        .select_for_update(skip_locked=True)
+        .order_by("expires_at")[:batch]
+    )
+    if not records:
+        return []
+    ids = [record.pk for record in records]
+    sessions, messages = {}, {}
+    for record_id, session_id in Record.source_sessions.through.objects.filter(record_id__in=ids).values_list(
+        "record_id", "session_id"
+    ):
+        sessions.setdefault(record_id, []).append(str(session_id))
+    for record_id, message_id in Record.source_messages.through.objects.filter(record_id__in=ids).values_list(
+        "record_id", "message_id"
+    ):
+        messages.setdefault(record_id, []).append(str(message_id))
+    entries = [(record.pk, _expired_record_entry(record, sessions, messages)) for record in records]
+    Record.objects.filter(pk__in=ids).delete()
+    return entries

@@ -12,6 +12,7 @@ from django.dispatch import Signal
 # an invalidation are "invalidated".
 record_changed = Signal()
 
-# sender=the RecordTtl model; kwargs: tenant_id. Asked, not announced: each receiver returns the names of the
-# tenant's strategies it defines, which a record TTL may name (with the names the tenant's records carry).
+# sender=the RecordTtl model; kwargs: tenant_id. Asked, not announced (by retention_app's checks of a record TTL):
+# each receiver returns the names of the tenant's strategies it defines, which a record TTL may name (with the
+# names the tenant's records carry).
 strategy_names_wanted = Signal()

@@ -93,19 +93,3 @@ def turn_completing_handler(sender, session_id, first_seq, **kwargs):
 def turn_completed_handler(sender, message_ids, **kwargs):
     if settings.ACE_EMBED_MESSAGES:
         enqueue(embed_messages, message_ids)
-
-
-@shared_task(acks_late=True, time_limit=3600, soft_time_limit=3540)
-def apply_retention() -> dict:
-    """The daily retention run (scheduled by migration 0007, editable in the admin): every tenant's message
-    content older than its policy purged, its expired records under "purge" TTLs deleted. Each batch commits on its
-    own, so a run cut short resumes where it stopped the next time; running it twice does nothing more."""
-    from memory_app.retention import retention_apply_all
-    from sessions_app.models import RetentionRun
-
-    runs = retention_apply_all(trigger=RetentionRun.Trigger.SCHEDULE)
-    return {
-        "tenants": len(runs),
-        "messages_purged": sum(run.messages_purged for run in runs),
-        "records_purged": sum(run.records_purged for run in runs),
-    }

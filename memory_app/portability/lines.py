@@ -8,9 +8,8 @@ import orjson
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
-from memory_app.models import RecordRevision, RecordType
+from memory_app.models import TYPE_ERROR, RecordRevision, RecordType
 from memory_app.selectors.export import FORMAT, VERSION
-from memory_app.serializers import TYPE_ERROR
 from platform_kit.api.fields import (
     BoundedDateTimeField,
     JSONObjectField,

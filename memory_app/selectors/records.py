@@ -1,5 +1,5 @@
-"""Reads of records and vectors: the records nearest to a record, what still waits for a vector, and the
-records an extractor is shown beside new messages."""
+"""Reads of records and vectors: the records nearest to a record, what still waits for a vector, the records
+an extractor is shown beside new messages, and the records whose TTL has run out."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, F, Func, OuterRef, UUIDField
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from memory_app.embedders import Embedder
-from memory_app.models import MessageEmbedding, Record, unexpired
+from memory_app.models import MessageEmbedding, Record, RecordTtl, unexpired
 from sessions_app.models import Message
 
 
@@ -67,3 +68,21 @@ def records_related(*, tenant, user_id: str, type: str, first_slot: str = "", li
     out = list(records.filter(fields__slot=first_slot)) if first_slot else []
     out += list(records.exclude(pk__in=[r.pk for r in out]).order_by("-updated_at")[:limit])
     return [{"id": str(r.pk), "type": r.type, "content": r.content, "fields": r.fields} for r in out]
+
+
+class GoverningTtl(Func):
+    """The id of the TTL that governs a record (`ace_record_ttl_id`, migration 0007): its strategy's, else its
+    type's; NULL without one. The same function sets `expires_at`, so the two never disagree."""
+
+    function = "ace_record_ttl_id"
+    output_field = UUIDField()
+
+    def __init__(self):
+        super().__init__(F("tenant_id"), F("type"), F("strategy"))
+
+
+def expired_records(*, tenant_id, on_expiry: str):
+    """The tenant's records whose TTL has run out, under TTLs that `on_expiry` them."""
+    ttls = RecordTtl.objects.filter(tenant_id=tenant_id, on_expiry=on_expiry).values("pk")
+    expired = Record.objects.filter(tenant_id=tenant_id, expires_at__lte=Now())
+    return expired.alias(ttl=GoverningTtl()).filter(ttl__in=ttls)

@@ -17,7 +17,6 @@ from sessions_app.admin import (  # noqa: F401
     llm_requests,
     messages,
     privacy,
-    retention,
     sessions,
     state,
     tenancy,

@@ -25,7 +25,6 @@ from sessions_app.models.ledger import (
     UsageCounters,
 )
 from sessions_app.models.privacy import ForgetAudit
-from sessions_app.models.retention import RetentionEvent, RetentionPolicy, RetentionRun
 from sessions_app.models.telemetry import TelemetryKind, TelemetryRecord
 from sessions_app.models.tenancy import ApiKey, Tenant
 from sessions_app.models.usage import ModelPrice, PriceMatch, SessionModelUsage, UsageDaily, UsageHourly, UsageRollup
@@ -51,9 +50,6 @@ __all__ = [
     "Message",
     "ModelPrice",
     "PriceMatch",
-    "RetentionEvent",
-    "RetentionPolicy",
-    "RetentionRun",
     "Role",
     "Session",
     "SessionModelUsage",

@@ -271,7 +271,7 @@ class Message(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
     received_at = models.DateTimeField(default=timezone.now, editable=False)
-    # Set when retention purged the message's content (sessions_app.services.retention): its text, thinking,
+    # Set when retention purged the message's content (sessions_app.services.content_purge): its text, thinking,
     # tool arguments, attachments and free-form metadata are gone; its ids, counts and times stay.
     content_purged_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Filled by the database (migration 0008): on insert for content up to search.INLINE_CHARS characters,

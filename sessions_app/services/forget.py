@@ -8,7 +8,8 @@ uploaded copies of their log files under ACE_DATA_DIR/uploads (so a later upload
 usage roll-ups (so the tenant's totals drop by what they used), the budgets scoped to them (with their usage,
 crossings and change log) and their usage in the tenant's other budgets, the import sources that attribute
 logs to them, and what the other apps keep of them (signal `user_forgetting`: records with their revisions and
-vectors, message vectors, strategy runs, webhook deliveries about them). docs/security.md says what it cannot
+vectors, message vectors, strategy runs, webhook deliveries about them, the retention trail's entries for their
+records a TTL purged). docs/security.md says what it cannot
 reach (the database's WAL and backups, access logs). Other users and other tenants are not touched: another
 tenant's user of the same id stays.
 """
@@ -32,7 +33,6 @@ from sessions_app.models import (
     ImportSource,
     LlmRequest,
     Message,
-    RetentionEvent,
     Session,
     StateVersion,
     TelemetryRecord,
@@ -96,8 +96,6 @@ def user_forget(*, tenant: Tenant, user_id: str, actor: str, dry_run: bool = Fal
         add(cascade_delete(Session, of_user, params))
         for model in (UsageHourly, UsageDaily):
             add(cascade_delete(model, of_user, params))
-        # The retention trail's entries for the user's records a TTL purged: they name the user.
-        add(cascade_delete(RetentionEvent, "tenant_id = %s AND before ->> 'user_id' = %s", params))
         # A server folder whose logs are attributed to the user (its files were dealt with above).
         add(cascade_delete(ImportSource, of_user, params))
         # The tenant's export files hold the user too: deleted (after the commit), their rows kept as withdrawn.

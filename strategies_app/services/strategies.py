@@ -151,5 +151,5 @@ def builtin_strategies_ensure(*, tenant: Tenant) -> list[Strategy]:
 
 
 def strategy_names_handler(sender, tenant_id, **kwargs) -> list[str]:
-    """The tenant's strategy names, for memory_app (`strategy_names_wanted`): what a record TTL may name."""
+    """The tenant's strategy names, for memory_app's `strategy_names_wanted`: what a record TTL may name."""
     return list(Strategy.objects.filter(tenant_id=tenant_id).values_list("name", flat=True))

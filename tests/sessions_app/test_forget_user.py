@@ -201,7 +201,7 @@ def test_the_admin_counts_first_then_forgets_and_lists_the_audit(api, client, dj
 
 
 def test_the_retention_trail_of_the_users_purged_records_goes_too(api, other_api):
-    from sessions_app.models import RetentionEvent
+    from retention_app.models import RetentionEvent
 
     purged = RetentionEvent.Action.RECORD_PURGED
     for client, user_id in ((api, "xiaoming"), (api, "xiaohong"), (other_api, "xiaoming")):
@@ -212,7 +212,7 @@ def test_the_retention_trail_of_the_users_purged_records_goes_too(api, other_api
 
     response = forget(api, "xiaoming")
 
-    assert response.json()["deleted"]["sessions_app.RetentionEvent"] == 1
+    assert response.json()["deleted"]["retention_app.RetentionEvent"] == 1
     left = RetentionEvent.objects.filter(tenant=api.tenant)
     assert sorted((e.action, (e.before or {}).get("user_id")) for e in left) == [
         ("policy_set", None),

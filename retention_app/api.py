@@ -7,20 +7,16 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory_app.models import TTL_DAYS_MAX, TTL_DAYS_MIN, RecordTtl, RecordType
-from memory_app.retention import record_ttl_create, record_ttl_delete, record_ttl_update
-from memory_app.selectors.retention import retention_preview
-from memory_app.serializers import TYPE_ERROR
+from memory_app.models import TTL_DAYS_MAX, TTL_DAYS_MIN, TYPE_ERROR, RecordTtl, RecordType
 from platform_kit.api.fields import RejectUnknownFieldsMixin, StrictCharField, StrictIntegerField
 from platform_kit.api.pagination import CursorPage, cursor_page
 from platform_kit.api.schema import error_responses
 from platform_kit.api.serializers import ModelSerializer
 from platform_kit.api.views import TenantScopedMixin
-from sessions_app.models import RetentionEvent, RetentionPolicy, RetentionRun
-from sessions_app.models.retention import CONTENT_DAYS_MAX, CONTENT_DAYS_MIN
+from retention_app.models import CONTENT_DAYS_MAX, CONTENT_DAYS_MIN, RetentionEvent, RetentionPolicy, RetentionRun
+from retention_app.selectors import content_cutoff, retention_policy_get, retention_preview
+from retention_app.services import record_ttl_create, record_ttl_delete, record_ttl_update, retention_policy_set
 from sessions_app.schema import ROLES
-from sessions_app.selectors.retention import content_cutoff, retention_policy_get
-from sessions_app.services.retention import retention_policy_set
 
 ROLE_ERROR = f'"{{input}}" is not a role. Use one of: {", ".join(ROLES)}.'
 

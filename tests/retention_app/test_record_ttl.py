@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from memory_app.embeddings import records_embed
 from memory_app.models import Record, RecordRevision, RecordTtl
-from sessions_app.models import RetentionRun
+from retention_app.models import RetentionRun
 
 pytestmark = pytest.mark.django_db
 

@@ -1,8 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_app.retention import retention_apply
-from memory_app.selectors.retention import tenants_with_retention
-from sessions_app.models import RetentionRun, Tenant
+from retention_app.models import RetentionRun
+from retention_app.selectors import tenants_with_retention
+from retention_app.services import retention_apply
+from sessions_app.models import Tenant
 
 
 def _day(moment) -> str:

@@ -1,9 +1,11 @@
-"""Writes of retention: record TTLs, deleting the records a TTL purges, and the retention run that applies a
-tenant's message-content policy (sessions_app.services.retention) and its record TTLs together.
+"""Writes of retention: a tenant's policy for message content, record TTLs, the retention run that applies both,
+and the audit trail of every change.
 
-Every change is audited in the retention trail (`sessions_app.RetentionEvent`), every run in a `RetentionRun`.
-Expiry itself needs no run: `Record.expires_at` is kept by the database and recall compares it with the clock;
-the run only deletes what a "purge" TTL says to delete (docs/retention.md).
+Every change is audited in the retention trail (`RetentionEvent`), every run in a `RetentionRun`. The run purges
+message content through the ledger's service (`sessions_app.services.content_purge`) and deletes expired records
+through memory's (`memory_app.services.expired_records_delete`). Expiry itself needs no run: `Record.expires_at`
+is kept by the database from the record TTLs (`memory_app.RecordTtl`) and recall compares it with the clock; the
+run only deletes what a "purge" TTL says to delete (docs/retention.md).
 """
 
 from __future__ import annotations
@@ -11,15 +13,20 @@ from __future__ import annotations
 import logging
 
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from memory_app.models import TTL_DAYS_MAX, TTL_DAYS_MIN, MessageEmbedding, Record, RecordTtl, RecordType
-from memory_app.selectors.retention import expired_records, retention_preview, tenants_with_retention
+from memory_app.models import TTL_DAYS_MAX, TTL_DAYS_MIN, Record, RecordTtl, RecordType
+from memory_app.selectors.records import expired_records
+from memory_app.services import expired_records_delete, records_expiry_refresh
 from memory_app.signals import strategy_names_wanted
-from sessions_app.models import RetentionEvent, RetentionRun, Tenant
-from sessions_app.selectors.retention import ContentPurge, content_cutoff, retention_policy_get
-from sessions_app.services.retention import messages_content_purge, retention_event_add
+from platform_kit.db import cascade_delete
+from retention_app.models import CONTENT_DAYS_MAX, CONTENT_DAYS_MIN, RetentionEvent, RetentionPolicy, RetentionRun
+from retention_app.selectors import content_cutoff, retention_policy_get, retention_preview, tenants_with_retention
+from sessions_app.models import Tenant
+from sessions_app.schema import ROLES
+from sessions_app.selectors.content_purge import ContentPurge
+from sessions_app.services.content_purge import messages_content_purge
 
 logger = logging.getLogger(__name__)
 
@@ -27,13 +34,76 @@ TTL_FIELDS = ("record_type", "strategy", "ttl_days", "on_expiry")
 RECORD_PURGE_BATCH = 500
 
 
+def retention_event_add(
+    *, tenant_id, action: str, actor: str, subject_id="", before: dict | None = None, after: dict | None = None
+) -> RetentionEvent:
+    """One entry of the retention audit trail (policies, record TTLs, records deleted because they expired)."""
+    return RetentionEvent.objects.create(
+        tenant_id=tenant_id, action=action, actor=actor[:255], subject_id=str(subject_id), before=before, after=after
+    )
+
+
+# -- the policy for message content --------------------------------------------------------------------------------
+def _policy_snapshot(policy: RetentionPolicy) -> dict:
+    return {"message_content_days": policy.message_content_days, "roles": list(policy.roles or [])}
+
+
+def retention_policy_validate(*, message_content_days, roles) -> dict[str, list[str]]:
+    """What is wrong with these values, by field (empty: nothing)."""
+    errors: dict[str, list[str]] = {}
+    if message_content_days is not None and (
+        isinstance(message_content_days, bool)
+        or not isinstance(message_content_days, int)
+        or not CONTENT_DAYS_MIN <= message_content_days <= CONTENT_DAYS_MAX
+    ):
+        errors["message_content_days"] = [
+            f"Must be a whole number of days from {CONTENT_DAYS_MIN} to {CONTENT_DAYS_MAX}, or null to keep forever."
+        ]
+    if not isinstance(roles, list | tuple) or not all(isinstance(role, str) for role in roles):
+        errors["roles"] = ["Must be a list of roles (empty: every role)."]
+    elif unknown := sorted(set(roles) - set(ROLES)):
+        errors["roles"] = [f"Unknown role(s): {', '.join(unknown)}. Use: {', '.join(ROLES)}."]
+    return errors
+
+
+def retention_policy_set(*, tenant: Tenant, actor: str, **changes) -> RetentionPolicy:
+    """Create or change the tenant's policy (`message_content_days`, `roles`); the change is audited. Nothing
+    is purged here: the daily run (or `ace_retention`) applies it, after a preview shows what it will do."""
+    unknown = sorted(set(changes) - {"message_content_days", "roles"})
+    if unknown:
+        raise ValidationError({name: ["Unknown field."] for name in unknown})
+    with transaction.atomic():
+        policy, _ = RetentionPolicy.objects.select_for_update().get_or_create(tenant=tenant)
+        before = _policy_snapshot(policy)
+        days = changes.get("message_content_days", policy.message_content_days)
+        roles = changes.get("roles", policy.roles)
+        errors = retention_policy_validate(message_content_days=days, roles=roles)
+        if errors:
+            raise ValidationError(errors)
+        policy.message_content_days, policy.roles = days, sorted(set(roles))
+        after = _policy_snapshot(policy)
+        if after != before or policy._state.adding:
+            policy.updated_at = timezone.now()
+            policy.save()
+            retention_event_add(
+                tenant_id=tenant.pk,
+                action=RetentionEvent.Action.POLICY_SET,
+                actor=actor,
+                subject_id=policy.pk,
+                before=before,
+                after=after,
+            )
+    return policy
+
+
+# -- record TTLs ---------------------------------------------------------------------------------------------------
 def ttl_snapshot(ttl: RecordTtl) -> dict:
     """A TTL's fields as the audit trail keeps them (and as `record_ttl_validate` compares a change with)."""
     return {name: getattr(ttl, name) for name in TTL_FIELDS}
 
 
 def known_strategies(*, tenant_id) -> list[str]:
-    """The strategy names a record TTL may name: the tenant's strategies (defined above this app, which answer
+    """The strategy names a record TTL may name: the tenant's strategies (defined above memory_app, which answer
     `strategy_names_wanted`) and the names its records carry (a client may write records under its own)."""
     names = {name for _, found in strategy_names_wanted.send(sender=RecordTtl, tenant_id=tenant_id) for name in found}
     carried = Record.objects.filter(tenant_id=tenant_id).exclude(strategy="").order_by().values_list("strategy")
@@ -86,21 +156,6 @@ def record_ttl_validate(ttl: RecordTtl, *, before: dict | None = None) -> None:
         raise ValidationError(errors)
 
 
-def _records_expiry_refresh(*, tenant_id, targets) -> int:
-    """Recompute `expires_at` of the tenant's records of these (record_type, strategy) targets: a TTL changed."""
-    types = sorted({record_type for record_type, _ in targets if record_type})
-    strategies = sorted({strategy for _, strategy in targets if strategy})
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {Record._meta.db_table} "
-            "SET expires_at = ace_record_expires_at(tenant_id, type, strategy, updated_at) "
-            "WHERE tenant_id = %s AND (type = ANY(%s) OR strategy = ANY(%s)) "
-            "AND expires_at IS DISTINCT FROM ace_record_expires_at(tenant_id, type, strategy, updated_at)",
-            [tenant_id, types, strategies],
-        )
-        return cursor.rowcount
-
-
 def record_ttl_create(
     *, tenant: Tenant, actor: str, ttl_days: int, record_type: str = "", strategy: str = "", on_expiry: str = "keep"
 ) -> RecordTtl:
@@ -110,7 +165,7 @@ def record_ttl_create(
     with transaction.atomic():
         record_ttl_validate(ttl)
         ttl.save()
-        _records_expiry_refresh(tenant_id=tenant.pk, targets=[(ttl.record_type, ttl.strategy)])
+        records_expiry_refresh(tenant_id=tenant.pk, targets=[(ttl.record_type, ttl.strategy)])
         retention_event_add(
             tenant_id=tenant.pk,
             action=RetentionEvent.Action.TTL_CREATED,
@@ -136,7 +191,7 @@ def record_ttl_update(*, tenant: Tenant, ttl_id, actor: str, **changes) -> Recor
         ttl.updated_at = timezone.now()
         ttl.save()
         targets = [(before["record_type"], before["strategy"]), (ttl.record_type, ttl.strategy)]
-        _records_expiry_refresh(tenant_id=tenant.pk, targets=targets)
+        records_expiry_refresh(tenant_id=tenant.pk, targets=targets)
         retention_event_add(
             tenant_id=tenant.pk,
             action=RetentionEvent.Action.TTL_UPDATED,
@@ -154,30 +209,13 @@ def record_ttl_delete(*, tenant: Tenant, ttl_id, actor: str) -> None:
         ttl = RecordTtl.objects.select_for_update().get(pk=ttl_id, tenant=tenant)
         before = ttl_snapshot(ttl)
         ttl.delete()
-        _records_expiry_refresh(tenant_id=tenant.pk, targets=[(before["record_type"], before["strategy"])])
+        records_expiry_refresh(tenant_id=tenant.pk, targets=[(before["record_type"], before["strategy"])])
         retention_event_add(
             tenant_id=tenant.pk, action=RetentionEvent.Action.TTL_DELETED, actor=actor, subject_id=ttl_id, before=before
         )
 
 
-def _purged_record_entry(record: Record, sessions: dict, messages: dict) -> dict:
-    """What the audit trail keeps of a deleted record: who, what kind, from where, when — not its text."""
-    return {
-        "user_id": record.user_id,
-        "namespace": record.namespace,
-        "type": record.type,
-        "strategy": record.strategy,
-        "strategy_version": record.strategy_version,
-        "revision": record.revision,
-        "valid": record.valid,
-        "created_at": record.created_at.isoformat(),
-        "updated_at": record.updated_at.isoformat(),
-        "expires_at": record.expires_at.isoformat(),
-        "source_session_ids": sorted(sessions.get(record.pk, [])),
-        "source_message_ids": sorted(messages.get(record.pk, [])),
-    }
-
-
+# -- the run -------------------------------------------------------------------------------------------------------
 def expired_records_purge(*, tenant: Tenant, actor: str, batch: int = RECORD_PURGE_BATCH) -> int:
     """Delete the tenant's expired records under "purge" TTLs, with their revisions, in transactions of `batch`;
     each leaves an entry in the retention trail. Safe to run twice; a record being written meanwhile is left for
@@ -185,33 +223,18 @@ def expired_records_purge(*, tenant: Tenant, actor: str, batch: int = RECORD_PUR
     deleted = 0
     while True:
         with transaction.atomic():
-            records = list(
-                expired_records(tenant_id=tenant.pk, on_expiry=RecordTtl.OnExpiry.PURGE)
-                .select_for_update(skip_locked=True)
-                .order_by("expires_at")[:batch]
-            )
-            if not records:
+            gone = expired_records_delete(tenant_id=tenant.pk, batch=batch)
+            if not gone:
                 return deleted
-            ids = [record.pk for record in records]
-            sessions, messages = {}, {}
-            for record_id, session_id in Record.source_sessions.through.objects.filter(record_id__in=ids).values_list(
-                "record_id", "session_id"
-            ):
-                sessions.setdefault(record_id, []).append(str(session_id))
-            for record_id, message_id in Record.source_messages.through.objects.filter(record_id__in=ids).values_list(
-                "record_id", "message_id"
-            ):
-                messages.setdefault(record_id, []).append(str(message_id))
-            for record in records:
+            for record_id, entry in gone:
                 retention_event_add(
                     tenant_id=tenant.pk,
                     action=RetentionEvent.Action.RECORD_PURGED,
                     actor=actor,
-                    subject_id=record.pk,
-                    before=_purged_record_entry(record, sessions, messages),
+                    subject_id=record_id,
+                    before=entry,
                 )
-            Record.objects.filter(pk__in=ids).delete()
-            deleted += len(ids)
+            deleted += len(gone)
 
 
 def retention_apply(*, tenant: Tenant, trigger: str, dry_run: bool = False) -> RetentionRun:
@@ -256,6 +279,13 @@ def retention_apply_all(*, trigger: str, dry_run: bool = False) -> list[Retentio
     return runs
 
 
-def messages_purged_handler(sender, tenant_id, message_ids, **kwargs):
-    # Inside the purging transaction: the vectors of the purged text go in the same commit as the text.
-    MessageEmbedding.objects.filter(message_id__in=message_ids).delete()
+# -- forgetting a user ---------------------------------------------------------------------------------------------
+def user_retention_forget(*, tenant_id, user_id: str) -> dict[str, int]:
+    """The retention trail's entries for the user's records a TTL purged: they name the user. Rows deleted per
+    model."""
+    return cascade_delete(RetentionEvent, "tenant_id = %s AND before ->> 'user_id' = %s", [tenant_id, user_id])
+
+
+def user_forgetting_handler(sender, tenant_id, user_id, **kwargs):
+    # Inside the forgetting transaction (sessions_app.services.forget): the counts go into its audit.
+    return user_retention_forget(tenant_id=tenant_id, user_id=user_id)

@@ -1,17 +1,19 @@
-"""Reads of retention across the ledger and memory: what a retention run would do to a tenant, now."""
+"""Reads of retention across the ledger and memory: a tenant's policy, and what a retention run would do to a
+tenant, now."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from django.db.models import F, Func, Q, UUIDField
-from django.db.models.functions import Now
+from django.db.models import Q
 from django.utils import timezone
 
-from memory_app.models import Record, RecordTtl
-from sessions_app.models import RetentionPolicy, Tenant
-from sessions_app.selectors.retention import ContentPurge, content_cutoff, content_purge_preview, retention_policy_get
+from memory_app.models import RecordTtl
+from memory_app.selectors.records import expired_records
+from retention_app.models import RetentionPolicy
+from sessions_app.models import Tenant
+from sessions_app.selectors.content_purge import ContentPurge, content_purge_preview
 
 
 @dataclass(frozen=True)
@@ -26,32 +28,29 @@ class RetentionPreview:
     records_to_purge: int  # expired records a "purge" TTL deletes
 
 
-class GoverningTtl(Func):
-    """The id of the TTL that governs a record (`ace_record_ttl_id`, migration 0007): its strategy's, else its
-    type's; NULL without one. The same function sets `expires_at`, so the two never disagree."""
-
-    function = "ace_record_ttl_id"
-    output_field = UUIDField()
-
-    def __init__(self):
-        super().__init__(F("tenant_id"), F("type"), F("strategy"))
+def retention_policy_get(*, tenant: Tenant) -> RetentionPolicy:
+    """The tenant's policy; an unsaved one that keeps everything forever if it never set one."""
+    return RetentionPolicy.objects.filter(tenant=tenant).first() or RetentionPolicy(tenant=tenant)
 
 
-def expired_records(*, tenant_id, on_expiry: str):
-    """The tenant's records whose TTL has run out, under TTLs that `on_expiry` them."""
-    ttls = RecordTtl.objects.filter(tenant_id=tenant_id, on_expiry=on_expiry).values("pk")
-    expired = Record.objects.filter(tenant_id=tenant_id, expires_at__lte=Now())
-    return expired.alias(ttl=GoverningTtl()).filter(ttl__in=ttls)
+def content_cutoff(*, policy: RetentionPolicy, now: datetime | None = None) -> datetime | None:
+    """Messages created before this time have their content purged; None: the policy keeps it forever."""
+    if policy.message_content_days is None:
+        return None
+    return (now or timezone.now()) - timedelta(days=policy.message_content_days)
 
 
 def retention_preview(*, tenant: Tenant, now: datetime | None = None) -> RetentionPreview:
     now = now or timezone.now()
     policy = retention_policy_get(tenant=tenant)
+    cutoff = content_cutoff(policy=policy, now=now)
     return RetentionPreview(
         tenant=tenant,
         policy=policy,
-        content_cutoff=content_cutoff(policy=policy, now=now),
-        messages=content_purge_preview(tenant=tenant, policy=policy, now=now),
+        content_cutoff=cutoff,
+        messages=ContentPurge()
+        if cutoff is None
+        else content_purge_preview(tenant=tenant, before=cutoff, roles=policy.roles),
         records_expired=expired_records(tenant_id=tenant.pk, on_expiry=RecordTtl.OnExpiry.KEEP).count(),
         records_to_purge=expired_records(tenant_id=tenant.pk, on_expiry=RecordTtl.OnExpiry.PURGE).count(),
     )

@@ -1,4 +1,5 @@
-"""Writes of retention: a tenant's policy for message content, purging that content, and the audit trail.
+"""Purging message content: the ledger's side of retention (retention_app decides which tenant's messages and
+when, from its policy).
 
 Purging blanks what a message *said* and keeps what it *was*: the row stays with its ids, seq, role,
 conversation, times, model, tokens, request and tool names, so every counter, roll-up and cost is unchanged
@@ -12,15 +13,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from platform_kit.db import planner_settings
-from sessions_app.models import Message, RetentionEvent, RetentionPolicy, Session, Tenant
-from sessions_app.models.retention import CONTENT_DAYS_MAX, CONTENT_DAYS_MIN
-from sessions_app.schema import ROLES
-from sessions_app.selectors.retention import UNPURGED_SCAN, ContentPurge, messages_to_purge
+from sessions_app.models import Message, Session, Tenant
+from sessions_app.selectors.content_purge import UNPURGED_SCAN, ContentPurge, messages_to_purge
 from sessions_app.signals import messages_purged
 
 # Messages purged per transaction: each batch locks its sessions for one short UPDATE, so an append to one of
@@ -51,67 +49,6 @@ UPDATE {Message._meta.db_table} SET
 WHERE id = ANY(%s) AND content_purged_at IS NULL
 RETURNING id, created_at
 """
-
-
-def retention_event_add(
-    *, tenant_id, action: str, actor: str, subject_id="", before: dict | None = None, after: dict | None = None
-) -> RetentionEvent:
-    """One entry of the retention audit trail (policies, record TTLs, records deleted because they expired)."""
-    return RetentionEvent.objects.create(
-        tenant_id=tenant_id, action=action, actor=actor[:255], subject_id=str(subject_id), before=before, after=after
-    )
-
-
-def _policy_snapshot(policy: RetentionPolicy) -> dict:
-    return {"message_content_days": policy.message_content_days, "roles": list(policy.roles or [])}
-
-
-def retention_policy_validate(*, message_content_days, roles) -> dict[str, list[str]]:
-    """What is wrong with these values, by field (empty: nothing)."""
-    errors: dict[str, list[str]] = {}
-    if message_content_days is not None and (
-        isinstance(message_content_days, bool)
-        or not isinstance(message_content_days, int)
-        or not CONTENT_DAYS_MIN <= message_content_days <= CONTENT_DAYS_MAX
-    ):
-        errors["message_content_days"] = [
-            f"Must be a whole number of days from {CONTENT_DAYS_MIN} to {CONTENT_DAYS_MAX}, or null to keep forever."
-        ]
-    if not isinstance(roles, list | tuple) or not all(isinstance(role, str) for role in roles):
-        errors["roles"] = ["Must be a list of roles (empty: every role)."]
-    elif unknown := sorted(set(roles) - set(ROLES)):
-        errors["roles"] = [f"Unknown role(s): {', '.join(unknown)}. Use: {', '.join(ROLES)}."]
-    return errors
-
-
-def retention_policy_set(*, tenant: Tenant, actor: str, **changes) -> RetentionPolicy:
-    """Create or change the tenant's policy (`message_content_days`, `roles`); the change is audited. Nothing
-    is purged here: the daily run (or `ace_retention`) applies it, after a preview shows what it will do."""
-    unknown = sorted(set(changes) - {"message_content_days", "roles"})
-    if unknown:
-        raise ValidationError({name: ["Unknown field."] for name in unknown})
-    with transaction.atomic():
-        policy, _ = RetentionPolicy.objects.select_for_update().get_or_create(tenant=tenant)
-        before = _policy_snapshot(policy)
-        days = changes.get("message_content_days", policy.message_content_days)
-        roles = changes.get("roles", policy.roles)
-        errors = retention_policy_validate(message_content_days=days, roles=roles)
-        if errors:
-            raise ValidationError(errors)
-        policy.message_content_days, policy.roles = days, sorted(set(roles))
-        after = _policy_snapshot(policy)
-        if after != before or policy._state.adding:
-            policy.updated_at = timezone.now()
-            policy.save()
-            retention_event_add(
-                tenant_id=tenant.pk,
-                action=RetentionEvent.Action.POLICY_SET,
-                actor=actor,
-                subject_id=policy.pk,
-                before=before,
-                after=after,
-            )
-    return policy
 
 
 def messages_content_purge(

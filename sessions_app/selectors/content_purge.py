@@ -1,15 +1,15 @@
-"""Reads of retention: a tenant's policy, which messages it would purge, and what a purge would touch."""
+"""Reads of the purge of message content: which messages a purge would blank, and how many (the policy that
+says when is retention_app's)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db.models import Count, Max, Min
-from django.utils import timezone
 
 from platform_kit.db import planner_settings
-from sessions_app.models import Message, RetentionPolicy, Tenant
+from sessions_app.models import Message, Tenant
 
 
 @dataclass(frozen=True)
@@ -26,18 +26,6 @@ class ContentPurge:
         return ContentPurge(messages=self.messages + other.messages, oldest=oldest, newest=newest)
 
 
-def retention_policy_get(*, tenant: Tenant) -> RetentionPolicy:
-    """The tenant's policy; an unsaved one that keeps everything forever if it never set one."""
-    return RetentionPolicy.objects.filter(tenant=tenant).first() or RetentionPolicy(tenant=tenant)
-
-
-def content_cutoff(*, policy: RetentionPolicy, now: datetime | None = None) -> datetime | None:
-    """Messages created before this time have their content purged; None: the policy keeps it forever."""
-    if policy.message_content_days is None:
-        return None
-    return (now or timezone.now()) - timedelta(days=policy.message_content_days)
-
-
 # How to read `messages_to_purge`: through `message_content_kept`, the index of unpurged messages, which holds the
 # candidates and nothing of the purged history. Left to itself PostgreSQL takes "not purged" and "older than the
 # cutoff" for independent, expects a share of the old rows to be unpurged, and scans the whole table; and a bitmap
@@ -52,13 +40,11 @@ def messages_to_purge(*, tenant: Tenant, before: datetime, roles=()):
     return messages.filter(role__in=roles) if roles else messages
 
 
-def content_purge_preview(*, tenant: Tenant, policy: RetentionPolicy, now: datetime | None = None) -> ContentPurge:
-    """What purging the tenant's message content now would blank: a count and the messages' date range."""
-    before = content_cutoff(policy=policy, now=now)
-    if before is None:
-        return ContentPurge()
+def content_purge_preview(*, tenant: Tenant, before: datetime, roles=()) -> ContentPurge:
+    """What purging the content of the tenant's messages created before `before` (of `roles`; empty: all) would
+    blank now: a count and the messages' date range."""
     with planner_settings(UNPURGED_SCAN):
-        found = messages_to_purge(tenant=tenant, before=before, roles=policy.roles).aggregate(
+        found = messages_to_purge(tenant=tenant, before=before, roles=roles).aggregate(
             messages=Count("pk"), oldest=Min("created_at"), newest=Max("created_at")
         )
     return ContentPurge(**found)

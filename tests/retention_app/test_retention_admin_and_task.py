@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory_app.models import RecordTtl
-from sessions_app.models import Message, RetentionEvent, RetentionPolicy, RetentionRun
+from retention_app.models import RetentionEvent, RetentionPolicy, RetentionRun
+from sessions_app.models import Message
 from sessions_app.services.messages import messages_append
 from tests.factories import SessionFactory
 
@@ -31,18 +32,18 @@ def old_messages(tenant, n=3):
 def test_the_admin_sets_previews_and_applies_a_policy_and_shows_purged_messages(staff, api):
     session, stored = old_messages(api.tenant)
     refused = staff.post(
-        "/admin/sessions_app/retentionpolicy/add/", {"tenant": api.tenant.pk, "message_content_days": 0}
+        "/admin/retention_app/retentionpolicy/add/", {"tenant": api.tenant.pk, "message_content_days": 0}
     )
     assert refused.status_code == 200 and not RetentionPolicy.objects.exists()  # the form shows what to fix
     created = staff.post(
-        "/admin/sessions_app/retentionpolicy/add/", {"tenant": api.tenant.pk, "message_content_days": 365}
+        "/admin/retention_app/retentionpolicy/add/", {"tenant": api.tenant.pk, "message_content_days": 365}
     )
     assert created.status_code == 302, created.content
     policy = RetentionPolicy.objects.get(tenant=api.tenant)
     assert policy.message_content_days == 365
     assert RetentionEvent.objects.get(tenant=api.tenant).actor == "admin:auditor"
 
-    changelist = "/admin/sessions_app/retentionpolicy/"
+    changelist = "/admin/retention_app/retentionpolicy/"
     preview = staff.post(changelist, {"action": "preview_retention", "_selected_action": [policy.pk]}, follow=True)
     assert "the content of 3 messages" in preview.content.decode()
     assert Message.objects.filter(session=session, content_purged_at__isnull=True).count() == 3
@@ -53,8 +54,8 @@ def test_the_admin_sets_previews_and_applies_a_policy_and_shows_purged_messages(
     page = staff.get(f"/admin/sessions_app/message/{stored[0].pk}/change/").content.decode()
     assert "[content purged on" in page and "secret plan" not in page
     assert "[content purged on" in staff.get("/admin/sessions_app/message/").content.decode()
-    assert staff.get("/admin/sessions_app/retentionrun/").status_code == 200
-    assert staff.get("/admin/sessions_app/retentionevent/").status_code == 200
+    assert staff.get("/admin/retention_app/retentionrun/").status_code == 200
+    assert staff.get("/admin/retention_app/retentionevent/").status_code == 200
 
 
 @pytest.mark.django_db
@@ -78,7 +79,7 @@ def test_the_daily_task_is_scheduled_by_the_migrations(db):
 
 
 def test_the_daily_task_runs_on_a_real_worker(celery_worker, api):
-    from memory_app.tasks import apply_retention
+    from retention_app.tasks import apply_retention
 
     _, stored = old_messages(api.tenant)
     RetentionPolicy.objects.create(tenant=api.tenant, message_content_days=30)

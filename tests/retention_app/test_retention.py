@@ -8,7 +8,8 @@ from django.core.management import call_command
 
 from memory_app.embeddings import messages_embed
 from memory_app.models import MessageEmbedding
-from sessions_app.models import Message, RetentionRun, Session
+from retention_app.models import RetentionRun
+from sessions_app.models import Message, Session
 from sessions_app.selectors.recount import rollup_drift, session_count_drift
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,6 @@
 """Retention: how long a tenant keeps message content, what each retention run did, and the audit trail of
-every change to the policies (docs/retention.md).
+every change to the policies and record TTLs (docs/retention.md). A record TTL itself is memory_app.RecordTtl:
+the database keeps each record's `expires_at` from it.
 
 Purging a message's content keeps the message row — its ids, seq, role, conversation, times, model, tokens,
 request and tool names — so every counter, roll-up, cost and record provenance stays exact.
@@ -10,7 +11,7 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
-from sessions_app.models.tenancy import Tenant
+from sessions_app.models import Tenant
 
 # Days of message content a policy may keep: at least one day, at most a hundred years.
 CONTENT_DAYS_MIN = 1

@@ -9,9 +9,9 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memory_app.retention import retention_apply
-from sessions_app.models import Message, RetentionRun
-from sessions_app.services.retention import retention_policy_set
+from retention_app.models import RetentionRun
+from retention_app.services import retention_apply, retention_policy_set
+from sessions_app.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
