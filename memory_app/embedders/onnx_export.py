@@ -38,6 +38,8 @@ from pathlib import Path
 FORMAT = "st-onnx-2"  # change when what the export writes changes: a new folder is made (2: built without torch)
 FP32 = "model.onnx"
 INT8 = "model-int8.onnx"
+# The least cosine between the int8 and fp32 vectors of CHECK_TEXTS an export may have (see _check).
+INT8_FLOOR = 0.93
 META = "meta.json"
 EXPORT_TIMEOUT = 600  # seconds: generous; MiniLM takes seconds
 
@@ -193,7 +195,10 @@ def _check(dest: Path, meta: dict) -> float:
             raise ExportError(f"The ONNX export ({weights}) gave vectors of shape {got.shape} or not finite")
         vectors[weights] = got / np.linalg.norm(got, axis=1, keepdims=True)
     agreement = float((vectors[FP32] * vectors[INT8]).sum(axis=1).min())
-    if agreement < 0.95:
+    # A floor that catches a broken quantisation, not one CPU's int8 arithmetic: with AVX-512 VNNI these texts
+    # agree to ~0.99; on a CPU with AVX2 alone (onnxruntime's u8s8 kernels saturate there) the same export gives
+    # 0.949 at worst here, and 0.969 at worst, 0.986 on average, against torch's vectors of the reference texts.
+    if agreement < INT8_FLOOR:
         raise ExportError(f"The int8 export disagrees with the fp32 one (cosine {agreement:.4f})")
     return round(agreement, 5)
 
