@@ -1,12 +1,11 @@
 from csp.constants import NONCE, SELF, UNSAFE_INLINE
 from csp.decorators import csp_update
 from django.contrib import admin
-from django.urls import include, path, re_path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from aceproject.api_docs import redoc_bundle
 from aceproject.health import healthz
-from aceproject.mcp.http import mcp_endpoint
 from aceproject.site import doc, favicon, home
 
 admin.autodiscover()  # the apps' admin modules (aceproject.admin_app.AdminConfig leaves them to the URLs)
@@ -39,7 +38,7 @@ urlpatterns = [
     path("api/redoc/redoc.standalone.js", redoc_bundle, name="api-redoc-bundle"),
     path("api/redoc/", api_docs_policy(SpectacularRedocView.as_view(url_name="schema")), name="api-redoc"),
     path("admin/", admin.site.urls),
-    re_path(r"^mcp/?$", mcp_endpoint, name="mcp"),  # /mcp too: a POST cannot follow a slash redirect
+    path("", include("mcp_app.urls")),  # /mcp/: the MCP server over streamable HTTP (docs/mcp.md)
 ]
 
 handler404 = "platform_kit.api.errors.json_404"
