@@ -23,7 +23,7 @@ def _make_embedded_broker_folders(sender, **kwargs):
 @signals.worker_process_init.connect
 def _load_the_embedder(**kwargs):
     """Each pool process loads the embedder when it starts, not in the first embedding task or recall it runs."""
-    from aceproject.embedder_warmup import warm_up
+    from memory_app.embedders.warmup import warm_up
 
     warm_up("worker")
     gc.freeze()  # as gunicorn's workers do (aceproject/gunicorn_conf.py): start-up's objects out of the collector's way
@@ -35,6 +35,6 @@ def _load_the_embedder_in_a_poolless_worker(sender=None, **kwargs):
     pool = getattr(sender, "pool_cls", None)
     name = pool if isinstance(pool, str) else f"{getattr(pool, '__module__', '')}.{getattr(pool, '__name__', '')}"
     if "prefork" not in name:
-        from aceproject.embedder_warmup import warm_up
+        from memory_app.embedders.warmup import warm_up
 
         warm_up("worker")

@@ -1,7 +1,7 @@
 """gunicorn settings for Open ACE: `gunicorn --config python:aceproject.gunicorn_conf aceproject.wsgi` (Procfile).
 
 Each worker loads the embedder once it has loaded the application and before it accepts a request, so no request
-waits for the model (aceproject/embedder_warmup.py). The application is not preloaded in the master: the model's
+waits for the model (memory_app/embedders/warmup.py). The application is not preloaded in the master: the model's
 thread pools must be made after the fork.
 """
 
@@ -9,7 +9,7 @@ import gc
 
 
 def post_worker_init(worker):
-    from aceproject.embedder_warmup import warm_up
+    from memory_app.embedders.warmup import warm_up
 
     worker.notify()  # the master counts --timeout from the last notice: loading (or exporting) the model is work
     warm_up("web")

@@ -13,9 +13,9 @@ from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from platform_kit import outbound, redaction
+from platform_kit.api.tags import TAGS as API_TAGS
 from sessions_app.schema import ROLES
 
-from . import api_tags
 from .data_folder import filesystem_broker_options, secret_key
 from .embedded_broker import SCHEME as EMBEDDED_BROKER_SCHEME
 from .embedded_broker import embedded_broker_options, embedded_broker_url
@@ -44,7 +44,7 @@ ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 CSRF_TRUSTED_ORIGINS = env("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
-    "aceproject.admin_app.AdminConfig",  # django.contrib.admin, its modules loaded with the URLs
+    "platform_kit.admin.apps.AdminConfig",  # django.contrib.admin, its modules loaded with the URLs
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -72,13 +72,13 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "aceproject.middleware.RequestIdMiddleware",  # first: every answer, even another middleware's, has an id
+    "platform_kit.middleware.RequestIdMiddleware",  # first: every answer, even another middleware's, has an id
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_permissions_policy.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "aceproject.middleware.RequestSizeLimitMiddleware",
-    "aceproject.middleware.DatabaseUnavailableMiddleware",  # 503 + Retry-After while PostgreSQL is unreachable
+    "platform_kit.middleware.RequestSizeLimitMiddleware",
+    "platform_kit.middleware.DatabaseUnavailableMiddleware",  # 503 + Retry-After while PostgreSQL is unreachable
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -114,7 +114,9 @@ ROOT_URLCONF = "aceproject.urls"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "aceproject" / "templates"],  # overrides of other apps' templates
+        # First: the kit's overrides of other apps' templates (the admin's, django-celery-beat's, drf-spectacular's),
+        # which the app directories would find after those apps' own (the admin is the first installed app).
+        "DIRS": [BASE_DIR / "platform_kit" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -153,7 +155,7 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
-FORMAT_MODULE_PATH = ["aceproject.formats"]  # ISO dates in the admin
+FORMAT_MODULE_PATH = ["platform_kit.formats"]  # ISO dates in the admin
 USE_I18N = True
 USE_TZ = True
 
@@ -284,9 +286,9 @@ SPECTACULAR_SETTINGS = {
         "WebhookDeliveryStatusEnum": "webhooks_app.models.DeliveryStatus",
     },
     # The ApiKey security scheme comes from the authentication class (sessions_app.auth), once per operation.
-    # Operations grouped by area, each group described (aceproject/api_tags.py).
-    "TAGS": api_tags.TAGS,
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "aceproject.api_tags.tag_operations"],
+    # Operations grouped by area, each group described (platform_kit/api/tags.py).
+    "TAGS": API_TAGS,
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "platform_kit.api.tags.tag_operations"],
 }
 
 # Celery: the app is `aceproject`. Unset CELERY_BROKER_URL means the embedded broker: a Valkey server from the
@@ -412,7 +414,7 @@ ACE_EMBEDDER_BATCH = env.int("ACE_EMBEDDER_BATCH", default=128)
 # made by `manage.py ace_embedder prepare` (scripts/up runs it) or by the first process that needs it.
 ACE_EMBEDDER_RUNTIME = env.str("ACE_EMBEDDER_RUNTIME", default="onnx").strip().lower()
 ACE_EMBEDDER_CACHE_DIR = env.str("ACE_EMBEDDER_CACHE_DIR", default="")
-# Web and worker processes load the embedder when they start (aceproject/embedder_warmup.py), so that no request
+# Web and worker processes load the embedder when they start (memory_app/embedders/warmup.py), so that no request
 # waits for the model; false: on first use.
 ACE_EMBEDDER_PRELOAD = env.bool("ACE_EMBEDDER_PRELOAD", default=True)
 # CPU threads the local model may use in this process (0: the runtime's default, one per core). The Procfile gives web

@@ -1,15 +1,16 @@
 from csp.constants import NONCE, SELF, UNSAFE_INLINE
 from csp.decorators import csp_update
 from django.contrib import admin
-from django.urls import include, path, re_path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from aceproject.api_docs import redoc_bundle
-from aceproject.health import healthz
-from aceproject.mcp.http import mcp_endpoint
-from aceproject.site import doc, favicon, home
+from aceproject.celery import app as celery_app
+from memory_app.embedders.health import embedder_health
+from platform_kit.api.docs import redoc_bundle
+from platform_kit.health import healthz
+from platform_kit.site import doc, favicon, home
 
-admin.autodiscover()  # the apps' admin modules (aceproject.admin_app.AdminConfig leaves them to the URLs)
+admin.autodiscover()  # the apps' admin modules (platform_kit.admin.apps.AdminConfig leaves them to the URLs)
 admin.site.site_header = "Open ACE"
 admin.site.site_title = "Open ACE"
 admin.site.index_title = "Sessions, usage and memory"
@@ -27,7 +28,8 @@ urlpatterns = [
     path("favicon.ico", favicon, name="favicon"),
     path("docs/", doc, name="docs"),
     path("docs/<slug:page>/", doc, name="doc"),
-    path("healthz", healthz, name="healthz"),
+    # The probe is the kit's; what it probes is the project's: its Celery app's broker, the memory's embedder.
+    path("healthz", healthz, {"broker": celery_app, "embedder_status": embedder_health}, name="healthz"),
     path("api/v1/", include("sessions_app.urls")),
     path("api/v1/", include("ingest_app.urls")),
     path("api/v1/", include("memory_app.urls")),
@@ -40,7 +42,7 @@ urlpatterns = [
     path("api/redoc/redoc.standalone.js", redoc_bundle, name="api-redoc-bundle"),
     path("api/redoc/", api_docs_policy(SpectacularRedocView.as_view(url_name="schema")), name="api-redoc"),
     path("admin/", admin.site.urls),
-    re_path(r"^mcp/?$", mcp_endpoint, name="mcp"),  # /mcp too: a POST cannot follow a slash redirect
+    path("", include("mcp_app.urls")),  # /mcp/: the MCP server over streamable HTTP (docs/mcp.md)
 ]
 
 handler404 = "platform_kit.api.errors.json_404"

@@ -10,7 +10,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aceproject.settings")
 
 def _application():
     django_application = get_wsgi_application()
-    from aceproject.middleware import UPLOAD_PATHS  # its imports need the apps loaded
+    from platform_kit.middleware import UPLOAD_PATHS  # its imports need the apps loaded
 
     return ChunkedRequestBodies(
         django_application,

@@ -51,7 +51,7 @@ def floor_settings(folder: Path) -> dict[str, str]:
 
     # The admin without autodiscovery, as the project runs it: the admin modules it discovers are the apps'.
     apps = [
-        "django.contrib.admin.apps.SimpleAdminConfig" if app.startswith("aceproject.admin_app") else app
+        "django.contrib.admin.apps.SimpleAdminConfig" if app.startswith("platform_kit.admin.apps") else app
         for app in project.INSTALLED_APPS
     ]
     third_party = [app for app in apps if app.split(".")[0] not in PROJECT_APPS]

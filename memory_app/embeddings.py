@@ -1,4 +1,6 @@
-"""Computing and storing vectors of records and messages, in the space of the configured embedder."""
+"""Computing and storing vectors of records and messages, in the space of the configured embedder; the HNSW index
+of each embedder's space, made by the writes that store its vectors (recall only reads it); and lowering the memory
+status's watermarks when messages change (what `selectors.status` counts from)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from memory_app.embedders import Embedder, EmbedderMisconfigured, get_embedder
-from memory_app.models import MessageEmbedding, Record
+from memory_app.models import MessageEmbedding, Record, SessionEmbeddingProgress
 from sessions_app.models import Message, Session
 
 _KEY = re.compile(r"^[A-Za-z0-9:._/@+-]{1,160}$")
@@ -26,7 +28,9 @@ def ensure_vector_index(embedder: Embedder) -> None:
     """One HNSW (cosine) index per embedder key on records and on messages, over that key's rows only.
 
     Vectors of different models have different dimensions (or meanings), so the column has no fixed
-    dimension; each partial index casts to the key's dimension.
+    dimension; each partial index casts to the key's dimension. Every write that stores a vector makes sure of
+    its key's index first (`records_embed`, `messages_embed`, `services.record_create`), as does
+    `manage.py ace_embeddings index`; recall, a read, never builds one: a key with vectors has its index.
     """
     if (embedder.key, embedder.dimensions) in _indexed:
         return
@@ -86,11 +90,42 @@ def record_embedding_reset(*, record_id) -> None:
 def message_embeddings_reset(*, message_ids: Iterable) -> None:
     """The messages' content changed (an import completed them in place): their old vectors no longer describe
     them. Without one, the periodic sweep (`tasks.embed_pending`) finds them, if the queued task is lost."""
-    from memory_app.selectors.status import embedding_progress_lower
-
     message_ids = list(message_ids)
     MessageEmbedding.objects.filter(message_id__in=message_ids).delete()
     embedding_progress_lower(message_ids=message_ids)  # the memory status counts them as waiting again
+
+
+_PROGRESS = SessionEmbeddingProgress._meta.db_table
+_MESSAGE = Message._meta.db_table
+
+
+def embedding_progress_lower(*, message_ids) -> None:
+    """These messages' content changed (an import completed them, a turn completed): their sessions'
+    watermarks go back to before them, so the next count (`selectors.status`) reads them again."""
+    ids = [str(pk) for pk in message_ids]
+    if not ids:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE {_PROGRESS} p SET embedded_through_seq = LEAST(p.embedded_through_seq, m.first_seq - 1),
+                                     updated_at = clock_timestamp()
+            FROM (SELECT session_id, min(seq) AS first_seq FROM {_MESSAGE} WHERE id = ANY(%s::uuid[])
+                  GROUP BY session_id) m
+            WHERE p.session_id = m.session_id
+            """,
+            [ids],
+        )
+
+
+def embedding_progress_lower_sql(*, session_id, first_seq: int) -> tuple[str, list]:
+    """`embedding_progress_lower` for messages of one session from `first_seq` on, as a clause of the writer's
+    own statement (a completed chat turn's)."""
+    return (
+        f"UPDATE {_PROGRESS} SET embedded_through_seq = LEAST(embedded_through_seq, %s), "
+        "updated_at = clock_timestamp() WHERE session_id = %s AND embedded_through_seq >= %s",
+        [first_seq - 1, session_id, first_seq],
+    )
 
 
 def messages_embed(*, message_ids: Iterable, embedder: Embedder | None = None) -> int:

@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memory_app.embeddings import ensure_vector_index
 from memory_app.models import MessageEmbedding, Record, RecordRevision, RecordTtl
 from memory_app.selectors.records import expired_records
 from memory_app.signals import record_changed
@@ -185,6 +186,8 @@ def record_create(
     content, fields = redact_text(content), redact(fields)
     embedder, vector = _embed_inline(content)
     with transaction.atomic():
+        if vector is not None:
+            ensure_vector_index(embedder)  # a vector is stored (and searched for restatements): its space's index
         sessions, messages = _sources(tenant=tenant, session_ids=source_session_ids, message_ids=source_message_ids)
         scope = {"tenant": tenant, "user_id": user_id, "namespace": namespace, "type": type}
         existing, reason = (_restated(content=content, **scope) if merge_restatements else None), "restated"
@@ -249,9 +252,6 @@ def _embed_inline(content: str):
 
 def _nearest(*, tenant: Tenant, user_id: str, namespace: str, type: str, content: str, vector, embedder) -> tuple:
     """The valid record of this scope nearest to `vector`, locked, if it is at least ACE_DEDUP_SIMILARITY."""
-    from memory_app.embeddings import ensure_vector_index
-
-    ensure_vector_index(embedder)
     dims = int(embedder.dimensions)
     literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
     with connection.cursor() as cursor:

@@ -4,9 +4,14 @@ from celery import shared_task
 from django.conf import settings
 
 from memory_app.embedders import EmbedderUnavailable, get_embedder
-from memory_app.embeddings import message_embeddings_reset, messages_embed, records_embed
+from memory_app.embeddings import (
+    embedding_progress_lower_sql,
+    message_embeddings_reset,
+    messages_embed,
+    records_embed,
+)
 from memory_app.selectors.records import pending_messages, pending_records
-from memory_app.selectors.status import embedding_progress_lower_sql, embedding_progress_refresh
+from memory_app.selectors.status import embedding_progress_refresh
 from platform_kit.tasks import enqueue_or_leave_to_sweep, queued_siblings
 
 RETRY = {

@@ -3,8 +3,9 @@ from django.core import checks
 
 
 class PlatformKitConfig(AppConfig):
-    """The admin kit's templates, and the platform's own tables: the server errors' tally, the failed
-    authentications per address (auth_throttle)."""
+    """The kit's templates (the admin kit's, the site's pages, the error pages and the overrides of other apps'
+    templates, which settings.TEMPLATES also lists first) and static files, and the platform's own tables: the
+    server errors' tally, the failed authentications per address (auth_throttle)."""
 
     name = "platform_kit"
     verbose_name = "Platform kit"

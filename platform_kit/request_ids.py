@@ -2,7 +2,7 @@
 quotes from an error ("request id 3f9c…") finds the server's log lines and traceback.
 
 A client may send its own in `X-Request-ID` (letters, digits and `._:-`, at most 64 characters); otherwise one
-is made. The response carries it back in `X-Request-ID` (aceproject.middleware.RequestIdMiddleware).
+is made. The response carries it back in `X-Request-ID` (platform_kit.middleware.RequestIdMiddleware).
 """
 
 from __future__ import annotations

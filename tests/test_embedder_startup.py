@@ -3,7 +3,7 @@ the embedder when they start, and /healthz says so before the first request that
 
 The process tests run the real commands of the Procfile with ACE_EMBEDDER=local on ONNX Runtime, in a data folder
 of their own under the tests' (its database is migrated on the first run), with the tests' model cache (exported
-once). The hook they call (aceproject.embedder_warmup.warm_up) is then tested in this process: what it loads, what
+once). The hook they call (memory_app.embedders.warmup.warm_up) is then tested in this process: what it loads, what
 it skips, what it logs."""
 
 import json
@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from aceproject.embedder_warmup import warm_up
 from memory_app.embedders import get_embedder
+from memory_app.embedders.warmup import warm_up
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "local:all-MiniLM-L6-v2:384"

@@ -6,7 +6,7 @@ import pytest
 from django.conf import settings
 from django.contrib.staticfiles import finders
 
-from aceproject.site import DOC_PAGES, doc_url
+from platform_kit.site import DOC_PAGES, doc_url
 from tests.test_security_headers import inline_code
 
 HREF = re.compile(r'href="([^"]*)"')

@@ -28,7 +28,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aceproject.settings")
 import django
 django.setup()
 from django.core.management import load_command_class
-load_command_class("sessions_app", "ace_import")  # what `manage.py ace_import` loads before it runs
+load_command_class("ingest_app", "ace_import")  # what `manage.py ace_import` loads before it runs
 from ingest_app.importers import parse_file  # and what an import runs
 print(json.dumps(sorted(name for name in %r if name in sys.modules)))
 """

@@ -15,7 +15,7 @@ order. ``ACE_EMBEDDER_THREADS`` (when > 0) caps the threads one process gives th
 
 Never touches the network: the hub is switched off (``HF_HUB_OFFLINE=1``) and the model loads with
 ``local_files_only``. The model loads on ``load()`` (web and worker processes call it when they start:
-aceproject.embedder_warmup), else on the first ``embed()``, once per process.
+memory_app.embedders.warmup), else on the first ``embed()``, once per process.
 """
 
 from __future__ import annotations

@@ -30,7 +30,6 @@ from django.db.models import BooleanField, Func, Sum, TextField, Value
 from django.db.models.functions import Cast
 
 from memory_app.embedders import EmbedderError, get_embedder
-from memory_app.embeddings import ensure_vector_index
 from memory_app.models import UNEXPIRED_SQL, MessageEmbedding, Record, UserSearchVector, unexpired, user_lexeme
 from memory_app.query_vectors import query_vector, vector_literal
 from platform_kit.db import within_time
@@ -393,7 +392,6 @@ def recall_search(
         embedder = get_embedder()
         vector = query_vector(embedder, query)
         embedder_key = embedder.key
-        ensure_vector_index(embedder)
     except EmbedderError as error:
         logger.warning("recall without vectors: %s", error)
         embedder, vector = None, None

@@ -271,35 +271,6 @@ def embedding_progress_refresh() -> int:
     return waiting
 
 
-def embedding_progress_lower(*, message_ids) -> None:
-    """These messages' content changed (an import completed them, a turn completed): their sessions'
-    watermarks go back to before them, so the next count reads them again."""
-    ids = [str(pk) for pk in message_ids]
-    if not ids:
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            UPDATE {_PROGRESS} p SET embedded_through_seq = LEAST(p.embedded_through_seq, m.first_seq - 1),
-                                     updated_at = clock_timestamp()
-            FROM (SELECT session_id, min(seq) AS first_seq FROM {_MESSAGE} WHERE id = ANY(%s::uuid[])
-                  GROUP BY session_id) m
-            WHERE p.session_id = m.session_id
-            """,
-            [ids],
-        )
-
-
-def embedding_progress_lower_sql(*, session_id, first_seq: int) -> tuple[str, list]:
-    """`embedding_progress_lower` for messages of one session from `first_seq` on, as a clause of the writer's
-    own statement (a completed chat turn's)."""
-    return (
-        f"UPDATE {_PROGRESS} SET embedded_through_seq = LEAST(embedded_through_seq, %s), "
-        "updated_at = clock_timestamp() WHERE session_id = %s AND embedded_through_seq >= %s",
-        [first_seq - 1, session_id, first_seq],
-    )
-
-
 # -- records and the search index ---------------------------------------------------------------------------
 def pending_record_vectors(*, tenant: Tenant, user_id: str | None, key: str | None) -> tuple[int, datetime | None]:
     """Valid records without a vector of `key` (None: without any vector), and the oldest one's last change."""

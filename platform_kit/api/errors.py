@@ -61,7 +61,7 @@ def exception_handler(exc, context):
 
 
 # Paths that machines call (the API, the OTLP receiver, MCP, the LLM gateway): their errors are JSON. Every other
-# path is a page a person reads, and gets the site's error page (aceproject/templates/404.html, 500.html).
+# path is a page a person reads, and gets the site's error page (platform_kit/templates/404.html, 500.html).
 MACHINE_PATHS = ("/api/", "/v1/", "/mcp", "/gateway/")
 
 
@@ -83,7 +83,7 @@ def json_500(request):
         from django.http import HttpResponseServerError
         from django.template import loader
 
-        # the site's 500.html (aceproject/templates), naming the request id its traceback is logged under
+        # the site's 500.html (platform_kit/templates), naming the request id its traceback is logged under
         return HttpResponseServerError(loader.get_template("500.html").render({"request_id": request_id()}))
     return JsonResponse(server_error_body(), status=status.HTTP_500_INTERNAL_SERVER_ERROR)
 

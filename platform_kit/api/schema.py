@@ -4,7 +4,7 @@ The codes every view shares are added here, from what the operation takes, so th
 - 400 when it reads a query, a header or a body (invalid input: `errors` says which field and why);
 - 401 when it needs an API key (every API operation);
 - 404 when its path names an object (unknown, deleted, or another tenant's);
-- 413 when it takes a body (aceproject.middleware refuses one over ACE_MAX_REQUEST_BYTES before parsing);
+- 413 when it takes a body (platform_kit.middleware refuses one over ACE_MAX_REQUEST_BYTES before parsing);
 - 503 always, with Retry-After, while the database is unreachable (platform_kit.outages).
 A view adds the codes of its own (409, 412, 413…) with `error_responses(...)` in its `extend_schema`.
 

@@ -114,7 +114,8 @@ def vector_index() -> None:
 
 
 def vector_index_skipped() -> None:
-    """Recall will not build the embedder's HNSW indexes in this process until `vector_index` (without them,
-    PostgreSQL reads a user's rows through the btree indexes)."""
+    """The rows written here (by COPY, not through the services) have no HNSW index, and no write through the
+    services builds the embedder's in this process until `vector_index` (without them, PostgreSQL reads a user's
+    rows through the btree indexes). Recall never builds one."""
     embedder = get_embedder()
     _indexed.add((embedder.key, embedder.dimensions))

@@ -264,6 +264,29 @@ def test_a_users_record_keyword_matches_are_their_own_whatever_their_id(api, oth
     assert recall_search(tenant=api.tenant, query="Lisbon", user_id="an", include_messages=False).results == []
 
 
+def test_a_recall_reads_and_never_builds_an_index_the_write_that_stores_a_vector_does(api, settings):
+    """An embedder's space gets its HNSW indexes from the first write that stores a vector in it, not from a
+    recall (a read), even the first of a process."""
+    from memory_app.embedders import get_embedder
+    from memory_app.embeddings import _indexed
+
+    settings.ACE_EMBEDDER_DIMENSIONS = 48  # a space no other test writes in: none of its indexes exist yet
+    embedder = get_embedder()
+    _indexed.discard((embedder.key, embedder.dimensions))
+
+    def hnsw_indexes() -> set[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE '%%hnsw%%'")
+            return {row[0] for row in cursor.fetchall()}
+
+    before = hnsw_indexes()
+    recall(api, "Which museum did I like?")
+    assert hnsw_indexes() == before
+    record_create(tenant=api.tenant, user_id="xiaoming", type="profile", content="偏好博物馆")
+    assert len(hnsw_indexes() - before) == 2  # the records' and the messages' index of the new space
+    assert [r["text"] for r in recall(api, "博物馆", include_messages=False)["results"]] == ["偏好博物馆"]
+
+
 def test_an_embedder_that_is_down_degrades_to_keywords(api, settings):
     remember(api.tenant, "偏好博物馆")
     settings.ACE_EMBEDDER = "openai"

@@ -30,8 +30,8 @@ QUERIES = [
 
 @pytest.fixture(autouse=True)
 def _no_vector_index_unless_asked():
-    """No HNSW index is built by the first recall (seconds over thousands of rows); the tests about HNSW build
-    it (bulk_rows.vector_index)."""
+    """No HNSW index is built by a record written through the API (seconds over thousands of rows); the tests about
+    HNSW build it (bulk_rows.vector_index)."""
     bulk_rows.vector_index_skipped()
 
 

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import make_client
 from tests.processes import process_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 BAD_IDS = [{"a": 1}, [1], True, None, 1.5]
 INITIALIZE = {
     "method": "initialize",

@@ -1,9 +1,10 @@
 """Load the embedder when a web or worker process starts, not on the first request that needs it.
 
-- Web: gunicorn.conf.py's ``post_worker_init`` hook calls ``warm_up("web")`` in each worker after it loaded the
-  application and before it accepts a connection (the model is loaded after the fork: an ONNX Runtime or torch
-  thread pool does not survive a fork).
-- Celery: ``worker_process_init`` (each pool process, after the fork) calls ``warm_up("worker")``.
+- Web: the ``post_worker_init`` hook of aceproject/gunicorn_conf.py calls ``warm_up("web")`` in each worker after
+  it loaded the application and before it accepts a connection (the model is loaded after the fork: an ONNX
+  Runtime or torch thread pool does not survive a fork).
+- Celery: ``worker_process_init`` (each pool process, after the fork; aceproject/celery.py) calls
+  ``warm_up("worker")``.
 
 Skipped when ACE_EMBEDDER_PRELOAD is false or the settings embed nothing (ACE_EMBEDDER=hash has nothing to load).
 A failure is logged and never stops the process: embedding then fails (and is retried) as it would have on first
@@ -15,17 +16,17 @@ from __future__ import annotations
 import logging
 import os
 
-_log = logging.getLogger("aceproject.embedder")
+from django.conf import settings
+
+from memory_app.embedders import get_embedder
+
+_log = logging.getLogger("aceproject.embedder")  # the name the logs have always had (and their filters know)
 
 
 def warm_up(role: str) -> None:
-    from django.conf import settings
-
     if not getattr(settings, "ACE_EMBEDDER_PRELOAD", True):
         return
     try:
-        from memory_app.embedders import get_embedder
-
         embedder = get_embedder()
         if embedder.loaded:
             return

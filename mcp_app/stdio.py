@@ -15,7 +15,7 @@ import os
 import anyio
 from mcp.server.stdio import stdio_server
 
-from aceproject.mcp.envelope import envelope_errors
+from mcp_app.envelope import envelope_errors
 
 
 class _Wire:

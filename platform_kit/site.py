@@ -1,5 +1,9 @@
 """The pages around the admin and the API: the landing page at `/`, the favicon, and the documentation.
 
+Their templates are the kit's (`platform_kit/templates/platform_kit/`, with the error pages and the overrides
+of the admin's and the API docs' pages); their files keep the public paths they have always had,
+`/static/aceproject/…` (`platform_kit/static/aceproject/`: browsers keep the favicon's permanent redirect).
+
 The documentation is the repository's own Markdown (README.md, docs/*.md, bench/README.md) rendered as it
 is, so the server and the checkout never disagree; links between those files lead to their pages here.
 """
@@ -51,7 +55,7 @@ DOC_PATHS = {page: path for path, page in DOC_PAGES.items()}
 def home(request):
     """What this is, and where to go: the admin, the API docs, health, the documentation."""
     docs = [(doc_url(DOC_PAGES[path]), doc_title(path)) for path in DOC_PAGES if path.startswith("docs/")]
-    return render(request, "aceproject/home.html", {"docs": docs, "readme_url": doc_url("")})
+    return render(request, "platform_kit/home.html", {"docs": docs, "readme_url": doc_url("")})
 
 
 @require_GET
@@ -70,7 +74,7 @@ def doc(request, page: str = ""):
     if path is None:
         raise Http404("No such document.")
     title, html = rendered(path)
-    return render(request, "aceproject/doc.html", {"title": title, "body": html, "readme_url": doc_url("")})
+    return render(request, "platform_kit/doc.html", {"title": title, "body": html, "readme_url": doc_url("")})
 
 
 def doc_title(path: str) -> str:

@@ -3,8 +3,8 @@ import os
 import anyio
 from django.core.management.base import BaseCommand, CommandError
 
-from aceproject.mcp.server import mcp_server, tenant_bound
-from aceproject.mcp.stdio import serve_stdio
+from mcp_app.server import mcp_server, tenant_bound
+from mcp_app.stdio import serve_stdio
 from sessions_app.services.apikeys import apikey_authenticate
 
 

@@ -20,8 +20,8 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, Un
 from mcp_types import ToolAnnotations
 from pydantic import Field, ValidationError
 
-from aceproject.mcp import operations
-from aceproject.mcp.operations import InvalidArguments, NotFound
+from mcp_app import operations
+from mcp_app.operations import InvalidArguments, NotFound
 from memory_app.models import RecordType
 from platform_kit.api.fields import NON_FINITE_REFUSED, non_finite_path
 from platform_kit.outages import RETRY_AFTER_SECONDS, database_unavailable

@@ -3,10 +3,12 @@ process uses: which, whether its model is loaded (web processes load it when the
 how many requests were answered with a server error, by every process, since when, and the last one.
 
 The answer is public: it says which component failed in generic words ("the broker is not running"); the
-error itself, which can name a host, a socket path or a file, goes to the log (logger `aceproject.health`)."""
+error itself, which can name a host, a socket path or a file, goes to the log (logger `aceproject.health`).
+
+The kit knows no app: the project's URLs hand the view the Celery app whose broker it probes and the function
+that describes the embedder (`memory_app.embedders.health.embedder_health`, aceproject/urls.py)."""
 
 import logging
-import re
 import socket
 
 from django.db import connection
@@ -16,11 +18,11 @@ from django.views.decorators.http import require_GET
 from platform_kit.outages import RETRY_AFTER_SECONDS, database_unavailable
 from platform_kit.server_errors import server_errors_summary
 
-logger = logging.getLogger(__name__)
-_SETTING_NAME = re.compile(r"\bACE_[A-Z_]+[A-Z]\b")
+logger = logging.getLogger("aceproject.health")  # the name docs/api.md gives operators
 
 
-def _logged(component: str, error: BaseException) -> None:
+def down_logged(component: str, error: BaseException) -> None:
+    """The details of a component found down, for the log only (the answer says it in generic words)."""
     logger.warning("/healthz: %s is down: %s: %s", component, type(error).__name__, error)
 
 
@@ -47,46 +49,26 @@ def _database_problem() -> str | None:
             cursor.execute("SELECT 1")
         return None
     except Exception as error:  # noqa: BLE001 - any failure means "down"
-        _logged("the database", error)
+        down_logged("the database", error)
         return database_unavailable(error) or "the database answered with an error (see the server log)"
 
 
-def _broker_problem() -> str | None:
-    from aceproject.celery import app
-
+def _broker_problem(app) -> str | None:
     try:
         with app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=2)
         return None
     except Exception as error:  # noqa: BLE001
-        _logged("the broker", error)
+        down_logged("the broker", error)
         return _generic_reason("broker", error)
 
 
-def _embedder_status() -> dict:
-    """The configured embedder as this process has it, never loading it (a health probe must stay fast)."""
-    from django.conf import settings
-
-    try:
-        from memory_app.embedders import get_embedder
-
-        status = get_embedder().status()
-    except Exception as error:  # noqa: BLE001 - misconfigured: say so; recall falls back to keywords
-        _logged("the embedder", error)
-        # The settings to look at, by name; the message itself may name a model folder or an endpoint.
-        names = sorted(set(_SETTING_NAME.findall(str(error))))
-        return {
-            "provider": str(settings.ACE_EMBEDDER),
-            "loaded": False,
-            "error": f"misconfigured: {', '.join(names) or 'ACE_EMBEDDER'} (the server log says how)",
-        }
-    return status
-
-
 @require_GET
-def healthz(request):
-    problems = {"database": _database_problem(), "broker": _broker_problem()}
-    embedder = _embedder_status()
+def healthz(request, *, broker, embedder_status):
+    """`broker`: the Celery app whose broker is probed; `embedder_status`: what the embedder says of itself, a
+    dict (never raises, never loads a model)."""
+    problems = {"database": _database_problem(), "broker": _broker_problem(broker)}
+    embedder = embedder_status()
     checks = {name: "ok" if problem is None else "down" for name, problem in problems.items()}
     down = {name: problem for name, problem in problems.items() if problem is not None}
     if down:

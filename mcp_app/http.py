@@ -17,8 +17,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 
-from aceproject.mcp.envelope import envelope_errors
-from aceproject.mcp.server import mcp_server, tenant_bound
+from mcp_app.envelope import envelope_errors
+from mcp_app.server import mcp_server, tenant_bound
 from platform_kit.api.auth import HasTenant
 from sessions_app.auth import ApiKeyAuthentication
 

@@ -25,7 +25,7 @@ from tests.factories import SessionFactory
 from tests.memory_app import bulk_rows
 from tests.processes import process_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 TOOLS = {"remember", "recall", "forget", "context", "usage"}
 
 
