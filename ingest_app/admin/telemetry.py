@@ -7,11 +7,11 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.admin.utils import flatten_fieldsets
 
+from ingest_app.models import TelemetryRecord
 from platform_kit.admin.display import EMPTY, change_link, pretty_json, truncated
 from platform_kit.admin.filters import DateRangeFilter, IsNullFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
 from sessions_app.admin.filters import SessionFilter
-from sessions_app.models import TelemetryRecord
 
 # Claude Code's events and metrics (docs/otel.md): the choices of the name filter, never read from the table.
 KNOWN_NAMES = (

@@ -16,6 +16,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
+from ingest_app.models import TelemetryRecord
 from ingest_app.selectors.telemetry import session_metered
 from platform_kit.admin.display import (
     EMPTY,
@@ -33,15 +34,7 @@ from sessions_app.admin.display import STATUS_TONES, CounterColumns
 from sessions_app.admin.filters import ActiveFilter, DeletedFilter, MachineFilter, ToolFilter
 from sessions_app.admin.transcript import chat_messages, group_by_conversation, seq_page
 from sessions_app.links import timeline_url
-from sessions_app.models import (
-    Conversation,
-    Message,
-    Session,
-    SessionModelUsage,
-    StateVersion,
-    TelemetryRecord,
-    Tenant,
-)
+from sessions_app.models import Conversation, Message, Session, SessionModelUsage, StateVersion, Tenant
 from sessions_app.pricing import PriceBook
 from sessions_app.services.sessions import session_end, session_update
 

@@ -22,20 +22,18 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from ingest_app.models import ImportedFile, ImportSource, TelemetryRecord
 from ingest_app.pipeline.uploads import stored_uploads_delete, upload_root
 from platform_kit.db import cascade_delete
 from platform_kit.models import ServerErrorTally
 from sessions_app.models import (
     Conversation,
     ForgetAudit,
-    ImportedFile,
-    ImportSource,
     LlmRequest,
     Message,
     RetentionEvent,
     Session,
     StateVersion,
-    TelemetryRecord,
     Tenant,
     Turn,
     UsageDaily,
@@ -110,7 +108,7 @@ def user_forget(*, tenant: Tenant, user_id: str, actor: str, dry_run: bool = Fal
         # Last, under their upload locks until the commit: the stored copies of their uploaded logs.
         files = stored_uploads_delete(tenant=tenant, paths=uploaded, dry_run=dry_run)
         if files:
-            add({"sessions_app.ImportedFile (uploaded copy)": files})
+            add({"ingest_app.ImportedFile (uploaded copy)": files})
         audit = None
         if dry_run:
             transaction.set_rollback(True)
@@ -142,7 +140,7 @@ def _log_files_forget(*, tenant: Tenant, user_id: str, add) -> list[str]:
         last_error="",
     )  # fmt: skip
     if kept:
-        add({"sessions_app.ImportedFile (server file, read position kept)": kept})
+        add({"ingest_app.ImportedFile (server file, read position kept)": kept})
     return uploaded
 
 
