@@ -56,7 +56,10 @@ budget_crossed = Signal()
 # finished import, after its last batch committed, whether or not it found anything new.
 import_finished = Signal()
 
-# sender=Session class; kwargs: tenant_id, user_id. Sent INSIDE the transaction of `services.forget.user_forget`,
-# before the user's sessions go: each app deletes what it keeps of the user (records and their vectors, strategy
-# runs) and returns {model label: rows deleted}, which the forget audit counts. A dry run rolls it all back.
+# sender=Session class; kwargs: tenant_id, user_id, dry_run, last. Sent INSIDE the transaction of
+# `services.forget.user_forget`, before the user's sessions go: each app deletes what it keeps of the user (records
+# and their vectors, strategy runs, raw telemetry and import rows) and returns {model label: rows deleted}, which the
+# forget audit counts. A dry run rolls it all back. What cannot be rolled back (files: uploaded logs) an app hands to
+# `last` as a function, called with no arguments after every row is gone, still inside the transaction; it returns
+# its counts too, and does nothing but count on a dry run.
 user_forgetting = Signal()
