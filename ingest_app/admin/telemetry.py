@@ -13,9 +13,8 @@ from django.utils.html import format_html
 from ingest_app.models import TelemetryRecord
 from ingest_app.selectors.telemetry import session_metered
 from platform_kit.admin.display import EMPTY, change_link, changelist_url, number, pretty_json, truncated
-from platform_kit.admin.filters import DateRangeFilter, IsNullFilter
+from platform_kit.admin.filters import DateRangeFilter, IsNullFilter, ObjectIdFilter
 from platform_kit.admin.mixins import BigTableAdminMixin, ReadOnlyAdminMixin
-from sessions_app.admin.filters import SessionFilter
 from sessions_app.models import Session
 
 # Claude Code's events and metrics (docs/otel.md): the choices of the name filter, never read from the table.
@@ -36,6 +35,14 @@ class NameFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         return queryset.filter(name=self.value()) if self.value() else queryset
+
+
+class SessionFilter(ObjectIdFilter):
+    """`?session=<id>`: the session page's link to its metric points."""
+
+    title = parameter_name = "session"
+    model = Session
+    only_fields = ("id", "name", "tool")  # what a session's str() reads
 
 
 class PairedFilter(IsNullFilter):

@@ -42,8 +42,8 @@ from platform_kit.api.errors import error_response
 from platform_kit.api.fields import BoundedDateTimeField
 from platform_kit.api.pagination import CursorPage
 from platform_kit.api.schema import ErrorSerializer
-from sessions_app.api.serializers import MACHINE_NAME
 from sessions_app.schema import MACHINE_MAX_LENGTH
+from sessions_app.validators import MACHINE_NAME
 
 _UNSAFE = re.compile(r"[^\w.@+\-]")
 MAX_FILES = 100
