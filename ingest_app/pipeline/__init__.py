@@ -23,9 +23,10 @@ The CLI (`manage.py ace_import`), the upload endpoint (`POST /api/v1/imports/`) 
 (`ingest_app.tasks.collect_imports`, over every enabled `ImportSource`) all call this package. Its modules:
 `plan` (which files, in which order, what is new in each), `renames` (a file renamed since it was imported
 keeps its row), `batch` (one batch in one transaction),
-`sessions` (the sessions the files go to), `workers` (the forked processes), `run` (one import, from the
-plan to the summary), `progress` (how far it has got, for a caller that shows it) and `summary` (what an import
-reports).
+`sessions` (the sessions the files go to), `pairing` (a call counted once when it also arrived as OpenTelemetry
+events: the OTLP receiver, ingest_app.otlp, uses it too), `workers` (the forked processes), `run` (one import,
+from the plan to the summary), `progress` (how far it has got, for a caller that shows it) and `summary` (what an
+import reports).
 """
 
 from __future__ import annotations
