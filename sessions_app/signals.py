@@ -49,13 +49,6 @@ messages_purged = Signal()
 # payload (a JSON-ready dict: the budget, its period, what was used, the limit, the projected date it runs out).
 # Sent once per crossing, after the transaction that crossed it commits (webhooks and other alerts listen).
 budget_crossed = Signal()
-# sender=the ImportedFile model; kwargs: tenant_id, origin ("path": ace_import or a path given to the service,
-# "upload": POST /api/v1/imports/, "source": the collector's scan of an import source), source_id (the import
-# source's id, or None), summary (a JSON-ready dict: ImportSummary.as_dict() without its per-file list and
-# issues, which hold server paths: the counts, `issues_total` and the one-line `summary`). Sent once per
-# finished import, after its last batch committed, whether or not it found anything new.
-import_finished = Signal()
-
 # sender=Session class; kwargs: tenant_id, user_id, dry_run, last. Sent INSIDE the transaction of
 # `services.forget.user_forget`, before the user's sessions go: each app deletes what it keeps of the user (records
 # and their vectors, strategy runs, raw telemetry and import rows) and returns {model label: rows deleted}, which the

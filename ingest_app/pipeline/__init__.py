@@ -47,9 +47,9 @@ from ingest_app.pipeline.progress import ImportProgress
 from ingest_app.pipeline.run import PARALLEL_MIN_BYTES, ImportRun
 from ingest_app.pipeline.summary import MAX_ISSUES, FileResult, ImportSummary, format_issue
 from ingest_app.push_client import default_machine_name
+from ingest_app.signals import import_finished
 from platform_kit.db import statistics_refreshed
 from sessions_app.models import Message, Session, Tenant
-from sessions_app.signals import import_finished
 
 __all__ = [
     "MAX_ISSUES",
