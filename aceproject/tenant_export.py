@@ -16,6 +16,7 @@ from typing import BinaryIO
 import orjson
 from django.utils import timezone
 
+from ingest_app.models import ImportedFile, ImportSource, TelemetryRecord
 from memory_app.models import RecordImport, RecordTtl
 from memory_app.selectors.export import memory_export_lines
 from retention_app.models import RetentionEvent, RetentionPolicy, RetentionRun
@@ -26,14 +27,11 @@ from sessions_app.models import (
     BudgetUsage,
     Conversation,
     ForgetAudit,
-    ImportedFile,
-    ImportSource,
     LlmRequest,
     Message,
     Session,
     SessionModelUsage,
     StateVersion,
-    TelemetryRecord,
     Tenant,
     Turn,
     UsageDaily,

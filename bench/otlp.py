@@ -117,7 +117,7 @@ def cleanup(tenant) -> None:
             "UPDATE sessions_app_session SET current_conversation_id = NULL WHERE tenant_id = %s", [tenant.pk]
         )
         for table in (
-            "sessions_app_telemetryrecord", "sessions_app_message", "sessions_app_llmrequest",
+            "ingest_app_telemetryrecord", "sessions_app_message", "sessions_app_llmrequest",
             "sessions_app_conversation", "sessions_app_sessionmodelusage",
         ):  # fmt: skip
             cursor.execute(

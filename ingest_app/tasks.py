@@ -6,8 +6,8 @@ during an upgrade name them, so they keep them.
 
 from celery import shared_task
 
+from ingest_app.models import ImportSource
 from ingest_app.pipeline import import_source_scan
-from sessions_app.models import ImportSource
 
 
 @shared_task(name="sessions_app.tasks.collect_imports", acks_late=True)

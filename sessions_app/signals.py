@@ -49,14 +49,10 @@ messages_purged = Signal()
 # payload (a JSON-ready dict: the budget, its period, what was used, the limit, the projected date it runs out).
 # Sent once per crossing, after the transaction that crossed it commits (webhooks and other alerts listen).
 budget_crossed = Signal()
-# sender=the ImportedFile model; kwargs: tenant_id, origin ("path": ace_import or a path given to the service,
-# "upload": POST /api/v1/imports/, "source": the collector's scan of an import source), source_id (the import
-# source's id, or None), summary (a JSON-ready dict: ImportSummary.as_dict() without its per-file list and
-# issues, which hold server paths: the counts, `issues_total` and the one-line `summary`). Sent once per
-# finished import, after its last batch committed, whether or not it found anything new.
-import_finished = Signal()
-
-# sender=Session class; kwargs: tenant_id, user_id. Sent INSIDE the transaction of `services.forget.user_forget`,
-# before the user's sessions go: each app deletes what it keeps of the user (records and their vectors, strategy
-# runs) and returns {model label: rows deleted}, which the forget audit counts. A dry run rolls it all back.
+# sender=Session class; kwargs: tenant_id, user_id, dry_run, last. Sent INSIDE the transaction of
+# `services.forget.user_forget`, before the user's sessions go: each app deletes what it keeps of the user (records
+# and their vectors, strategy runs, raw telemetry and import rows) and returns {model label: rows deleted}, which the
+# forget audit counts. A dry run rolls it all back. What cannot be rolled back (files: uploaded logs) an app hands to
+# `last` as a function, called with no arguments after every row is gone, still inside the transaction; it returns
+# its counts too, and does nothing but count on a dry run.
 user_forgetting = Signal()

@@ -10,7 +10,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from sessions_app.models import TelemetryRecord, Tenant
+from ingest_app.models import TelemetryRecord
+from sessions_app.models import Tenant
 from sessions_app.services.apikeys import tenant_get_or_create
 from sessions_app.services.messages import messages_append
 from sessions_app.services.sessions import session_create, session_end

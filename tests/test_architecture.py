@@ -43,13 +43,6 @@ ALLOWED = {
         "mcp_app",
     },
 }
-# The ingest side's move out of sessions_app (issue 31) is under way: these go before it is done.
-PENDING = [
-    "sessions_app.admin.sessions imports ingest_app.selectors.telemetry: sessions_app may not depend on ingest_app",
-    "sessions_app.services.forget imports ingest_app.pipeline.uploads: sessions_app may not depend on ingest_app",
-    "ingest_app.admin.telemetry imports sessions_app.admin.filters: another app's admin (use platform_kit)",
-    "ingest_app.api.imports imports sessions_app.api.serializers: another app's api (use platform_kit)",
-]
 # An app's surfaces: what no other app imports (the kit holds what they share).
 SURFACES = ("admin", "api", "views", "serializers", "urls")
 # Surfaces a room may read: the MCP server is a second door onto the REST API, and checks a tool's arguments with
@@ -136,7 +129,7 @@ def test_every_import_follows_the_dependency_rule():
                 continue
             elif package != "aceproject" and set(target.split(".")[1:2]) & set(SURFACES):
                 wrong.append(f"{module} imports {target}: another app's {target.split('.')[1]} (use platform_kit)")
-    assert sorted(wrong) == sorted(PENDING)
+    assert wrong == []
     assert len(graph) > 100  # the walk found the project
 
 

@@ -23,9 +23,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from ingest_app.models import ImportSource
 from ingest_app.pipeline import import_source_scan
 from memory_app.sample_data import memory_sample_create
-from sessions_app.models import ImportSource
 from sessions_app.sample_data import sample_data_create
 from sessions_app.services.apikeys import tenant_get_or_create
 from strategies_app.models import StrategyRun
@@ -55,11 +55,11 @@ SHOTS = {
     "usage-dashboard": re.compile(r"/dashboard/$"),
     "usage-hourly": re.compile(r"^/admin/sessions_app/usagehourly/$"),
     "usage-daily": re.compile(r"^/admin/sessions_app/usagedaily/$"),
-    "telemetry-records": re.compile(r"^/admin/sessions_app/telemetryrecord/$"),
+    "telemetry-records": re.compile(r"^/admin/ingest_app/telemetryrecord/$"),
     "llm-requests": re.compile(r"^/admin/sessions_app/llmrequest/$"),
     "model-prices": re.compile(r"^/admin/sessions_app/modelprice/$"),
-    "imported-files": re.compile(r"^/admin/sessions_app/importedfile/$"),
-    "import-sources": re.compile(r"^/admin/sessions_app/importsource/$"),
+    "imported-files": re.compile(r"^/admin/ingest_app/importedfile/$"),
+    "import-sources": re.compile(r"^/admin/ingest_app/importsource/$"),
     "records": re.compile(r"^/admin/memory_app/record/$"),
     "record": re.compile(r"^/admin/memory_app/record/[^/]+/change/$"),
     "strategy-runs": re.compile(r"^/admin/strategies_app/strategyrun/$"),

@@ -20,9 +20,10 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ingest_app.models import TelemetryRecord
 from ingest_app.pipeline import import_path
 from memory_app.models import Record, RecordRevision
-from sessions_app.models import Budget, Message, ModelPrice, TelemetryRecord
+from sessions_app.models import Budget, Message, ModelPrice
 from strategies_app.models import Strategy
 from tests.conftest import make_client
 from tests.factories import SessionFactory
@@ -281,8 +282,8 @@ def test_the_migrations_repair_rows_stored_with_nan_before_adding_the_constraint
                     f"UPDATE {Record._meta.db_table} SET confidence = %s::float8 WHERE id = %s", [value, record.pk]
                 )
             cursor.execute(f"UPDATE {Message._meta.db_table} SET temperature = 'NaN' WHERE id = %s", [message.pk])
-            cursor.execute(
-                f"UPDATE {TelemetryRecord._meta.db_table} SET value = 'Infinity', sent_value = 'NaN' WHERE id = %s",
+            cursor.execute(  # its table's name before ingest_app took it (ingest_app 0002)
+                "UPDATE sessions_app_telemetryrecord SET value = 'Infinity', sent_value = 'NaN' WHERE id = %s",
                 [point.pk],
             )
     finally:

@@ -7,8 +7,9 @@ class WebhooksAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from ingest_app.signals import import_finished
         from memory_app.signals import record_changed
-        from sessions_app.signals import budget_crossed, import_finished, user_forgetting
+        from sessions_app.signals import budget_crossed, user_forgetting
         from strategies_app.signals import run_failed
         from webhooks_app import receivers
 

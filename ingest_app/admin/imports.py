@@ -13,6 +13,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
+from ingest_app.models import ImportedFile, ImportSource
 from ingest_app.pipeline import import_source_scan
 from platform_kit.admin.display import (
     EMPTY,
@@ -28,7 +29,6 @@ from platform_kit.admin.display import (
     truncated,
 )
 from platform_kit.admin.mixins import ReadOnlyAdminMixin
-from sessions_app.models import ImportedFile, ImportSource
 
 
 class ImportSourceForm(forms.ModelForm):

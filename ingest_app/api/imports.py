@@ -25,6 +25,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ingest_app.importers.detect import is_log_name
+from ingest_app.models import ImportedFile, ImportTool
 from ingest_app.pipeline import import_files
 from ingest_app.pipeline.uploads import (
     HEAD_BYTES,
@@ -41,9 +42,8 @@ from platform_kit.api.errors import error_response
 from platform_kit.api.fields import BoundedDateTimeField
 from platform_kit.api.pagination import CursorPage
 from platform_kit.api.schema import ErrorSerializer
-from sessions_app.api.serializers import MACHINE_NAME
-from sessions_app.models import ImportedFile, ImportTool
 from sessions_app.schema import MACHINE_MAX_LENGTH
+from sessions_app.validators import MACHINE_NAME
 
 _UNSAFE = re.compile(r"[^\w.@+\-]")
 MAX_FILES = 100

@@ -31,11 +31,12 @@ from django.utils import timezone
 
 from ingest_app.importers.base import parse_timestamp
 from ingest_app.importers.claude_code import prompt_round
-from ingest_app.otlp import pairing
+from ingest_app.models import ImportTool, TelemetryKind, TelemetryRecord
 from ingest_app.otlp.decode import LogRecord, MetricPoint
+from ingest_app.pipeline import pairing
 from ingest_app.pipeline.sessions import UNKNOWN_USER, lock_for_creation
 from platform_kit.redaction import redact
-from sessions_app.models import ApiKey, ImportTool, Message, Session, TelemetryKind, TelemetryRecord, Tenant
+from sessions_app.models import ApiKey, Message, Session, Tenant
 from sessions_app.schema import MAX_TOKENS, MESSAGE_TEXT_LIMITS
 from sessions_app.services.messages import messages_append_to_sessions
 

@@ -20,12 +20,13 @@ sessions and messages.
   metadata (see docs/accounting.md).
 
 The CLI (`manage.py ace_import`), the upload endpoint (`POST /api/v1/imports/`) and the collector
-(`sessions_app.tasks.collect_imports`, over every enabled `ImportSource`) all call this package. Its modules:
+(`ingest_app.tasks.collect_imports`, over every enabled `ImportSource`) all call this package. Its modules:
 `plan` (which files, in which order, what is new in each), `renames` (a file renamed since it was imported
 keeps its row), `batch` (one batch in one transaction),
-`sessions` (the sessions the files go to), `workers` (the forked processes), `run` (one import, from the
-plan to the summary), `progress` (how far it has got, for a caller that shows it) and `summary` (what an import
-reports).
+`sessions` (the sessions the files go to), `pairing` (a call counted once when it also arrived as OpenTelemetry
+events: the OTLP receiver, ingest_app.otlp, uses it too), `workers` (the forked processes), `run` (one import,
+from the plan to the summary), `progress` (how far it has got, for a caller that shows it) and `summary` (what an
+import reports).
 """
 
 from __future__ import annotations
@@ -40,14 +41,15 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from ingest_app.importers import ParseIssue, describe_layout
+from ingest_app.models import ImportedFile, ImportSource
 from ingest_app.pipeline.plan import ImportOptions, file_refusal, log_files
 from ingest_app.pipeline.progress import ImportProgress
 from ingest_app.pipeline.run import PARALLEL_MIN_BYTES, ImportRun
 from ingest_app.pipeline.summary import MAX_ISSUES, FileResult, ImportSummary, format_issue
 from ingest_app.push_client import default_machine_name
+from ingest_app.signals import import_finished
 from platform_kit.db import statistics_refreshed
-from sessions_app.models import ImportedFile, ImportSource, Message, Session, Tenant
-from sessions_app.signals import import_finished
+from sessions_app.models import Message, Session, Tenant
 
 __all__ = [
     "MAX_ISSUES",

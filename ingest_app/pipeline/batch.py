@@ -17,14 +17,15 @@ from ingest_app.importers import ParseIssue, parse_file
 from ingest_app.importers.dispatch import is_document_log
 from ingest_app.importers.jsonl import is_compressed
 from ingest_app.importers.opencode import split_source
-from ingest_app.otlp.pairing import pair_import_items
+from ingest_app.models import ImportedFile
 from ingest_app.pipeline import plan
+from ingest_app.pipeline.pairing import pair_import_items
 from ingest_app.pipeline.plan import FileInBatch, ImportOptions, file_mtime
 from ingest_app.pipeline.sessions import SessionResolver, SpawnRounds
 from ingest_app.pipeline.summary import ImportSummary
 from platform_kit.db import update_rows
 from platform_kit.redaction import redact
-from sessions_app.models import ImportedFile, Session
+from sessions_app.models import Session
 from sessions_app.schema import TOKEN_FIELDS
 from sessions_app.services.messages import messages_append_to_sessions
 

@@ -21,8 +21,9 @@ from ingest_app.importers.detect import explain_detection, head_objects, is_log_
 from ingest_app.importers.dispatch import stat_source
 from ingest_app.importers.jsonl import read_head
 from ingest_app.importers.limits import LogLimitExceeded
+from ingest_app.models import ImportedFile, ImportSource
 from ingest_app.pipeline.summary import FileResult
-from sessions_app.models import ImportedFile, ImportSource, Session, Tenant
+from sessions_app.models import Session, Tenant
 
 CHUNK_BYTES = 16 * 1024 * 1024  # log bytes read per transaction (a batch of files, or part of a big one)
 BATCH_FILES = 200  # files per transaction at most

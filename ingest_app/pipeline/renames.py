@@ -16,8 +16,9 @@ from pathlib import Path
 from ingest_app.importers.jsonl import read_head
 from ingest_app.importers.limits import LogLimitExceeded
 from ingest_app.importers.openclaw import transcript_name
+from ingest_app.models import ImportedFile
 from ingest_app.pipeline.batch import fingerprint
-from sessions_app.models import ImportedFile, Tenant
+from sessions_app.models import Tenant
 
 
 def follow_rename(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from ingest_app.models import ImportedFile
 from ingest_app.pipeline.batch import BatchImporter
 from ingest_app.pipeline.plan import BatchPlanner, FileReport, ImportOptions, bytes_to_read, work_plan
 from ingest_app.pipeline.progress import ImportProgress
@@ -13,7 +14,6 @@ from ingest_app.pipeline.renames import follow_rename
 from ingest_app.pipeline.sessions import SessionResolver, SpawnRounds
 from ingest_app.pipeline.summary import ImportSummary
 from ingest_app.pipeline.workers import fewer_gc_collections, groups_in_processes, parallel_possible
-from sessions_app.models import ImportedFile
 
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024  # less to read is quicker in one process than to start others
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.db.models import Sum
 from django.db.models.fields.json import KeyTextTransform
 
-from sessions_app.models import Session, TelemetryKind, TelemetryRecord
+from ingest_app.models import TelemetryKind, TelemetryRecord
+from sessions_app.models import Session
 
 TOKEN_USAGE, COST_USAGE = "claude_code.token.usage", "claude_code.cost.usage"
 

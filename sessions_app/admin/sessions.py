@@ -16,7 +16,6 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from ingest_app.selectors.telemetry import session_metered
 from platform_kit.admin.display import (
     EMPTY,
     badge,
@@ -33,15 +32,7 @@ from sessions_app.admin.display import STATUS_TONES, CounterColumns
 from sessions_app.admin.filters import ActiveFilter, DeletedFilter, MachineFilter, ToolFilter
 from sessions_app.admin.transcript import chat_messages, group_by_conversation, seq_page
 from sessions_app.links import timeline_url
-from sessions_app.models import (
-    Conversation,
-    Message,
-    Session,
-    SessionModelUsage,
-    StateVersion,
-    TelemetryRecord,
-    Tenant,
-)
+from sessions_app.models import Conversation, Message, Session, SessionModelUsage, StateVersion, Tenant
 from sessions_app.pricing import PriceBook
 from sessions_app.services.sessions import session_end, session_update
 
@@ -130,7 +121,6 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
                     ("input_tokens_display", "output_tokens_display", "total_tokens_display"),
                     ("cache_read_tokens_display", "cache_creation_tokens_display"),
                     "cost_display",
-                    "metered_display",
                     "current_conversation",
                     "conversations_link",
                 ),
@@ -152,20 +142,6 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
             editable = tuple(field for field in editable if field not in ("project", "machine"))
         fields = flatten_fieldsets(self.fieldsets)
         return [field for field in fields if field not in editable]
-
-    @admin.display(description="metered by Claude Code")
-    def metered_display(self, obj):
-        """What Claude Code's OpenTelemetry metrics reported for the session: shown, never counted (its
-        api_request events, or its log, carry the same calls)."""
-        metered = session_metered(session=obj) if obj.pk is not None else {}
-        if not metered:
-            return EMPTY
-        tokens = ", ".join(f"{kind} {number(value)}" for kind, value in metered.get("tokens", {}).items())
-        cost = metered.get("cost_usd")
-        link = changelist_url(TelemetryRecord, session=obj.pk, kind="metric")
-        return format_html(
-            '{}{} <a href="{}">points</a>', tokens or "", f" · USD {cost:,.4f}" if cost is not None else "", link
-        )
 
     @admin.display(description="cost")
     def cost_display(self, obj):

@@ -1,7 +1,6 @@
 """Serializers: strict on input (wrong types are refused, not coerced), plain on output."""
 
 from django.conf import settings
-from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -19,7 +18,6 @@ from sessions_app.models import Conversation, Message, Role, Session, StateVersi
 from sessions_app.schema import (
     INT32_MAX,
     MACHINE_MAX_LENGTH,
-    MACHINE_PATTERN,
     MAX_TOKENS,
     MESSAGE_INPUT_FIELDS,
     MESSAGE_TEXT_LIMITS,
@@ -28,12 +26,7 @@ from sessions_app.schema import (
     STATS_FIELDS,
     TOKEN_FIELDS,
 )
-
-# A machine label: a host name's characters (a folder name on the server for uploaded files).
-# Empty is allowed (no machine): the pattern says so, for the schema (DRF skips validators on a blank value).
-MACHINE_NAME = RegexValidator(
-    rf"\A(?:{MACHINE_PATTERN})?\Z", "Letters, digits, '.', '_' and '-' only, starting with a letter or digit."
-)
+from sessions_app.validators import MACHINE_NAME
 
 
 # -- sessions ---------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The models of sessions_app, one module per concern: tenancy, the message ledger, usage, budgets, imports."""
+"""The models of sessions_app, one module per concern: tenancy, the message ledger, usage, budgets."""
 
 from sessions_app.models.budgets import (
     Budget,
@@ -11,7 +11,6 @@ from sessions_app.models.budgets import (
     BudgetUsage,
 )
 from sessions_app.models.exports import ExportStatus, TenantExport
-from sessions_app.models.imports import ImportedFile, ImportSource, ImportTool
 from sessions_app.models.ledger import (
     CjkSearchVector,
     Conversation,
@@ -25,7 +24,6 @@ from sessions_app.models.ledger import (
     UsageCounters,
 )
 from sessions_app.models.privacy import ForgetAudit
-from sessions_app.models.telemetry import TelemetryKind, TelemetryRecord
 from sessions_app.models.tenancy import ApiKey, Tenant
 from sessions_app.models.usage import ModelPrice, PriceMatch, SessionModelUsage, UsageDaily, UsageHourly, UsageRollup
 
@@ -43,9 +41,6 @@ __all__ = [
     "ExportStatus",
     "ForgetAudit",
     "Conversation",
-    "ImportSource",
-    "ImportTool",
-    "ImportedFile",
     "LlmRequest",
     "Message",
     "ModelPrice",
@@ -54,8 +49,6 @@ __all__ = [
     "Session",
     "SessionModelUsage",
     "StateVersion",
-    "TelemetryKind",
-    "TelemetryRecord",
     "TenantExport",
     "Tenant",
     "Turn",

@@ -20,7 +20,8 @@ import pytest
 from django.db import connection
 
 from ingest_app.management.commands.ace_import import Command
-from sessions_app.models import ImportTool, Message, Session
+from ingest_app.models import ImportTool
+from sessions_app.models import Message, Session
 from tests.ingest_app.test_imports import CLAUDE, DATA, GARBAGE, OTHER_TOOL, QWEN, SEED, SUMMARY_LINE
 from tests.processes import ROOT, process_env
 

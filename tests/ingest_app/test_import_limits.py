@@ -33,8 +33,9 @@ from hypothesis import strategies as st
 
 from ingest_app import push_client
 from ingest_app.importers.detect import is_log_name
+from ingest_app.models import ImportedFile
 from ingest_app.pipeline import import_path
-from sessions_app.models import ImportedFile, Message, Session
+from sessions_app.models import Message, Session
 from tests.ingest_app.test_imports import DATA, QWEN, SEED, upload
 from tests.ingest_app.test_push import ace, copy_logs, options, push  # noqa: F401 (the `ace` fixture)
 from tests.processes import ROOT, gunicorn_serving, process_env

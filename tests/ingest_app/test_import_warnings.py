@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from ingest_app.importers import parse_file
+from ingest_app.models import ImportedFile
 from ingest_app.pipeline import import_path
-from sessions_app.models import ImportedFile, Message, Session
+from sessions_app.models import Message, Session
 from tests.ingest_app.test_importer_parsers import as_stored
 from tests.ingest_app.test_imports import (
     CLAUDE,

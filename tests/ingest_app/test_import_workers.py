@@ -5,8 +5,9 @@ The processes need committed data they can see, so these tests use a transaction
 
 import pytest
 
+from ingest_app.models import ImportedFile
 from ingest_app.pipeline import batch, import_path, run
-from sessions_app.models import ImportedFile, Message, Session
+from sessions_app.models import Message, Session
 from sessions_app.search import messages_index
 from sessions_app.selectors.recount import session_count_drift
 from tests.conftest import make_client
@@ -131,8 +132,8 @@ def test_what_worker_processes_queue_reaches_the_worker(celery_worker, in_proces
 def test_the_callers_connection_and_its_locks_outlive_the_worker_processes(transactional_db, in_processes, tmp_path):
     from django.db import connection
 
+    from ingest_app.models import ImportSource
     from ingest_app.pipeline import import_source_scan
-    from sessions_app.models import ImportSource
 
     api = make_client("scanner")
     source = ImportSource.objects.create(tenant=api.tenant, path=str(tree(tmp_path)))
@@ -154,8 +155,8 @@ def test_the_collector_in_a_celery_pool_process_imports_with_worker_processes_to
     import billiard
     from django.db import connections
 
+    from ingest_app.models import ImportSource
     from ingest_app.pipeline import import_source_scan
-    from sessions_app.models import ImportSource
 
     direct, pooled = make_client("direct"), make_client("pool")
     direct.root, pooled.root = tmp_path / "a", tmp_path / "b"

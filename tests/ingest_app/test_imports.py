@@ -21,10 +21,11 @@ from django_celery_beat.models import PeriodicTask
 
 from ingest_app import pipeline as imports
 from ingest_app.importers import parse_file
+from ingest_app.models import ImportedFile, ImportSource
 from ingest_app.pipeline import ImportPathError, batch, import_path, plan
 from ingest_app.tasks import collect_imports
 from sessions_app.accounting import count_usage
-from sessions_app.models import Conversation, ImportedFile, ImportSource, Message, Session
+from sessions_app.models import Conversation, Message, Session
 from sessions_app.selectors.recount import session_count_drift
 from tests.conftest import make_client
 
@@ -704,7 +705,7 @@ def staff(client, django_user_model):
 
 def test_import_sources_are_edited_and_scanned_from_the_admin(staff, api, tmp_path):
     copy(SEED, tmp_path)
-    add = reverse("admin:sessions_app_importsource_add")
+    add = reverse("admin:ingest_app_importsource_add")
     assert staff.get(add).status_code == 200
     response = staff.post(add, {"tenant": api.tenant.pk, "path": str(tmp_path), "tool": "auto", "enabled": "on"})
     assert response.status_code == 302, response.content.decode()[:2000]
@@ -712,18 +713,18 @@ def test_import_sources_are_edited_and_scanned_from_the_admin(staff, api, tmp_pa
     bad = staff.post(add, {"tenant": api.tenant.pk, "path": str(tmp_path / "missing"), "tool": "auto"})
     assert "does not exist on the server" in bad.content.decode()
 
-    changelist = reverse("admin:sessions_app_importsource_changelist")
+    changelist = reverse("admin:ingest_app_importsource_changelist")
     response = staff.post(changelist, {"action": "scan_now", "_selected_action": [source.pk]}, follow=True)
     assert "imported 1 files (0 unchanged, 0 refused): 1 new sessions, 6 messages" in response.content.decode()
     assert staff.get(changelist).status_code == 200
-    assert staff.get(reverse("admin:sessions_app_importsource_change", args=[source.pk])).status_code == 200
+    assert staff.get(reverse("admin:ingest_app_importsource_change", args=[source.pk])).status_code == 200
 
     record = ImportedFile.objects.get(tenant=api.tenant)
-    files = staff.get(reverse("admin:sessions_app_importedfile_changelist"), {"source__id__exact": source.pk})
+    files = staff.get(reverse("admin:ingest_app_importedfile_changelist"), {"source__id__exact": source.pk})
     assert files.status_code == 200 and "seed" in files.content.decode()
-    page = staff.get(reverse("admin:sessions_app_importedfile_change", args=[record.pk])).content.decode()
+    page = staff.get(reverse("admin:ingest_app_importedfile_change", args=[record.pk])).content.decode()
     assert reverse("admin:sessions_app_session_change", args=[record.session_id]) in page
-    assert staff.post(reverse("admin:sessions_app_importedfile_delete", args=[record.pk])).status_code == 403
+    assert staff.post(reverse("admin:ingest_app_importedfile_delete", args=[record.pk])).status_code == 403
 
 
 def test_conversations_of_imported_sessions_carry_the_parsers_references(api, tmp_path):

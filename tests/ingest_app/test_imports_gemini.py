@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from ingest_app.importers import parse_file
+from ingest_app.models import ImportedFile
 from ingest_app.pipeline import import_path
-from sessions_app.models import ImportedFile, Message
+from sessions_app.models import Message
 from sessions_app.selectors.recount import session_count_drift
 from tests.ingest_app.test_importer_gemini import (
     GEMINI_AGENT,

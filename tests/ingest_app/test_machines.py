@@ -14,8 +14,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
+from ingest_app.models import ImportedFile
 from ingest_app.pipeline import local_machine
-from sessions_app.models import ImportedFile, Session, UsageDaily
+from sessions_app.models import Session, UsageDaily
 from sessions_app.selectors.recount import rollup_drift
 from tests.factories import SessionFactory
 

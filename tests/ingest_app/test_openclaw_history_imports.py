@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from ingest_app.importers import parse_file
+from ingest_app.models import ImportedFile
 from ingest_app.pipeline import import_files, import_path
-from sessions_app.models import Conversation, ImportedFile, Session
+from sessions_app.models import Conversation, Session
 from sessions_app.selectors.recount import session_count_drift
 from tests.ingest_app.test_imports import COUNTERS, expected, line_start, stats
 

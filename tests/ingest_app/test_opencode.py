@@ -17,10 +17,11 @@ import pytest
 from ingest_app.importers import describe_layout, parse_file
 from ingest_app.importers.detect import is_log_name
 from ingest_app.importers.opencode import normalise_tokens, split_source
+from ingest_app.models import ImportedFile
 from ingest_app.pipeline import import_path, plan
 from sessions_app.accounting import count_usage
 from sessions_app.api.serializers import MessageInSerializer
-from sessions_app.models import ImportedFile, Message, Session
+from sessions_app.models import Message, Session
 from sessions_app.selectors.recount import session_count_drift
 from tests.ingest_app.test_imports import expected, stats, upload
 

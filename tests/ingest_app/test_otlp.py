@@ -10,7 +10,8 @@ from django.urls import reverse
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 
-from sessions_app.models import Message, Session, TelemetryRecord
+from ingest_app.models import TelemetryRecord
+from sessions_app.models import Message, Session
 from sessions_app.selectors.recount import rollup_drift, session_count_drift
 from tests.conftest import make_client
 from tests.ingest_app.otlp_payloads import (
@@ -321,7 +322,7 @@ def test_the_admin_shows_raw_telemetry_and_metered_usage_read_only(acme, exporte
     post(exporter, "/v1/logs", logs_payload(), key=acme.key)
     post(exporter, "/v1/metrics", metrics_payload(), key=acme.key)
     client.force_login(django_user_model.objects.create_superuser("auditor", "auditor@example.com", "not-used"))
-    changelist = reverse("admin:sessions_app_telemetryrecord_changelist")
+    changelist = reverse("admin:ingest_app_telemetryrecord_changelist")
     page = client.get(changelist, {"name": "claude_code.tool_result"})
     assert page.status_code == 200
     text = page.content.decode()
@@ -329,9 +330,9 @@ def test_the_admin_shows_raw_telemetry_and_metered_usage_read_only(acme, exporte
     metric_page = client.get(changelist, {"kind": "metric", "paired": "no"}).content.decode()
     assert "claude_code.token.usage" in metric_page
     record = TelemetryRecord.objects.get(name="claude_code.api_error")
-    detail = client.get(reverse("admin:sessions_app_telemetryrecord_change", args=[record.pk]))
+    detail = client.get(reverse("admin:ingest_app_telemetryrecord_change", args=[record.pk]))
     assert detail.status_code == 200 and "Overloaded" in detail.content.decode()
-    assert client.post(reverse("admin:sessions_app_telemetryrecord_delete", args=[record.pk])).status_code == 403
+    assert client.post(reverse("admin:ingest_app_telemetryrecord_delete", args=[record.pk])).status_code == 403
     session_page = client.get(reverse("admin:sessions_app_session_change", args=[the_session(acme.tenant).pk]))
     assert "Metered by Claude Code" in session_page.content.decode()
     assert "cacheRead 32,100" in session_page.content.decode()
@@ -371,7 +372,7 @@ def test_an_empty_telemetry_page_says_what_lands_there_and_where_the_calls_went(
     acme, exporter, client, django_user_model
 ):
     client.force_login(django_user_model.objects.create_superuser("auditor", "auditor@example.com", "not-used"))
-    changelist = reverse("admin:sessions_app_telemetryrecord_changelist")
+    changelist = reverse("admin:ingest_app_telemetryrecord_changelist")
     empty = client.get(changelist).content.decode()
     assert "No telemetry records yet." in empty
     assert "claude_code.api_request" in empty and "become the <strong>messages</strong>" in empty

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 
-from sessions_app.models import Message, TelemetryRecord
+from ingest_app.models import TelemetryRecord
+from sessions_app.models import Message
 from tests.conftest import make_client
 from tests.ingest_app.otlp_payloads import post
 

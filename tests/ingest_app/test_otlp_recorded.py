@@ -8,9 +8,10 @@ import pytest
 from django.test import Client
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 
+from ingest_app.models import TelemetryRecord
 from ingest_app.pipeline import import_path
 from ingest_app.selectors.telemetry import session_metered
-from sessions_app.models import Message, Session, TelemetryRecord
+from sessions_app.models import Message, Session
 from sessions_app.selectors.recount import rollup_drift, session_count_drift
 from tests.conftest import make_client
 

@@ -6,8 +6,9 @@ import shutil
 import pytest
 from django.test import Client
 
+from ingest_app.models import TelemetryRecord
 from ingest_app.pipeline import import_path
-from sessions_app.models import Message, Session, TelemetryRecord
+from sessions_app.models import Message, Session
 from sessions_app.selectors.recount import rollup_drift, session_count_drift
 from tests.conftest import make_client
 from tests.ingest_app.otlp_payloads import LOG_FILE, SESSION_ID, TOKENS, logs_payload, only, post

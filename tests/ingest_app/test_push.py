@@ -27,8 +27,9 @@ from django.core.management import CommandError, call_command
 from ingest_app import push_client
 from ingest_app.api.imports import clean_relative_path
 from ingest_app.importers.detect import is_log_name
+from ingest_app.models import ImportedFile
 from ingest_app.pipeline import import_path, local_machine
-from sessions_app.models import ImportedFile, Message, Session, Tenant
+from sessions_app.models import Message, Session, Tenant
 from sessions_app.schema import MACHINE_PATTERN
 from sessions_app.selectors.recount import rollup_drift
 from tests.conftest import TenantClient

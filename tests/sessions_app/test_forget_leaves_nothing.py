@@ -14,8 +14,9 @@ from django.apps import apps
 from django.db import connection
 
 from aceproject.tasks import tenant_export_run
+from ingest_app.models import TelemetryRecord
 from platform_kit.server_errors import server_error_record
-from sessions_app.models import Budget, BudgetUsage, ExportStatus, Message, Session, TelemetryRecord, TenantExport
+from sessions_app.models import Budget, BudgetUsage, ExportStatus, Message, Session, TenantExport
 from tests.ingest_app.otlp_payloads import metrics_payload, post
 from tests.webhooks_app.test_deliveries import subscribe
 from webhooks_app.models import WebhookDelivery
@@ -181,9 +182,9 @@ def test_after_forgetting_no_table_and_no_file_holds_the_user(api, data_dir, dja
     held = tables_holding(*needles)
     for table in (
         "sessions_app_message",
-        "sessions_app_telemetryrecord",
+        "ingest_app_telemetryrecord",
         "sessions_app_budget",
-        "sessions_app_importedfile",
+        "ingest_app_importedfile",
         "memory_app_record",
         "webhooks_app_webhookdelivery",
     ):
@@ -194,7 +195,7 @@ def test_after_forgetting_no_table_and_no_file_holds_the_user(api, data_dir, dja
     assert budget_used == 2 * (30 + 40)  # each user: the log's call and the API's
 
     dry = api.post(f"/api/v1/users/{USER}/forget/", {"confirm": USER, "dry_run": True}, format="json").json()
-    assert dry["deleted"]["sessions_app.ImportedFile (uploaded copy)"] == 1  # the dry run counts the file
+    assert dry["deleted"]["ingest_app.ImportedFile (uploaded copy)"] == 1  # the dry run counts the file
     assert dry["deleted"]["sessions_app.Budget"] == 1
     assert files_holding(data_dir / "uploads", *needles)  # and leaves it
     with django_capture_on_commit_callbacks(execute=True):
@@ -240,9 +241,9 @@ def test_telemetry_naming_the_user_goes_with_them(api, data_dir):
     assert points >= 5
     assert post(api, "/v1/metrics", metrics_of(OTHER)).status_code == 200
     body = api.post(f"/api/v1/users/{USER}/forget/", {"confirm": USER}, format="json").json()
-    assert body["deleted"]["sessions_app.TelemetryRecord"] == points
+    assert body["deleted"]["ingest_app.TelemetryRecord"] == points
     assert tables_holding(USER) == {}
-    assert "sessions_app_telemetryrecord.attributes" in tables_holding(OTHER)
+    assert "ingest_app_telemetryrecord.attributes" in tables_holding(OTHER)
 
 
 def test_a_server_log_is_not_imported_again_after_forgetting_only_its_new_lines(api, data_dir, tmp_path):
@@ -258,7 +259,7 @@ def test_a_server_log_is_not_imported_again_after_forgetting_only_its_new_lines(
 
     assert import_path(tenant=api.tenant, path=tmp_path / "home", user_id=USER).messages == 0
     assert not Message.objects.filter(tenant=api.tenant, content__contains=SECRET).exists()
-    assert body["deleted"]["sessions_app.ImportedFile (server file, read position kept)"] == 1
+    assert body["deleted"]["ingest_app.ImportedFile (server file, read position kept)"] == 1
     later = claude_log(LOG_SESSION, USER, "pineapple").splitlines(keepends=True)[0].replace(b"-u1", b"-u2")
     with log.open("ab") as handle:
         handle.write(later)

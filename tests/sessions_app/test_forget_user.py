@@ -7,18 +7,17 @@ from django.db import connection
 from django.db.models import Sum
 from django.utils import timezone
 
+from ingest_app.models import ImportedFile, TelemetryRecord
 from memory_app.embeddings import messages_embed
 from memory_app.models import MessageEmbedding, Record, RecordRevision
 from sessions_app.models import (
     Conversation,
     ForgetAudit,
-    ImportedFile,
     LlmRequest,
     Message,
     Session,
     SessionModelUsage,
     StateVersion,
-    TelemetryRecord,
     Turn,
     UsageDaily,
     UsageHourly,

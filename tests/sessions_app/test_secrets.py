@@ -5,8 +5,9 @@ importers (a real Claude Code log). Read back through the API and from the rows 
 import json
 from pathlib import Path
 
+from ingest_app.models import ImportedFile
 from ingest_app.pipeline import import_path
-from sessions_app.models import ImportedFile, Message, Session, StateVersion
+from sessions_app.models import Message, Session, StateVersion
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
 CLAUDE = Path("claude/.claude/projects/-home-dev-weather/5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11.jsonl")

@@ -6,9 +6,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from ingest_app.models import ImportSource
 from memory_app.sample_data import memory_sample_create
 from platform_kit.files import private_open
-from sessions_app.models import ImportSource, Session
+from sessions_app.models import Session
 from sessions_app.sample_data import sample_data_create
 from sessions_app.services.apikeys import apikey_create, tenant_get_or_create
 

@@ -4,7 +4,7 @@ import textwrap
 
 from django.core.management.base import BaseCommand, CommandError, DjangoHelpFormatter
 
-from sessions_app.models import ImportTool
+from ingest_app.models import ImportTool
 from sessions_app.schema import MACHINE_PATTERN
 
 # Exit statuses (the help's epilog and docs/accounting.md say the same).

@@ -8,8 +8,7 @@ from django.db import models
 from django.utils import timezone
 
 from platform_kit.db import finite
-from sessions_app.models.ledger import Message, Session
-from sessions_app.models.tenancy import Tenant
+from sessions_app.models import Message, Session, Tenant
 
 
 class TelemetryKind(models.TextChoices):

@@ -5,8 +5,7 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
-from sessions_app.models.ledger import Session
-from sessions_app.models.tenancy import Tenant
+from sessions_app.models import Session, Tenant
 
 
 class ImportTool(models.TextChoices):
@@ -20,7 +19,7 @@ class ImportTool(models.TextChoices):
 
 
 class ImportSource(models.Model):
-    """A directory of agent logs that the collector (`sessions_app.tasks.collect_imports`) scans."""
+    """A directory of agent logs that the collector (`ingest_app.tasks.collect_imports`) scans."""
 
     id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="import_sources")
