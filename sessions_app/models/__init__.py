@@ -10,7 +10,6 @@ from sessions_app.models.budgets import (
     BudgetUnit,
     BudgetUsage,
 )
-from sessions_app.models.exports import ExportStatus, TenantExport
 from sessions_app.models.imports import ImportedFile, ImportSource, ImportTool
 from sessions_app.models.ledger import (
     CjkSearchVector,
@@ -41,7 +40,6 @@ __all__ = [
     "BudgetUsage",
     "ApiKey",
     "CjkSearchVector",
-    "ExportStatus",
     "ForgetAudit",
     "Conversation",
     "ImportSource",
@@ -60,7 +58,6 @@ __all__ = [
     "StateVersion",
     "TelemetryKind",
     "TelemetryRecord",
-    "TenantExport",
     "Tenant",
     "Turn",
     "TurnStatus",

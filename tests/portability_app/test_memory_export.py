@@ -9,7 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from memory_app.models import Record, RecordImport, RecordRevision
+from memory_app.models import Record, RecordRevision
+from portability_app.models import RecordImport
 from tests.factories import SessionFactory
 
 

@@ -18,11 +18,13 @@ def test_staff_export_a_tenants_memory_and_import_it_into_another(admin_client):
     _remember(acme, "xiaoming", "Prefers window seats")
     _remember(acme, "xiaohong", "Allergic to peanuts")
 
-    page = admin_client.get("/admin/memory_app/record/export/")
+    page = admin_client.get("/admin/portability_app/recordimport/export/")
     assert page.status_code == 200 and b"Download the export" in page.content
     assert b"Export / import memory" in admin_client.get("/admin/memory_app/record/").content
 
-    export = admin_client.get("/admin/memory_app/record/export/", {"tenant": acme.tenant.pk, "user_id": "xiaoming"})
+    export = admin_client.get(
+        "/admin/portability_app/recordimport/export/", {"tenant": acme.tenant.pk, "user_id": "xiaoming"}
+    )
     assert export.status_code == 200 and export["Content-Type"] == "application/x-ndjson"
     body = b"".join(export.streaming_content)
     lines = [orjson.loads(line) for line in body.splitlines()]
@@ -34,7 +36,8 @@ def test_staff_export_a_tenants_memory_and_import_it_into_another(admin_client):
 
     upload = SimpleUploadedFile("memory.jsonl", body, content_type="application/x-ndjson")
     answer = admin_client.post(
-        "/admin/memory_app/record/import/", {"tenant": globex.tenant.pk, "file": upload, "map_user": "xiaoming=xm"}
+        "/admin/portability_app/recordimport/import/",
+        {"tenant": globex.tenant.pk, "file": upload, "map_user": "xiaoming=xm"},
     )
     assert answer.status_code == 302
     imported = Record.objects.get(tenant=globex.tenant)
@@ -44,9 +47,11 @@ def test_staff_export_a_tenants_memory_and_import_it_into_another(admin_client):
     # The same file again writes nothing; a broken one says which line, and writes nothing either.
     upload = SimpleUploadedFile("memory.jsonl", body, content_type="application/x-ndjson")
     again = {"tenant": globex.tenant.pk, "file": upload, "map_user": "xiaoming=xm"}
-    assert admin_client.post("/admin/memory_app/record/import/", again).status_code == 302
+    assert admin_client.post("/admin/portability_app/recordimport/import/", again).status_code == 302
     assert Record.objects.filter(tenant=globex.tenant).count() == 1
     broken = SimpleUploadedFile("memory.jsonl", body + b'{"not": "a record"}\n')
-    refused = admin_client.post("/admin/memory_app/record/import/", {"tenant": globex.tenant.pk, "file": broken})
+    refused = admin_client.post(
+        "/admin/portability_app/recordimport/import/", {"tenant": globex.tenant.pk, "file": broken}
+    )
     assert refused.status_code == 200 and b"line 3" in refused.content
     assert Record.objects.filter(tenant=globex.tenant).count() == 1
