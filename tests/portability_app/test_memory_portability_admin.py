@@ -5,6 +5,7 @@ import orjson
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from memory_app.models import Record
+from portability_app.models import RecordImport
 from tests.conftest import make_client
 
 
@@ -43,6 +44,12 @@ def test_staff_export_a_tenants_memory_and_import_it_into_another(admin_client):
     imported = Record.objects.get(tenant=globex.tenant)
     assert (imported.user_id, imported.content) == ("xm", "Prefers window seats")
     assert imported.revision == lines[1]["revision"]
+    # The imported record's ledger row, in the list of record imports (read-only) and on its own page.
+    listing = admin_client.get("/admin/portability_app/recordimport/")
+    assert listing.status_code == 200 and b"acme" in listing.content
+    row = RecordImport.objects.get(record=imported)
+    assert row.origin_tenant == "acme" and row.actor == "admin:admin"
+    assert admin_client.get(f"/admin/portability_app/recordimport/{row.pk}/change/").status_code == 200
 
     # The same file again writes nothing; a broken one says which line, and writes nothing either.
     upload = SimpleUploadedFile("memory.jsonl", body, content_type="application/x-ndjson")
