@@ -9,6 +9,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
+from rest_framework.metadata import SimpleMetadata
 from rest_framework.response import Response
 
 from memory_app.models import Record
@@ -34,9 +35,17 @@ class MemoryImportSummarySerializer(serializers.Serializer):
     )
 
 
+class _WithoutActions(SimpleMetadata):
+    """OPTIONS without the form of a POST: the import's body is the export's lines, no serializer's fields."""
+
+    def determine_actions(self, request, view):
+        return {}
+
+
 # No docstring: an operation without a description of its own shows TenantScopedMixin's, as the records' do.
 class MemoryPortabilityViewSet(TenantScopedMixin, viewsets.GenericViewSet):
     model = Record
+    metadata_class = _WithoutActions
 
     def tenant_queryset(self):
         return Record.objects.filter(tenant=self.tenant)

@@ -215,6 +215,16 @@ def test_another_tenants_export_is_its_own(api, other_api, memories):
     assert APIClient().get("/api/v1/records/export/").status_code == 401
 
 
+def test_the_export_and_import_routes_sit_beside_the_records_ones(api, memories):
+    """records/export/ and records/import/ are portability_app's, routed before memory_app's records/{id}/."""
+    record = Record.objects.filter(tenant=api.tenant).first()
+    assert api.get(f"/api/v1/records/{record.pk}/").json()["id"] == str(record.pk)
+    assert api.post("/api/v1/records/export/").status_code == 405
+    assert api.get("/api/v1/records/import/").status_code == 405
+    for path in ("/api/v1/records/export/", "/api/v1/records/import/"):
+        assert api.options(path).status_code == 200
+
+
 def test_a_big_export_streams_page_by_page(api):
     Record.objects.bulk_create(
         Record(tenant=api.tenant, user_id="bulk", type="fact", content=f"fact number {n}") for n in range(3000)
