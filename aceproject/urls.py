@@ -32,6 +32,7 @@ urlpatterns = [
     path("healthz", healthz, {"broker": celery_app, "embedder_status": embedder_health}, name="healthz"),
     path("api/v1/", include("sessions_app.urls")),
     path("api/v1/", include("ingest_app.urls")),
+    path("api/v1/", include("portability_app.urls")),  # before memory_app's: records/export/ is not records/{id}/
     path("api/v1/", include("memory_app.urls")),
     path("api/v1/", include("strategies_app.urls")),
     path("api/v1/", include("webhooks_app.urls")),

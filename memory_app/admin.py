@@ -8,7 +8,6 @@ from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
 from memory_app.models import Record, RecordRevision
-from memory_app.portability import admin as portability_admin
 from memory_app.selectors.records import nearest_records
 from memory_app.selectors.status import embedder_status, memory_status
 from memory_app.services import RecordClosed, record_invalidate
@@ -69,17 +68,7 @@ class RecordAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, admin.ModelAdmin):
             "<uuid:object_id>/similar/", self.admin_site.admin_view(self.similar_view), name="memory_app_record_similar"
         )
         status = path("status/", self.admin_site.admin_view(self.status_view), name="memory_app_memory_status")
-        export = path(
-            "export/",
-            self.admin_site.admin_view(lambda request: portability_admin.export_view(self, request)),
-            name="memory_app_record_export",
-        )
-        import_ = path(
-            "import/",
-            self.admin_site.admin_view(lambda request: portability_admin.import_view(self, request)),
-            name="memory_app_record_import",
-        )
-        return [similar, status, export, import_, *super().get_urls()]
+        return [similar, status, *super().get_urls()]
 
     def status_view(self, request):
         """The memory backlog per tenant (GET /api/v1/memory/status/ for each), or of one user of one tenant."""

@@ -20,7 +20,7 @@ class RecordType(models.TextChoices):
     CUSTOM = "custom", "custom"
 
 
-# What the API and the import files answer for a type that is not one (the records' and the record TTLs').
+# What the API, the record TTLs and the memory import answer for a value that is not a RecordType.
 TYPE_ERROR = f'"{{input}}" is not a record type. Use one of: {", ".join(RecordType.values)}.'
 
 
@@ -336,34 +336,3 @@ class RecordRevision(models.Model):
 
     def __str__(self):
         return f"r{self.revision} {self.change}"
-
-
-class RecordImport(models.Model):
-    """One record of a memory export imported into this tenant (docs/portability.md): where it came from and
-    what it became. Importing the same export again finds the row and writes nothing. The exported provenance
-    that names no session or message of this tenant is kept here, as the ids the source instance gave them."""
-
-    class Outcome(models.TextChoices):
-        CREATED = "created", "created with its history"
-        MERGED = "merged", "merged into a record saying the same"
-
-    id = models.BigAutoField("ID", primary_key=True)
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
-    origin_record_id = models.UUIDField("origin record ID", help_text="The record's id in the export")
-    origin_tenant = models.CharField(max_length=255, blank=True, help_text="The tenant the export came from")
-    record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="imports")
-    outcome = models.CharField(max_length=8, choices=Outcome.choices)
-    external_sources = models.JSONField(
-        default=dict, blank=True, help_text="Exported sources not found here: {sessions: [...], messages: [...]}"
-    )
-    actor = models.CharField(max_length=255)
-    imported_at = models.DateTimeField(default=timezone.now, editable=False)
-
-    class Meta:
-        ordering = ["-imported_at"]
-        constraints = [
-            models.UniqueConstraint(fields=["tenant", "origin_record_id"], name="record_import_origin_unique")
-        ]
-
-    def __str__(self):
-        return f"{self.origin_record_id} → {self.record_id} ({self.outcome})"

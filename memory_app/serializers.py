@@ -213,28 +213,3 @@ class ContextSerializer(serializers.Serializer):
     records = RecallHitSerializer(many=True)
     prompt = serializers.CharField()
     degraded = serializers.BooleanField()
-
-
-class MemoryExportQuerySerializer(serializers.Serializer):
-    user_id = StrictCharField(max_length=255, required=False, help_text="Only this user's records (default: all)")
-
-
-class MemoryImportSummarySerializer(serializers.Serializer):
-    records = serializers.IntegerField(help_text="Record lines read")
-    created = serializers.IntegerField(help_text="New records, with their revisions")
-    merged = serializers.IntegerField(help_text="Merged into a valid record of yours that said the same")
-    unchanged = serializers.IntegerField(help_text="Imported before, or already records of yours: nothing written")
-    external_sources = serializers.IntegerField(
-        help_text="Exported sources naming no session or message of yours: kept as references on the import"
-    )
-
-
-def user_id_map(pairs: list[str]) -> dict[str, str]:
-    """`["old=new", ...]` as {old: new}; a pair without "=" or with an empty side is a 400."""
-    mapping = {}
-    for pair in pairs:
-        old, sep, new = pair.partition("=")
-        if not sep or not old or not new or len(new) > 255:
-            raise serializers.ValidationError({"map_user": [f"{pair!r}: write old=new (two user ids)."]})
-        mapping[old] = new
-    return mapping

@@ -237,6 +237,45 @@ def record_create(
     return RecordWrite(record=record, created=True)
 
 
+def record_history_restore(*, record: Record, line: dict) -> None:
+    """A record just created from a memory export (`selectors.export` wrote it, another instance or tenant reads
+    it back): the exported revisions replace the one `record_create` wrote, and the record takes the exported
+    state. `line` is the record's line of the export, validated."""
+    revisions = line["revisions"]
+    if revisions:
+        RecordRevision.objects.filter(record=record).delete()
+        RecordRevision.objects.bulk_create(
+            RecordRevision(
+                record=record,
+                revision=revision["revision"],
+                change=revision["change"],
+                actor=revision["actor"],
+                reason=revision["reason"],
+                type=revision["type"],
+                content=redact_text(revision["content"]),
+                fields=redact(revision["fields"]),
+                confidence=revision["confidence"],
+                valid=revision["valid"],
+                valid_from=revision.get("valid_from"),
+                valid_until=revision.get("valid_until"),
+                # The source instance's ids, as that revision named them.
+                source_session_ids=revision["source_session_ids"],
+                source_message_ids=revision["source_message_ids"],
+                created_at=revision["created_at"],
+            )
+            for revision in revisions
+        )
+    now = timezone.now()
+    Record.objects.filter(pk=record.pk).update(
+        valid=line["valid"],
+        invalidated_at=line["invalidated_at"] or (None if line["valid"] else now),
+        invalidated_reason=line["invalidated_reason"] or ("" if line["valid"] else "imported invalid"),
+        revision=max((revision["revision"] for revision in revisions), default=1),
+        created_at=line.get("created_at") or now,
+        updated_at=line.get("updated_at") or now,
+    )
+
+
 def _embed_inline(content: str):
     """(embedder, vector) of the new content, or (None, None) if the embedder fails: the record is then
     stored anyway, compared by text only, and embedded later by Celery."""

@@ -1,9 +1,8 @@
-"""The Memory endpoints of ../shared/CONTRACT.md: records with provenance and history."""
+"""The Memory endpoints of ../shared/CONTRACT.md: records with provenance and history (their export and import
+between instances, `records/export/` and `records/import/`, are portability_app's)."""
 
-from django.http import Http404, StreamingHttpResponse
-from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from django.http import Http404
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -12,17 +11,12 @@ from rest_framework.views import APIView
 
 from memory_app.filters import RecordFilter
 from memory_app.models import Record, RecordRevision
-from memory_app.portability.importer import records_import
-from memory_app.portability.lines import parse_export
 from memory_app.selectors.context import session_context
-from memory_app.selectors.export import memory_export_lines
 from memory_app.selectors.recall import recall_search
 from memory_app.selectors.status import memory_status, with_recall_backlog
 from memory_app.serializers import (
     ContextQuerySerializer,
     ContextSerializer,
-    MemoryExportQuerySerializer,
-    MemoryImportSummarySerializer,
     MemoryStatusQuerySerializer,
     MemoryStatusSerializer,
     RecallQuerySerializer,
@@ -32,7 +26,6 @@ from memory_app.serializers import (
     RecordSerializer,
     RecordUpdateSerializer,
     RecordWriteSerializer,
-    user_id_map,
 )
 from memory_app.services import RecordClosed, record_create, record_invalidate, record_update
 from platform_kit.api.errors import Conflict
@@ -115,53 +108,8 @@ class RecordViewSet(
         page = paginator.paginate_queryset(RecordRevision.objects.filter(record=record), request, view=self)
         return paginator.get_paginated_response(RecordRevisionSerializer(page, many=True).data)
 
-    @extend_schema(
-        parameters=[MemoryExportQuerySerializer],
-        responses={(200, "application/x-ndjson"): OpenApiTypes.STR},
-        summary="Export the tenant's records, or one user's, as JSON Lines (docs/portability.md)",
-        description="A header line, then one line per record with its fields, provenance and revisions. Streamed.",
-    )
-    @action(detail=False, methods=["get"])
-    def export(self, request):
-        query = MemoryExportQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        user_id = query.validated_data.get("user_id")
-        response = StreamingHttpResponse(
-            memory_export_lines(tenant=self.tenant, user_id=user_id), content_type="application/x-ndjson"
-        )
-        name = f"memory-{self.tenant.name}{'-' + user_id if user_id else ''}-{timezone.now():%Y%m%dT%H%M%SZ}.jsonl"
-        response["Content-Disposition"] = f'attachment; filename="{_safe_filename(name)}"'
-        return response
-
-    @extend_schema(
-        # Any content type is read as the export's lines (application/x-ndjson, text/plain, …).
-        request={"text/plain": OpenApiTypes.STR},
-        parameters=[
-            OpenApiParameter(
-                "map_user",
-                str,
-                many=True,
-                description="`old=new`: import the records of user `old` as user `new` (repeat for more users)",
-            )
-        ],
-        responses={200: MemoryImportSummarySerializer, **error_responses(400, 413)},
-        summary="Import a memory export (JSON Lines): every line checked first, nothing written if one is bad",
-        description="The body is the export as written (any content type, e.g. application/x-ndjson). A bad line is a "
-        "400 naming it (`line 3.type`); importing the same export again writes nothing (docs/portability.md).",
-    )
-    @action(detail=False, methods=["post"], url_path="import")
-    def import_(self, request):
-        mapping = user_id_map(request.query_params.getlist("map_user"))
-        header, records = parse_export(request.body.splitlines(), user_id_map=mapping)
-        summary = records_import(tenant=self.tenant, header=header, records=records, actor="api")
-        return Response(MemoryImportSummarySerializer(summary.as_dict()).data)
-
     def filter_queryset(self, queryset):
         return super().filter_queryset(queryset) if self.action == "list" else queryset
-
-
-def _safe_filename(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
 
 
 class RecallView(TenantScopedMixin, APIView):

@@ -5,7 +5,6 @@ from django.conf import settings
 
 from sessions_app.search import messages_index, messages_unindexed
 from sessions_app.services.budget_alerts import budget_alert_send, budget_alerts_pending
-from sessions_app.services.exports import tenant_exports_sweep
 from sessions_app.services.turns import turns_close_abandoned
 
 
@@ -40,9 +39,3 @@ def send_pending_budget_alerts() -> int:
     for crossing_id in pending:
         send_budget_alert.delay(str(crossing_id))
     return len(pending)
-
-
-@shared_task(acks_late=True, time_limit=120, soft_time_limit=100)
-def sweep_tenant_exports() -> dict:
-    """Every 5 minutes: tenant exports never queued are queued again; those whose worker went away, failed."""
-    return tenant_exports_sweep()

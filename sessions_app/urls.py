@@ -3,7 +3,6 @@ from rest_framework.routers import DefaultRouter
 
 from sessions_app.api import views
 from sessions_app.api.budgets import BudgetViewSet
-from sessions_app.api.exports import TenantExportViewSet
 from sessions_app.api.forget import UserForgetView
 
 router = DefaultRouter(trailing_slash=True)
@@ -13,7 +12,6 @@ router.register("messages", views.MessageViewSet, basename="message")
 router.register("conversations", views.ConversationViewSet, basename="conversation")
 router.register("turns", views.TurnViewSet, basename="turn")
 router.register("budgets", BudgetViewSet, basename="budget")
-router.register("exports", TenantExportViewSet, basename="export")
 
 urlpatterns = [
     path("stats/", views.StatsView.as_view(), name="stats"),

@@ -74,8 +74,6 @@ ACEPROJECT_WIRING = {
     "management/commands/ace_db.py",
     "management/commands/ace_broker.py",
 }
-# Issue 31: the tenant export moves to portability_app (its own branch); this goes when it has.
-ACEPROJECT_LEAVING = {"tasks.py", "tenant_export.py", "management/commands/ace_export.py"}
 
 
 def _modules() -> dict[str, Path]:
@@ -168,5 +166,5 @@ def test_aceproject_holds_only_the_wiring():
         for path in folder.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts
     }
-    assert sorted(found - ACEPROJECT_WIRING - ACEPROJECT_LEAVING) == []
+    assert sorted(found - ACEPROJECT_WIRING) == []
     assert "settings.py" in found  # the walk found the project

@@ -13,7 +13,6 @@ Other apps link to these pages through `sessions_app.links` and build their admi
 from sessions_app.admin import (  # noqa: F401
     budgets,
     conversations,
-    exports,
     llm_requests,
     messages,
     privacy,

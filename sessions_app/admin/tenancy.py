@@ -17,7 +17,6 @@ from sessions_app.admin.display import STATUS_TONES
 from sessions_app.admin.filters import ApiKeyStatusFilter
 from sessions_app.models import ApiKey, Tenant
 from sessions_app.services.apikeys import KEY_PREFIX, apikey_create, apikeys_revoke
-from sessions_app.services.exports import tenant_export_request
 
 
 def key_display(api_key: ApiKey) -> str:
@@ -53,7 +52,7 @@ class TenantAdmin(admin.ModelAdmin):
     fields = ("name", "created_at", "add_key_link", "budgets_link")
     readonly_fields = ("created_at", "add_key_link", "budgets_link")
     inlines = [ApiKeyInline]
-    actions = ["export_data"]
+    # Its action "Export all data of the selected tenants" is portability's (portability_app/admin/exports.py).
 
     def get_queryset(self, request):
         return (
@@ -67,23 +66,6 @@ class TenantAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False  # a tenant's sessions and keys are kept for audit
-
-    @admin.action(description="Export all data of the selected tenants", permissions=["change"])
-    def export_data(self, request, queryset):
-        actor = f"admin:{request.user.get_username()}"
-        names = [tenant_export_request(tenant=tenant, requested_by=actor).tenant.name for tenant in queryset]
-        link = reverse("admin:sessions_app_tenantexport_changelist")
-        self.message_user(
-            request,
-            format_html(
-                'Queued {} ({}); follow {} in <a href="{}">tenant exports</a>.',
-                counted(len(names), "export"),
-                ", ".join(names),
-                "it" if len(names) == 1 else "them",
-                link,
-            ),
-            messages.SUCCESS,
-        )
 
     @admin.display(description="active keys", ordering="active_key_count")
     def active_keys(self, obj):

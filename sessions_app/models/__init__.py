@@ -10,7 +10,6 @@ from sessions_app.models.budgets import (
     BudgetUnit,
     BudgetUsage,
 )
-from sessions_app.models.exports import ExportStatus, TenantExport
 from sessions_app.models.ledger import (
     CjkSearchVector,
     Conversation,
@@ -38,7 +37,6 @@ __all__ = [
     "BudgetUsage",
     "ApiKey",
     "CjkSearchVector",
-    "ExportStatus",
     "ForgetAudit",
     "Conversation",
     "LlmRequest",
@@ -49,7 +47,6 @@ __all__ = [
     "Session",
     "SessionModelUsage",
     "StateVersion",
-    "TenantExport",
     "Tenant",
     "Turn",
     "TurnStatus",

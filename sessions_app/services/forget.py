@@ -37,7 +37,6 @@ from sessions_app.models import (
     UsageHourly,
 )
 from sessions_app.services.budgets import user_budgets_forget
-from sessions_app.services.exports import tenant_exports_withdraw
 from sessions_app.signals import user_forgetting
 
 
@@ -88,10 +87,6 @@ def user_forget(*, tenant: Tenant, user_id: str, actor: str, dry_run: bool = Fal
         add(cascade_delete(Session, of_user, params))
         for model in (UsageHourly, UsageDaily):
             add(cascade_delete(model, of_user, params))
-        # The tenant's export files hold the user too: deleted (after the commit), their rows kept as withdrawn.
-        withdrawn = tenant_exports_withdraw(tenant_id=tenant.pk, dry_run=dry_run)
-        if withdrawn:
-            add({"sessions_app.TenantExport (file)": withdrawn})
         # The server-error tally's last path: a failed request to forget them names them in its URL.
         if ServerErrorTally.objects.filter(last_path__contains=f"/users/{user_id}/").update(last_path=""):
             add({"platform_kit.ServerErrorTally (path cleared)": 1})

@@ -14,9 +14,9 @@ from django.core.management import call_command
 
 from aceproject.data_folder import BROKER_FOLDERS, filesystem_broker_options, make_broker_folders
 from aceproject.embedded_broker import broker_folder, stop_embedded_broker
-from aceproject.tasks import tenant_export_run
 from platform_kit.files import private_folder, private_open
-from sessions_app.models import TenantExport
+from portability_app.models import TenantExport
+from portability_app.tasks import tenant_export_run
 from tests.test_embedded_broker import put
 
 LOG = b'{"type":"user","sessionId":"s-1","cwd":"/home/dev/app","message":{"role":"user","content":"hello"}}\n'

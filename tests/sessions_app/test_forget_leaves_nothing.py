@@ -13,10 +13,11 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
-from aceproject.tasks import tenant_export_run
 from ingest_app.models import TelemetryRecord
 from platform_kit.server_errors import server_error_record
-from sessions_app.models import Budget, BudgetUsage, ExportStatus, Message, Session, TenantExport
+from portability_app.models import ExportStatus, TenantExport
+from portability_app.tasks import tenant_export_run
+from sessions_app.models import Budget, BudgetUsage, Message, Session
 from tests.ingest_app.otlp_payloads import metrics_payload, post
 from tests.webhooks_app.test_deliveries import subscribe
 from webhooks_app.models import WebhookDelivery

@@ -1,9 +1,10 @@
 """Background tenant exports (docs/portability.md): requested from the API or the admin, written by a worker.
 
-sessions_app keeps the row and its life (queued → running → succeeded | failed); the zip is written by
-`aceproject.tasks.tenant_export_run` (aceproject reads every app's tables, `aceproject/tenant_export.py`), queued
-here by name so that this app imports nothing above it. The task claims the row with a conditional UPDATE, so a
-task delivered twice writes the file once.
+The row and its life (queued → running → succeeded | failed | withdrawn) are kept here; the zip is written by the
+task `tenant_export_run` (`portability_app.tasks`, named "aceproject.tasks.tenant_export_run", where it was
+first; it reads every app's tables, `portability_app/tenant_export.py`), queued here by name: a service never
+imports a task module. The task claims the row with a conditional UPDATE, so a task delivered twice writes the
+file once. Forgetting a user withdraws the exports that hold them (`portability_app.receivers`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from platform_kit.tasks import enqueue_or_leave_to_sweep
-from sessions_app.models import ExportStatus, ForgetAudit, Tenant, TenantExport
+from portability_app.models import ExportStatus, TenantExport
+from sessions_app.models import ForgetAudit, Tenant
 
 TASK = "aceproject.tasks.tenant_export_run"
-# The exports sweep (`sessions_app.tasks.sweep_tenant_exports`, every 5 minutes): an export still queued this
+# The exports sweep (`portability_app.tasks.sweep_tenant_exports`, every 5 minutes): an export still queued this
 # long after it was asked for was never queued (the broker refused) or its task was lost, and is queued again;
 # one still running this long after it started lost its worker (stopped, killed) and is marked failed.
 QUEUED_TOO_LONG = timedelta(minutes=5)
@@ -72,16 +74,17 @@ def tenant_export_succeed(*, export_id, path: Path, counts: dict[str, int]) -> N
             tenant_exports_withdraw(tenant_id=export.tenant_id, since=export.started_at)
 
 
-def tenant_exports_withdraw(*, tenant_id, since=None, dry_run: bool = False) -> int:
+def tenant_exports_withdraw(*, tenant_id, since=None) -> int:
     """Delete the zips of the tenant's succeeded exports (finished at or after `since`, if given): a user was
     just forgotten, and an export written before holds them. The rows stay, `withdrawn`, saying why; the files go
-    after the commit. A running export is withdrawn as it finishes (`tenant_export_succeed`). Returns how many."""
+    after the commit (a rolled-back forget, a dry run, deletes none). A running export is withdrawn as it
+    finishes (`tenant_export_succeed`). Returns how many."""
     exports = TenantExport.objects.filter(tenant_id=tenant_id, status=ExportStatus.SUCCEEDED)
     if since is not None:
         exports = exports.filter(finished_at__gte=since)
     exports = list(exports.select_for_update())
-    if dry_run or not exports:
-        return len(exports)
+    if not exports:
+        return 0
     now = timezone.now()
     TenantExport.objects.filter(pk__in=[export.pk for export in exports]).update(
         status=ExportStatus.WITHDRAWN,

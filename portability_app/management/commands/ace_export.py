@@ -2,9 +2,9 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from aceproject.tenant_export import tenant_export
 from memory_app.selectors.export import memory_export_lines
 from platform_kit.files import private_open
+from portability_app.tenant_export import tenant_export
 from sessions_app.models import Tenant
 
 

@@ -1,22 +1,30 @@
 """Memory export and import in the admin (docs/portability.md): the same JSON Lines, the same checks and the same
-services as `GET /api/v1/records/export/` and `POST /api/v1/records/import/`, for a tenant the staff user picks."""
+services as `GET /api/v1/records/export/` and `POST /api/v1/records/import/`, for a tenant the staff user picks.
+
+The pages hang on the list of imported records (`RecordImport`, read-only): /admin/portability_app/recordimport/
+export/ and import/. Who may use them is as before, when they were the Records admin's: staff who may view
+records export, staff who may add records import. The Records list links here (the room's template
+admin/memory_app/record/change_list.html)."""
 
 from __future__ import annotations
 
 from django import forms
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect, StreamingHttpResponse
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 
-from memory_app.portability.importer import records_import
-from memory_app.portability.lines import parse_export
+from memory_app.models import Record
 from memory_app.selectors.export import memory_export_lines
-from memory_app.serializers import user_id_map
+from platform_kit.admin.display import pretty_json
+from platform_kit.admin.mixins import ReadOnlyAdminMixin
 from platform_kit.api.errors import validation_detail
+from portability_app.memory.importer import records_import
+from portability_app.memory.lines import parse_export, user_id_map
+from portability_app.models import RecordImport
 from sessions_app.models import Tenant
 
 
@@ -41,7 +49,7 @@ def _filename(tenant: Tenant, user_id: str) -> str:
 
 
 def export_view(model_admin, request):
-    if not model_admin.has_view_permission(request):
+    if not model_admin.admin_site.get_model_admin(Record).has_view_permission(request):
         raise PermissionDenied
     form = MemoryExportForm(request.GET or None)
     if request.GET and form.is_valid():
@@ -82,7 +90,43 @@ def _page(model_admin, request, title, **forms_):
     context = {
         **model_admin.admin_site.each_context(request),
         "title": title,
-        "opts": model_admin.model._meta,
+        "opts": Record._meta,
         **forms_,
     }
-    return TemplateResponse(request, "admin/memory_app/record/portability.html", context)
+    return TemplateResponse(request, "admin/portability_app/memory.html", context)
+
+
+@admin.register(RecordImport)
+class RecordImportAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("imported_at", "tenant", "origin_tenant", "origin_record_id", "record", "outcome", "actor")
+    list_filter = ("outcome", "tenant")
+    list_select_related = ("tenant", "record")
+    search_fields = ("=origin_record_id", "=record__id")
+    fields = (
+        "tenant",
+        "origin_tenant",
+        "origin_record_id",
+        "record",
+        "outcome",
+        "external_sources_display",
+        "actor",
+        "imported_at",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="exported sources not found here")
+    def external_sources_display(self, row):
+        return pretty_json(row.external_sources)
+
+    def get_urls(self):
+        export = path(
+            "export/",
+            self.admin_site.admin_view(lambda request: export_view(self, request)),
+            name="portability_app_recordimport_export",
+        )
+        import_ = path(
+            "import/",
+            self.admin_site.admin_view(lambda request: import_view(self, request)),
+            name="portability_app_recordimport_import",
+        )
+        return [export, import_, *super().get_urls()]

@@ -4,7 +4,8 @@
   is a record of the tenant already (an export of this tenant restored into it), is left alone.
 - A valid record saying what a valid record of the same user already says merges into it, as any restatement
   does; an invalidated one is stored as a record of its own (it is history, never recalled).
-- A created record gets the exported revisions as its history, and its validity, revision number and times.
+- A created record gets the exported revisions as its history, and its validity, revision number and times
+  (`memory_app.services.record_history_restore`: memory's tables are written by memory's services).
 - Provenance: a source session of the tenant with the exported id, else one with the same tool and
   `agent_session_id`; a source message with the exported id, else the message of that session with the same
   `external_id`. What matches nothing is kept on the `RecordImport` row as the source instance's ids.
@@ -16,11 +17,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from django.db import connection, transaction
-from django.utils import timezone
 
-from memory_app.models import Record, RecordImport, RecordRevision
-from memory_app.services import record_create
-from platform_kit.redaction import redact, redact_text
+from memory_app.models import Record
+from memory_app.services import record_create, record_history_restore
+from portability_app.models import RecordImport
 from sessions_app.models import Message, Session, Tenant
 
 
@@ -37,7 +37,7 @@ class ImportSummary:
 
 
 def records_import(*, tenant: Tenant, header: dict, records: list[dict], actor: str = "import") -> ImportSummary:
-    """Import the validated lines of `memory_app.portability.lines.parse_export`."""
+    """Import the validated lines of `portability_app.memory.lines.parse_export`."""
     created = merged = unchanged = external = 0
     with transaction.atomic():
         with connection.cursor() as cursor:
@@ -72,7 +72,7 @@ def records_import(*, tenant: Tenant, header: dict, records: list[dict], actor: 
                 merge_restatements=record["valid"],
             )
             if write.created:
-                _restore_history(write.record, record)
+                record_history_restore(record=write.record, line=record)
                 created += 1
             else:
                 merged += 1
@@ -88,43 +88,6 @@ def records_import(*, tenant: Tenant, header: dict, records: list[dict], actor: 
             )
     return ImportSummary(
         records=len(records), created=created, merged=merged, unchanged=unchanged, external_sources=external
-    )
-
-
-def _restore_history(record: Record, line: dict) -> None:
-    """The exported revisions replace the one `record_create` wrote; the record takes the exported state."""
-    revisions = line["revisions"]
-    if revisions:
-        RecordRevision.objects.filter(record=record).delete()
-        RecordRevision.objects.bulk_create(
-            RecordRevision(
-                record=record,
-                revision=revision["revision"],
-                change=revision["change"],
-                actor=revision["actor"],
-                reason=revision["reason"],
-                type=revision["type"],
-                content=redact_text(revision["content"]),
-                fields=redact(revision["fields"]),
-                confidence=revision["confidence"],
-                valid=revision["valid"],
-                valid_from=revision.get("valid_from"),
-                valid_until=revision.get("valid_until"),
-                # The source instance's ids, as that revision named them.
-                source_session_ids=revision["source_session_ids"],
-                source_message_ids=revision["source_message_ids"],
-                created_at=revision["created_at"],
-            )
-            for revision in revisions
-        )
-    now = timezone.now()
-    Record.objects.filter(pk=record.pk).update(
-        valid=line["valid"],
-        invalidated_at=line["invalidated_at"] or (None if line["valid"] else now),
-        invalidated_reason=line["invalidated_reason"] or ("" if line["valid"] else "imported invalid"),
-        revision=max((revision["revision"] for revision in revisions), default=1),
-        created_at=line.get("created_at") or now,
-        updated_at=line.get("updated_at") or now,
     )
 
 

@@ -9,7 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from memory_app.models import Record, RecordImport, RecordRevision
+from memory_app.models import Record, RecordRevision
+from portability_app.models import RecordImport
 from tests.factories import SessionFactory
 
 
@@ -212,6 +213,16 @@ def test_another_tenants_export_is_its_own(api, other_api, memories):
     header, *records = lines(export(other_api))
     assert (header["tenant"], header["records"], records) == ("globex", 0, [])
     assert APIClient().get("/api/v1/records/export/").status_code == 401
+
+
+def test_the_export_and_import_routes_sit_beside_the_records_ones(api, memories):
+    """records/export/ and records/import/ are portability_app's, routed before memory_app's records/{id}/."""
+    record = Record.objects.filter(tenant=api.tenant).first()
+    assert api.get(f"/api/v1/records/{record.pk}/").json()["id"] == str(record.pk)
+    assert api.post("/api/v1/records/export/").status_code == 405
+    assert api.get("/api/v1/records/import/").status_code == 405
+    for path in ("/api/v1/records/export/", "/api/v1/records/import/"):
+        assert api.options(path).status_code == 200
 
 
 def test_a_big_export_streams_page_by_page(api):

@@ -141,3 +141,14 @@ def _plain(errors):
     if isinstance(errors, list):
         return [_plain(value) for value in errors]
     return str(errors)
+
+
+def user_id_map(pairs: list[str]) -> dict[str, str]:
+    """`["old=new", ...]` as {old: new}; a pair without "=" or with an empty side is a 400."""
+    mapping = {}
+    for pair in pairs:
+        old, sep, new = pair.partition("=")
+        if not sep or not old or not new or len(new) > 255:
+            raise serializers.ValidationError({"map_user": [f"{pair!r}: write old=new (two user ids)."]})
+        mapping[old] = new
+    return mapping

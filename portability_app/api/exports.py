@@ -15,8 +15,8 @@ from platform_kit.api.errors import Conflict
 from platform_kit.api.pagination import cursor_page
 from platform_kit.api.schema import error_responses
 from platform_kit.api.views import TenantScopedMixin
-from sessions_app.models import ExportStatus, TenantExport
-from sessions_app.services.exports import export_filename, tenant_export_path, tenant_export_request
+from portability_app.models import ExportStatus, TenantExport
+from portability_app.services.exports import export_filename, tenant_export_path, tenant_export_request
 
 
 class TenantExportSerializer(serializers.ModelSerializer):

@@ -1,19 +1,21 @@
-"""Tenant exports in the admin: the list (read-only; queued from the Tenant admin's action, tenancy.py) and the
-download of a succeeded export's zip, for staff who may view exports (docs/portability.md)."""
+"""Tenant exports in the admin: the list (read-only), the download of a succeeded export's zip for staff who may
+view exports, and the Tenant admin's action that queues them (docs/portability.md). The action is added here to
+the Tenant admin sessions_app registers: the ledger does not know portability exists."""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from platform_kit.admin.display import EMPTY, badge, file_size
+from platform_kit.admin.display import EMPTY, badge, counted, file_size
 from platform_kit.admin.mixins import ReadOnlyAdminMixin
-from sessions_app.models import ExportStatus, TenantExport
-from sessions_app.services.exports import export_filename, tenant_export_path
+from portability_app.models import ExportStatus, TenantExport
+from portability_app.services.exports import export_filename, tenant_export_path, tenant_export_request
+from sessions_app.models import Tenant
 
 TONES = {"queued": "grey", "running": "blue", "succeeded": "green", "failed": "red"}
 
@@ -50,13 +52,13 @@ class TenantExportAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if export.status != ExportStatus.SUCCEEDED:
             return EMPTY
         return format_html(
-            '<a href="{}">zip</a>', reverse("admin:sessions_app_tenantexport_download", args=[export.pk])
+            '<a href="{}">zip</a>', reverse("admin:portability_app_tenantexport_download", args=[export.pk])
         )
 
     def get_urls(self):
         download = self.admin_site.admin_view(self.download_view)
         return [
-            path("<uuid:export_id>/download/", download, name="sessions_app_tenantexport_download"),
+            path("<uuid:export_id>/download/", download, name="portability_app_tenantexport_download"),
             *super().get_urls(),
         ]
 
@@ -73,3 +75,27 @@ class TenantExportAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             filename=export_filename(export),
             content_type="application/zip",
         )
+
+
+@admin.action(description="Export all data of the selected tenants", permissions=["change"])
+def export_data(model_admin, request, queryset):
+    actor = f"admin:{request.user.get_username()}"
+    names = [tenant_export_request(tenant=tenant, requested_by=actor).tenant.name for tenant in queryset]
+    link = reverse("admin:portability_app_tenantexport_changelist")
+    model_admin.message_user(
+        request,
+        format_html(
+            'Queued {} ({}); follow {} in <a href="{}">tenant exports</a>.',
+            counted(len(names), "export"),
+            ", ".join(names),
+            "it" if len(names) == 1 else "them",
+            link,
+        ),
+        messages.SUCCESS,
+    )
+
+
+# The Tenant admin (sessions_app/admin/tenancy.py, registered before this module: INSTALLED_APPS' order) gets the
+# action; its permission is the Tenant admin's change permission, as it was when the action was the ledger's.
+_tenant_admin = admin.site.get_model_admin(Tenant)
+_tenant_admin.actions = [*(_tenant_admin.actions or ()), export_data]

@@ -3,10 +3,9 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from rest_framework.exceptions import ValidationError
 
-from memory_app.portability.importer import records_import
-from memory_app.portability.lines import parse_export
-from memory_app.serializers import user_id_map
 from platform_kit.api.errors import validation_detail
+from portability_app.memory.importer import records_import
+from portability_app.memory.lines import parse_export, user_id_map
 from sessions_app.models import Tenant
 
 

@@ -1,4 +1,7 @@
-"""Celery tasks that need every app: a tenant's full export (queued by sessions_app.services.exports)."""
+"""Celery tasks of the tenant exports (docs/portability.md): writing one, and the sweep of those left behind.
+
+Their names are those they had before they moved here (issue 31): queued messages and the beat's rows name them.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +11,20 @@ import os
 from celery import shared_task
 from django.conf import settings
 
-from aceproject.tenant_export import tenant_export
 from platform_kit.files import private_folder, private_open
-from sessions_app.services.exports import (
+from portability_app.services.exports import (
     tenant_export_claim,
     tenant_export_fail,
     tenant_export_path,
     tenant_export_succeed,
+    tenant_exports_sweep,
 )
+from portability_app.tenant_export import tenant_export
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(acks_late=True)
+@shared_task(name="aceproject.tasks.tenant_export_run", acks_late=True)
 def tenant_export_run(export_id: str) -> str:
     """Write the export's zip to a temporary file beside its place, then rename it there (a download never sees a
     half-written zip), and record the rows per file. A duplicate task finds the export claimed and does nothing."""
@@ -41,3 +45,9 @@ def tenant_export_run(export_id: str) -> str:
         return "failed"
     tenant_export_succeed(export_id=export_id, path=target, counts=counts)
     return "succeeded"
+
+
+@shared_task(name="sessions_app.tasks.sweep_tenant_exports", acks_late=True, time_limit=120, soft_time_limit=100)
+def sweep_tenant_exports() -> dict:
+    """Every 5 minutes: tenant exports never queued are queued again; those whose worker went away, failed."""
+    return tenant_exports_sweep()

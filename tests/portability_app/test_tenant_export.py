@@ -9,7 +9,8 @@ from pathlib import Path
 
 from django.test import Client
 
-from sessions_app.models import ExportStatus, Message, Session, Tenant, TenantExport
+from portability_app.models import ExportStatus, TenantExport
+from sessions_app.models import Message, Session, Tenant
 from tests.conftest import make_client
 from webhooks_app.models import Webhook
 
@@ -140,7 +141,7 @@ def test_a_queued_export_cannot_be_downloaded(db):
 
 
 def test_a_task_run_twice_writes_the_export_once(db, settings, tmp_path):
-    from aceproject.tasks import tenant_export_run
+    from portability_app.tasks import tenant_export_run
 
     settings.ACE_DATA_DIR = tmp_path
     api = make_client("acme")
@@ -174,8 +175,8 @@ def test_the_admin_action_queues_exports_and_staff_download_them(celery_worker, 
         return {"status": export.status}
 
     assert wait_until_finished(read)["status"] == "succeeded", export.error
-    listing = admin.get("/admin/sessions_app/tenantexport/").content.decode()
-    url = f"/admin/sessions_app/tenantexport/{export.pk}/download/"
+    listing = admin.get("/admin/portability_app/tenantexport/").content.decode()
+    url = f"/admin/portability_app/tenantexport/{export.pk}/download/"
     assert url in listing
     download = admin.get(url)
     assert download.status_code == 200
@@ -199,7 +200,7 @@ def test_the_sweep_queues_a_stranded_export_again_and_fails_one_whose_worker_wen
 
     from django.utils import timezone
 
-    from sessions_app.tasks import sweep_tenant_exports
+    from portability_app.tasks import sweep_tenant_exports
 
     api = make_client("acme")
     long_ago = timezone.now() - timedelta(days=1)
@@ -228,7 +229,7 @@ def test_forgetting_a_user_withdraws_the_export_files_that_hold_them(
     db, settings, tmp_path, django_capture_on_commit_callbacks
 ):
     """An export written before a user is forgotten holds them: its file goes with the forget, its row says why."""
-    from aceproject.tasks import tenant_export_run
+    from portability_app.tasks import tenant_export_run
     from sessions_app.services.forget import user_forget
 
     settings.ACE_DATA_DIR = tmp_path
@@ -241,10 +242,10 @@ def test_forgetting_a_user_withdraws_the_export_files_that_hold_them(
     assert b"xiaoming" in b"".join(zipfile.ZipFile(path).read(n) for n in zipfile.ZipFile(path).namelist())
 
     dry = user_forget(tenant=tenant, user_id="xiaoming", actor="test", dry_run=True)
-    assert dry.deleted["sessions_app.TenantExport (file)"] == 1 and path.is_file()
+    assert dry.deleted["portability_app.TenantExport (file)"] == 1 and path.is_file()
     with django_capture_on_commit_callbacks(execute=True):
         done = user_forget(tenant=tenant, user_id="xiaoming", actor="test")
-    assert done.deleted["sessions_app.TenantExport (file)"] == 1
+    assert done.deleted["portability_app.TenantExport (file)"] == 1
     assert not path.exists()
     export = TenantExport.objects.get(pk=export_id)
     assert export.status == ExportStatus.WITHDRAWN and "forgotten" in export.error
@@ -258,7 +259,7 @@ def test_forgetting_a_user_withdraws_the_export_files_that_hold_them(
 
 
 def test_an_export_being_written_while_a_user_is_forgotten_is_withdrawn_as_it_finishes(db, settings, tmp_path):
-    from sessions_app.services.exports import tenant_export_claim, tenant_export_succeed
+    from portability_app.services.exports import tenant_export_claim, tenant_export_succeed
     from sessions_app.services.forget import user_forget
 
     settings.ACE_DATA_DIR = tmp_path

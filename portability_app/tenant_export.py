@@ -1,4 +1,5 @@
-"""A tenant's full export (docs/portability.md): one JSON Lines file per table in a zip, with a manifest.
+"""A tenant's full export (docs/portability.md): one JSON Lines file per table in a zip, with a manifest. The zip
+writer of `ace_export tenant` and of the exports in the background (`portability_app.tasks.tenant_export_run`).
 
 Every table is read with a server-side cursor and written to the zip as it is read, so the export holds a few
 thousand rows in memory whatever the tenant's size. Vectors and keyword-search vectors are left out (derived
@@ -17,8 +18,9 @@ import orjson
 from django.utils import timezone
 
 from ingest_app.models import ImportedFile, ImportSource, TelemetryRecord
-from memory_app.models import RecordImport, RecordTtl
+from memory_app.models import RecordTtl
 from memory_app.selectors.export import memory_export_lines
+from portability_app.models import RecordImport
 from retention_app.models import RetentionEvent, RetentionPolicy, RetentionRun
 from sessions_app.models import (
     Budget,

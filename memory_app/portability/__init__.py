@@ -1,1 +1,0 @@
-"""Moving memory between tenants and instances: the import of what `selectors.export` writes (docs/portability.md)."""
