@@ -24,10 +24,10 @@ from ingest_app.pipeline import import_path
 from memory_app.models import Record, RecordRevision
 from sessions_app.models import Budget, Message, ModelPrice, TelemetryRecord
 from strategies_app.models import Strategy
-from tests.conftest import make_client
-from tests.factories import SessionFactory
 from tests.ingest_app.otlp_payloads import metrics_payload, post
 from tests.ingest_app.test_imports import CLAUDE_STREAMING, copy
+from tests.support.api import make_client
+from tests.support.factories import SessionFactory
 
 NOT_FINITE = ["NaN", "Infinity", "-Infinity", "1e999", "-1e999"]
 RECORD = '{"user_id": "u", "type": "fact", "content": "Prefers window seats", %s}'

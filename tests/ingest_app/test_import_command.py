@@ -22,7 +22,7 @@ from django.db import connection
 from ingest_app.management.commands.ace_import import Command
 from sessions_app.models import ImportTool, Message, Session
 from tests.ingest_app.test_imports import CLAUDE, DATA, GARBAGE, OTHER_TOOL, QWEN, SEED, SUMMARY_LINE
-from tests.processes import ROOT, process_env
+from tests.support.processes import ROOT, process_env
 
 MANAGE = [sys.executable, str(ROOT / "manage.py"), "ace_import"]
 

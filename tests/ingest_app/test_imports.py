@@ -26,7 +26,8 @@ from ingest_app.tasks import collect_imports
 from sessions_app.accounting import count_usage
 from sessions_app.models import Conversation, ImportedFile, ImportSource, Message, Session
 from sessions_app.selectors.recount import session_count_drift
-from tests.conftest import make_client
+from tests.support.api import make_client
+from tests.support.waiting import wait_for
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
 CLAUDE_SESSION = "5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11"
@@ -639,13 +640,6 @@ def test_the_collector_is_scheduled_every_five_minutes_and_editable_in_the_admin
     assert task.enabled and (task.interval.every, task.interval.period) == (5, "minutes")
 
 
-def wait_for(condition, seconds=30):
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the worker did not do it in time"
-        time.sleep(0.1)
-
-
 def test_a_worker_collects_new_lines_from_every_enabled_source(celery_worker, tmp_path):
     api = make_client("collector")
     logs = tmp_path / "logs"
@@ -655,7 +649,7 @@ def test_a_worker_collects_new_lines_from_every_enabled_source(celery_worker, tm
     ImportSource.objects.create(tenant=api.tenant, path=str(tmp_path / "elsewhere"), enabled=False)
 
     collect_imports.delay()
-    wait_for(lambda: ImportSource.objects.get(pk=source.pk).last_scan_at is not None)
+    assert wait_for(lambda: ImportSource.objects.get(pk=source.pk).last_scan_at is not None)
     session = Session.objects.get(tenant=api.tenant)
     assert session.user_id == "dave" and session.messages > 0
     assert ImportedFile.objects.get(tenant=api.tenant).source_id == source.pk
@@ -664,7 +658,7 @@ def test_a_worker_collects_new_lines_from_every_enabled_source(celery_worker, tm
         handle.write((DATA / QWEN).read_bytes()[cut:])
     scanned = ImportSource.objects.get(pk=source.pk).last_scan_at
     collect_imports.delay()
-    wait_for(lambda: ImportSource.objects.get(pk=source.pk).last_scan_at != scanned)
+    assert wait_for(lambda: ImportSource.objects.get(pk=source.pk).last_scan_at != scanned)
     assert stats(api, session) == expected(parse_file(DATA / QWEN).messages)
     report = ImportSource.objects.get(pk=source.pk).last_summary
     assert SUMMARY_LINE.match(report["summary"]) and report["files_imported"] == 1
@@ -694,12 +688,6 @@ def test_bootstrap_registers_the_directories_of_ace_import_dirs_once(db, setting
 
 
 # -- the admin ------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def staff(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("auditor", "auditor@example.com", "not-used"))
-    return client
 
 
 def test_import_sources_are_edited_and_scanned_from_the_admin(staff, api, tmp_path):

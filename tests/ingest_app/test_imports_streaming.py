@@ -23,7 +23,6 @@ from sessions_app.schema import ROLLUP_FIELDS, TOKEN_FIELDS
 from sessions_app.selectors.recount import rollup_drift, session_count_drift
 from sessions_app.services.messages import AMENDED_FIELDS, messages_append, messages_append_to_sessions
 from sessions_app.signals import messages_amended
-from tests.conftest import make_client
 from tests.ingest_app.test_importer_parsers import (
     CLAUDE,
     CLAUDE_STREAMING,
@@ -33,7 +32,8 @@ from tests.ingest_app.test_importer_parsers import (
     line_start,
 )
 from tests.ingest_app.test_imports import COUNTERS, SUMMARY_LINE, stats
-from tests.memory_app.test_recall import wait_for
+from tests.support.api import make_client
+from tests.support.waiting import wait_for
 
 
 def account_of(messages) -> SessionAccount:
@@ -264,7 +264,7 @@ def test_a_response_completed_in_place_is_embedded_again(celery_worker, settings
     import_path(tenant=tenant, path=path)
     response = Message.objects.get(tenant=tenant, request_id="msg_P1")
     assert response.content == "Checking both cities."
-    wait_for(lambda: MessageEmbedding.objects.filter(message_id=response.pk).exists())
+    assert wait_for(lambda: MessageEmbedding.objects.filter(message_id=response.pk).exists())
     before = list(MessageEmbedding.objects.get(message_id=response.pk).embedding)
 
     # Its last line says more: the stored message is completed, its old vector dropped and made again.
@@ -276,7 +276,7 @@ def test_a_response_completed_in_place_is_embedded_again(celery_worker, settings
     import_path(tenant=tenant, path=path)
     response.refresh_from_db()
     assert response.content == "Checking both cities.\n\nShanghai next."
-    wait_for(
+    assert wait_for(
         lambda: MessageEmbedding.objects.filter(message_id=response.pk).exists()
         and list(MessageEmbedding.objects.get(message_id=response.pk).embedding) != before
     )

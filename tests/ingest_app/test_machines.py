@@ -17,7 +17,7 @@ from django.urls import reverse
 from ingest_app.pipeline import local_machine
 from sessions_app.models import ImportedFile, Session, UsageDaily
 from sessions_app.selectors.recount import rollup_drift
-from tests.factories import SessionFactory
+from tests.support.factories import SessionFactory
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
 QWEN = DATA / "qwen/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl"
@@ -43,12 +43,6 @@ def answer(request_id, created_at, input_tokens, output_tokens):
         "output_tokens": output_tokens,
         "created_at": created_at,
     }
-
-
-@pytest.fixture
-def staff(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("auditor", "auditor@example.com", "x"))
-    return client
 
 
 @pytest.fixture

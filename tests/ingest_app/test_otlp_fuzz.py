@@ -11,8 +11,8 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 
 from sessions_app.models import Message, TelemetryRecord
-from tests.conftest import make_client
 from tests.ingest_app.otlp_payloads import post
+from tests.support.api import make_client
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,8 @@ from django.test import Client
 from ingest_app.pipeline import import_path
 from sessions_app.models import Message, Session, TelemetryRecord
 from sessions_app.selectors.recount import rollup_drift, session_count_drift
-from tests.conftest import make_client
 from tests.ingest_app.otlp_payloads import LOG_FILE, SESSION_ID, TOKENS, logs_payload, only, post
+from tests.support.api import make_client
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from memory_app.models import Record, RecordImport, RecordRevision
-from tests.factories import SessionFactory
+from tests.support.factories import SessionFactory
 
 
 @pytest.fixture

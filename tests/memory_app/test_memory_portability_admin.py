@@ -5,7 +5,7 @@ import orjson
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from memory_app.models import Record
-from tests.conftest import make_client
+from tests.support.api import make_client
 
 
 def _remember(client, user_id, content):
