@@ -34,8 +34,9 @@ from ingest_app import push_client
 from ingest_app.importers.detect import is_log_name
 from ingest_app.pipeline import import_path
 from sessions_app.models import ImportedFile, Message, Session
-from tests.ingest_app.test_imports import DATA, QWEN, SEED, upload
+from tests.ingest_app.test_imports import DATA, QWEN, SEED
 from tests.ingest_app.test_push import ace, copy_logs, options, push  # noqa: F401 (the `ace` fixture)
+from tests.support.api import upload
 from tests.support.http import FakeServer
 from tests.support.processes import ROOT, gunicorn_serving, process_env
 

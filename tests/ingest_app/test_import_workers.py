@@ -17,9 +17,9 @@ from tests.ingest_app.test_imports import (
     OPENCLAW,
     QWEN,
     SEED,
-    copy,
     stats,
 )
+from tests.support.agent_logs import copy_log
 from tests.support.api import make_client
 from tests.support.waiting import wait_for
 
@@ -44,7 +44,7 @@ def in_processes(settings, monkeypatch):
 
 def tree(root):
     for relative in LOGS:
-        copy(relative, root)
+        copy_log(relative, root)
     return root
 
 

@@ -3,6 +3,8 @@ requests many tests make."""
 
 from __future__ import annotations
 
+import io
+
 from rest_framework.test import APIClient
 
 from sessions_app.models import Tenant
@@ -32,3 +34,13 @@ def post_messages(api: APIClient, session, items: list[dict]) -> list[dict]:
     response = api.post(f"/api/v1/sessions/{session_id}/messages/", items, format="json")
     assert response.status_code == 201, response.content
     return response.json()
+
+
+def upload(api: APIClient, *files: tuple[str, bytes], **fields):
+    """POST log files to the upload endpoint as a collector does (`files`: (name, bytes) pairs); the response."""
+    handles = []
+    for name, content in files:
+        handle = io.BytesIO(content)
+        handle.name = name
+        handles.append(handle)
+    return api.post("/api/v1/imports/", {"files": handles, **fields}, format="multipart")
