@@ -1,52 +1,17 @@
+"""The suite's settings for every test, and the test broker. The shared helpers and fixtures live in tests/support/
+(its fixtures are registered here, once)."""
+
 import contextlib
 import http.server
-import socket
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from rest_framework.test import APIClient
 
-from sessions_app.models import Tenant
-from tests.factories import SessionFactory, api_key_for
-from tests.fake_dns import FakeDNS
+pytest_plugins = ["tests.support.fixtures"]
 
 # Test servers answer at once: Django's live server and the fakes built on http.server write a response's headers
 # and body in two sends, and with Nagle's algorithm on, the body waited for the client's delayed ACK of the headers
 # (about 40 ms a response on Linux): tests/test_api_fuzz.py, thousands of requests, took 278 s instead of 52 s.
 http.server.BaseHTTPRequestHandler.disable_nagle_algorithm = True
-
-
-class TenantClient(APIClient):
-    """An API client that acts for one tenant."""
-
-    def __init__(self, tenant: Tenant, key: str):
-        super().__init__()
-        self.tenant = tenant
-        self.key = key
-        self.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-
-
-def make_client(name: str) -> TenantClient:
-    key = api_key_for(name)
-    return TenantClient(Tenant.objects.get(name=name), key)
-
-
-@contextlib.contextmanager
-def table_renamed(table: str):
-    """The table is missing while inside (renamed, then back): an unexpected failure of a real request, as in a
-    half-applied migration. For live-server and transactional tests (the rename is committed)."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(f"ALTER TABLE {table} RENAME TO {table}_away")
-    try:
-        yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute(f"ALTER TABLE {table}_away RENAME TO {table}")
 
 
 @pytest.fixture(autouse=True)
@@ -70,29 +35,6 @@ def _outbound_to_loopback_fakes(settings):
     """The suite's fake receivers, bots and OpenAI-compatible endpoints listen on 127.0.0.1: the operator's
     allow-list lets them through (tests of the policy itself set their own, tests/platform_kit/test_outbound.py)."""
     settings.ACE_OUTBOUND_ALLOW = "127.0.0.1,::1"
-
-
-@pytest.fixture
-def resolver(monkeypatch) -> FakeDNS:
-    """socket.getaddrinfo answering the names a test sets from a table (the others from the system's resolver)."""
-    dns = FakeDNS(socket.getaddrinfo)
-    monkeypatch.setattr(socket, "getaddrinfo", dns.getaddrinfo)
-    return dns
-
-
-@pytest.fixture
-def api(db) -> TenantClient:
-    return make_client("acme")
-
-
-@pytest.fixture
-def other_api(db) -> TenantClient:
-    return make_client("globex")
-
-
-@pytest.fixture
-def session(api):
-    return SessionFactory(tenant=api.tenant, name="杭州三日游计划", tool="chat", user_id="xiaoming")
 
 
 TEST_BROKER_URL = __import__("os").environ.get("CELERY_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
@@ -145,31 +87,3 @@ def celery_worker(transactional_db):
             yield worker
     finally:
         task_postrun.disconnect(close_connection)
-
-
-# The global provider can be set only once per process: keep the exporter we attached to it here.
-_holder: dict[str, InMemorySpanExporter] = {}
-
-
-@pytest.fixture(scope="session")
-def _exporter() -> InMemorySpanExporter:
-    if "exporter" not in _holder:
-        provider = trace.get_tracer_provider()
-        if not isinstance(provider, TracerProvider):
-            provider = TracerProvider()
-            trace.set_tracer_provider(provider)
-        exporter = InMemorySpanExporter()
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
-        _holder["exporter"] = exporter
-    return _holder["exporter"]
-
-
-@pytest.fixture
-def spans(_exporter: InMemorySpanExporter):
-    """Returns a callable giving the spans finished since the test started, by name."""
-    _exporter.clear()
-
-    def finished() -> dict[str, ReadableSpan]:
-        return {span.name: span for span in _exporter.get_finished_spans()}
-
-    return finished

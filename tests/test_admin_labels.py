@@ -10,7 +10,7 @@ from django.test import RequestFactory
 from django.utils.text import capfirst
 
 from sessions_app.models import Conversation
-from tests.factories import SessionFactory
+from tests.support.factories import SessionFactory
 
 ACRONYMS = {"api", "llm", "url", "id", "ttl", "otlp", "mcp", "usd", "ms", "ip", "uuid", "json", "http", "sql"}
 OUR_APPS = {"sessions_app", "memory_app", "strategies_app", "webhooks_app"}

@@ -2,7 +2,6 @@
 one username from one address, even the right password is refused until the cool-off ends; a success before
 then resets the count. The API's bearer keys are not affected."""
 
-import pytest
 from axes.models import AccessAttempt
 from django.urls import reverse
 
@@ -11,11 +10,6 @@ LOGIN = reverse("admin:login")
 
 def post_login(client, password, username="auditor"):
     return client.post(LOGIN, {"username": username, "password": password, "next": "/admin/"})
-
-
-@pytest.fixture
-def auditor(django_user_model):
-    return django_user_model.objects.create_superuser("auditor", "auditor@example.com", "right-password")
 
 
 def test_after_the_limit_even_the_right_password_is_refused(client, auditor, settings):

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import yaml
 
 from sessions_app.models import Session
-from tests.conftest import make_client
+from tests.support.api import make_client
 
 
 def served_schema(client) -> dict:

@@ -3,7 +3,7 @@
 A browser (Debian's Chromium with the Noto CJK fonts, driven by Playwright; `.ci/run` installs both) logs in
 and opens every page an auditor reaches: the landing page, every admin list and the first object of each, the
 views those link to (the usage dashboard, a session's timeline, a conversation's chat, similar records, the
-run form), the documentation and the API docs. The data is what a real team leaves (tests/realistic_usage.py:
+run form), the documentation and the API docs. The data is what a real team leaves (tests/support/realistic_usage.py:
 two tenants, 16 months, 120-character project paths, long English and Chinese names, a dozen models).
 
 Any console error, failed request (or 4xx/5xx answer) or request to another host fails the test, and so does
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -29,7 +28,8 @@ from memory_app.sample_data import memory_sample_create
 from sessions_app.sample_data import sample_data_create
 from sessions_app.services.apikeys import tenant_get_or_create
 from strategies_app.models import StrategyRun
-from tests.realistic_usage import SECOND_TENANT, realistic_usage_create
+from tests.support.realistic_usage import SECOND_TENANT, realistic_usage_create
+from tests.support.waiting import wait_for
 
 CHROMIUM = Path(os.environ.get("ACE_CHROMIUM", "/usr/bin/chromium"))
 SCREENSHOTS = Path(
@@ -138,12 +138,8 @@ def sample_data(transactional_db, celery_worker, django_user_model):
     # Agent logs of every tool (and a file that is no tool's), imported by a source as the collector does.
     source = ImportSource.objects.create(tenant=demo, path=str(AGENT_LOGS), user_id="dev")
     assert import_source_scan(source=source).files_imported > 0
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        runs = StrategyRun.objects.filter(tenant=demo)
-        if runs.exists() and not runs.filter(status__in=("queued", "running")).exists():
-            break
-        time.sleep(0.5)
+    runs = StrategyRun.objects.filter(tenant=demo)
+    wait_for(lambda: runs.exists() and not runs.filter(status__in=("queued", "running")).exists(), 60)
     assert StrategyRun.objects.filter(tenant=demo, status="succeeded").exists()
     django_user_model.objects.create_superuser("auditor", "auditor@example.com", "browse-the-admin-1")
 

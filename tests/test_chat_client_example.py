@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 
@@ -15,7 +13,8 @@ import pytest
 
 from sessions_app.models import Role, Turn, TurnStatus
 from sessions_app.services.apikeys import apikey_create
-from tests.factories import SessionFactory
+from tests.support.factories import SessionFactory
+from tests.support.http import FakeServer, Request
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / "chat_client.py"
 SYSTEM = "你是 NewLife.ChatAI 助手。\n[记忆] 用户住在杭州。"
@@ -33,14 +32,14 @@ def example() -> ModuleType:
     return module
 
 
-class FakeLLM:
+class FakeLLM(FakeServer):
     """Streams PIECES as chat.completion.chunk events, then a usage chunk and [DONE] (or breaks off early)."""
 
     def __init__(self, break_after: int | None = None, delay: float = 0.05):
         self.break_after = break_after
         self.delay = delay
-        self.requests: list[dict] = []
-        self.headers: list[dict] = []
+        super().__init__(self.stream)
+        self.base_url = f"{self.url}/v1"
 
     def chunks(self) -> Iterator[dict]:
         base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "fake-qwen"}
@@ -54,39 +53,18 @@ class FakeLLM:
         yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
         yield {**base, "choices": [], "usage": USAGE}
 
-    def handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
+    def stream(self, request: Request):
+        assert request.path == "/v1/chat/completions"
+        return 200, self.events(), {"Content-Type": "text/event-stream"}
 
-        class Handler(BaseHTTPRequestHandler):
-            # HTTP/1.0 and no Content-Length: the body ends when the connection closes, as a dropped stream does.
-            def do_POST(self):
-                assert self.path == "/v1/chat/completions"
-                fake.headers.append(dict(self.headers))
-                fake.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                self.wfile.write(b": keep-alive\n\n")
-                for chunk in fake.chunks():
-                    time.sleep(fake.delay)
-                    self.wfile.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
-                    self.wfile.flush()
-                if fake.break_after is None:
-                    self.wfile.write(b"data: [DONE]\n\n")
-
-            def log_message(self, *args):
-                pass
-
-        return Handler
-
-    def __enter__(self) -> str:
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+    def events(self) -> Iterator[bytes]:
+        # No Content-Length: the body ends when the connection closes, as a dropped stream does.
+        yield b": keep-alive\n\n"
+        for chunk in self.chunks():
+            time.sleep(self.delay)  # a model's pace
+            yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode()
+        if self.break_after is None:
+            yield b"data: [DONE]\n\n"
 
 
 @pytest.fixture
@@ -113,15 +91,14 @@ def run_example(example: ModuleType, ace: dict, base_url: str, monkeypatch) -> t
 
 
 def test_streamed_turn_is_persisted(example, ace, monkeypatch):
-    fake = FakeLLM()
-    with fake as base_url:
-        code, calls = run_example(example, ace, base_url, monkeypatch)
+    with FakeLLM() as fake:
+        code, calls = run_example(example, ace, fake.base_url, monkeypatch)
 
     assert code == 0
-    sent = fake.requests[0]
+    sent = fake.received[0].json()
     assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
     assert sent["messages"][0] == {"role": "system", "content": SYSTEM}
-    assert fake.headers[0]["Authorization"] == "Bearer sk-fake"
+    assert fake.received[0].headers["Authorization"] == "Bearer sk-fake"
 
     turn = Turn.objects.select_related("user_message", "assistant_message").get(session=ace["session"])
     assert turn.status == TurnStatus.COMPLETED and turn.system_ready_at is not None
@@ -146,8 +123,8 @@ def test_streamed_turn_is_persisted(example, ace, monkeypatch):
 
 
 def test_broken_stream_is_stored_as_an_error_with_the_partial_answer(example, ace, monkeypatch):
-    with FakeLLM(break_after=4) as base_url:
-        code, calls = run_example(example, ace, base_url, monkeypatch)
+    with FakeLLM(break_after=4) as fake:
+        code, calls = run_example(example, ace, fake.base_url, monkeypatch)
 
     assert code == 1
     turn = Turn.objects.select_related("user_message", "assistant_message").get(session=ace["session"])

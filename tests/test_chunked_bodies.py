@@ -8,9 +8,9 @@ import json
 import pytest
 
 from sessions_app.models import Session
-from tests.conftest import make_client
 from tests.ingest_app.test_otlp_recorded import RECORDED
-from tests.processes import gunicorn_serving
+from tests.support.api import make_client
+from tests.support.processes import gunicorn_serving
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

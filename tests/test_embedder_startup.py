@@ -23,6 +23,7 @@ from django.conf import settings
 
 from memory_app.embedders import get_embedder
 from memory_app.embedders.warmup import warm_up
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "local:all-MiniLM-L6-v2:384"
@@ -120,15 +121,17 @@ def test_a_web_process_loads_the_embedder_before_its_first_request(env, tmp_path
     port = _free_port()
     web = _start(_procfile("web").replace("${ACE_PORT:-8000}", str(port)), env, tmp_path / "web.log")
     try:
-        deadline = time.monotonic() + 180
-        while True:  # the first answer the server gives
+
+        def first_answer():  # the first answer the server gives
             assert web.poll() is None, (tmp_path / "web.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, (tmp_path / "web.log").read_text()[-3000:]
             try:
-                status, health = _get(f"http://127.0.0.1:{port}/healthz")
-                break
+                return _get(f"http://127.0.0.1:{port}/healthz")
             except OSError:
-                time.sleep(0.2)
+                return None
+
+        answer = wait_for(first_answer, 180)
+        assert answer, (tmp_path / "web.log").read_text()[-3000:]
+        status, health = answer
         assert status == 200, health
         embedder = health["embedder"]
         assert embedder["loaded"] is True  # loaded before the process accepted its first connection
@@ -157,13 +160,13 @@ def test_a_web_process_loads_the_embedder_before_its_first_request(env, tmp_path
 def test_an_embedding_worker_loads_the_embedder_when_its_pool_process_starts(env, tmp_path):
     worker = _start(_procfile("embedder").replace("%h", "warmup-test"), env, tmp_path / "worker.log")
     try:
-        deadline = time.monotonic() + 180
-        log = ""
-        while not re.search(rf"Embedder {KEY} loaded in [\d.]+ s \(worker process", log):
-            assert worker.poll() is None, log[-3000:]
-            assert time.monotonic() < deadline, log[-3000:]
-            time.sleep(0.5)
+
+        def loaded():
             log = (tmp_path / "worker.log").read_text()
+            assert worker.poll() is None, log[-3000:]
+            return re.search(rf"Embedder {KEY} loaded in [\d.]+ s \(worker process", log)
+
+        assert wait_for(loaded, 180), (tmp_path / "worker.log").read_text()[-3000:]
     finally:
         _stop(worker)
 

@@ -25,10 +25,11 @@ from ingest_app.pipeline import import_path
 from memory_app.models import Record, RecordRevision
 from sessions_app.models import Budget, Message, ModelPrice
 from strategies_app.models import Strategy
-from tests.conftest import make_client
-from tests.factories import SessionFactory
 from tests.ingest_app.otlp_payloads import metrics_payload, post
-from tests.ingest_app.test_imports import CLAUDE_STREAMING, copy
+from tests.ingest_app.test_imports import CLAUDE_STREAMING
+from tests.support.agent_logs import copy_log
+from tests.support.api import make_client
+from tests.support.factories import SessionFactory
 
 NOT_FINITE = ["NaN", "Infinity", "-Infinity", "1e999", "-1e999"]
 RECORD = '{"user_id": "u", "type": "fact", "content": "Prefers window seats", %s}'
@@ -161,7 +162,7 @@ def test_mcp_remember_refuses_nan_and_the_records_list_stays_readable(live_serve
 
 # -- imports ------------------------------------------------------------------------------------------------
 def test_an_agent_log_with_nan_is_imported_the_value_read_as_null_with_a_warning(api, tmp_path):
-    path = copy(CLAUDE_STREAMING, tmp_path)
+    path = copy_log(CLAUDE_STREAMING, tmp_path)
     lines = path.read_text().splitlines(keepends=True)
     assert '"cache_read_input_tokens":9000' in lines[1] and '"output_tokens":12' in lines[1]
     lines[1] = lines[1].replace('"cache_read_input_tokens":9000', '"cache_read_input_tokens":NaN')

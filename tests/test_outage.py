@@ -18,8 +18,9 @@ from django.db import connection, connections
 from aceproject.embedded_db import embedded_database_state, stop_embedded_database
 from memory_app.models import Record
 from sessions_app.models import Message, Session
-from tests.conftest import make_client
-from tests.factories import SessionFactory
+from tests.support.api import make_client
+from tests.support.factories import SessionFactory
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.skipif(bool(settings.DATABASE_URL), reason="stops the embedded PostgreSQL")
 
@@ -146,18 +147,19 @@ def test_stopping_the_database_under_traffic_loses_nothing_acknowledged_and_it_c
     threads = [threading.Thread(target=client, args=(n,)) for n in range(4)]
     for thread in threads:
         thread.start()
+
+    def acknowledged_since(moment: float) -> int:
+        return sum(1 for sent, _, status, _ in list(results) if status == 201 and sent > moment)
+
     try:
-        time.sleep(2)
+        assert wait_for(lambda: acknowledged_since(0) >= 8)  # traffic under way: acknowledged writes to keep
         pid_before = _postmaster_pid()
         assert stop_embedded_database(settings.ACE_DATA_DIR)
         stopped_at = time.monotonic()  # down: what is sent from now on finds no server
         # Nothing in this test starts it again: the live server's requests must.
-        deadline = stopped_at + 20
-        while not any(status == 201 and sent > stopped_at for sent, _, status, _ in results):
-            assert time.monotonic() < deadline, "the service did not recover by itself"
-            time.sleep(0.1)
-        recovered_at = min(sent for sent, _, status, _ in results if status == 201 and sent > stopped_at)
-        time.sleep(2)
+        assert wait_for(lambda: acknowledged_since(stopped_at), 20), "the service did not recover by itself"
+        recovered_at = min(sent for sent, _, status, _ in list(results) if status == 201 and sent > stopped_at)
+        assert wait_for(lambda: acknowledged_since(recovered_at) >= 8)  # and it goes on serving
     finally:
         stop.set()
         for thread in threads:
@@ -206,14 +208,10 @@ def test_a_task_that_finds_the_database_unreachable_is_retried_and_runs_when_it_
     try:
         with database_unreachable():  # the worker runs in this process: out of its reach too
             embed_records.delay([str(record.pk)])
-            deadline = time.monotonic() + 30
-            while len(retries) < 2:
-                assert time.monotonic() < deadline, "the task was not retried"
-                time.sleep(0.01)
-        deadline = time.monotonic() + 30
-        while not Record.objects.filter(pk=record.pk).exclude(embedding_key="").exists():
-            assert time.monotonic() < deadline, "the retried task did not run"
-            time.sleep(0.1)
+            assert wait_for(lambda: len(retries) >= 2), "the task was not retried"
+        assert wait_for(lambda: Record.objects.filter(pk=record.pk).exclude(embedding_key="").exists()), (
+            "the retried task did not run"
+        )
     finally:
         task_retry.disconnect(on_retry)
     assert all("connect" in reason for reason in retries), retries
@@ -235,11 +233,10 @@ def test_a_worker_that_finds_the_embedded_database_stopped_starts_it_and_runs_it
     for record in records:
         embed_records.delay([str(record.pk)])
     # Nothing here touches the database until the worker has had the time to start it again.
-    deadline = time.monotonic() + 30
-    while embedded_database_state(settings.ACE_DATA_DIR) != "ready":
-        assert time.monotonic() < deadline, "the worker did not start the database"
-        time.sleep(0.1)
+    assert wait_for(lambda: embedded_database_state(settings.ACE_DATA_DIR) == "ready"), (
+        "the worker did not start the database"
+    )
     assert _postmaster_pid() != pid_before
-    while Record.objects.filter(pk__in=[r.pk for r in records], embedding_key="").exists():
-        assert time.monotonic() < deadline, "the tasks did not run"
-        time.sleep(0.1)
+    assert wait_for(lambda: not Record.objects.filter(pk__in=[r.pk for r in records], embedding_key="").exists()), (
+        "the tasks did not run"
+    )

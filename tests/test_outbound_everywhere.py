@@ -10,9 +10,9 @@ from sessions_app.models import BudgetCrossing
 from sessions_app.services.budget_alerts import budget_alert_send
 from strategies_app.extractors.llm import ExtractorMisconfigured, LLMExtractor
 from strategies_app.extractors.registry import get_extractor
-from tests.factories import SessionFactory
-from tests.fake_llm import FakeLLM
 from tests.sessions_app.test_budget_alerts import FakeBots
+from tests.support.factories import SessionFactory
+from tests.support.fake_llm import FakeLLM
 
 
 @pytest.mark.parametrize(
@@ -38,7 +38,7 @@ def test_a_budget_bot_whose_name_resolves_to_loopback_gets_nothing_and_the_alert
     bots = FakeBots()
     try:
         resolver["open.feishu.example"] = ["127.0.0.1"]
-        url = f"http://open.feishu.example:{bots.server.server_address[1]}/open-apis/bot/v2/hook/t"
+        url = f"http://open.feishu.example:{bots.port}/open-apis/bot/v2/hook/t"
         budget = api.post(
             "/api/v1/budgets/", {"name": "b", "limit": 10, "thresholds": [100], "feishu_url": url}, format="json"
         )
@@ -54,7 +54,7 @@ def test_a_budget_bot_whose_name_resolves_to_loopback_gets_nothing_and_the_alert
         assert outcome.startswith("failed: no answer") and "127.0.0.1" not in outcome
         assert bots.received == []
     finally:
-        bots.server.shutdown()
+        bots.close()
 
 
 def test_the_llm_endpoint_on_loopback_needs_the_operators_allow_list(settings):

@@ -35,13 +35,6 @@ def inline_code(html: str) -> list[str]:
     return found
 
 
-@pytest.fixture
-def staff(client, django_user_model):
-    user = django_user_model.objects.create_superuser("auditor", "auditor@example.com", "not-used")
-    client.force_login(user)
-    return client
-
-
 @pytest.mark.django_db
 def test_admin_pages_carry_a_strict_policy_and_the_hardening_headers(staff):
     response = staff.get("/admin/")

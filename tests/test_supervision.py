@@ -19,6 +19,7 @@ import pytest
 from django.conf import settings
 
 from aceproject.embedded_db import embedded_database_state
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,13 +56,13 @@ class Output:
         return "\n".join(self.lines[since:])
 
     def wait_for(self, pattern: str, *, since: int = 0, seconds: float) -> re.Match:
-        deadline = time.monotonic() + seconds
-        while True:
-            match = re.search(pattern, self.text(since))
-            if match:
-                return match
-            assert time.monotonic() < deadline, f"no {pattern!r} in scripts/up's output:\n{self.text()[-4000:]}"
-            time.sleep(0.2)
+        match = wait_for(lambda: re.search(pattern, self.text(since)), seconds)
+        assert match, f"no {pattern!r} in scripts/up's output:\n{self.text()[-4000:]}"
+        return match
+
+    def wait_for_end(self, seconds: float = 10):
+        """Until the output ends (every process holding it has exited)."""
+        self._thread.join(timeout=seconds)
 
 
 def test_scripts_up_restarts_a_killed_worker_and_ctrl_c_stops_everything_database_last():
@@ -94,10 +95,7 @@ def test_scripts_up_restarts_a_killed_worker_and_ctrl_c_stops_everything_databas
             output.wait_for(rf"success: {name} entered RUNNING state", seconds=150 if first_run else 60)
         worker_pid = int(output.wait_for(r"spawned: 'worker' with pid (\d+)", seconds=1).group(1))
         web_pid = int(output.wait_for(r"spawned: 'web' with pid (\d+)", seconds=1).group(1))
-        deadline = time.monotonic() + 30
-        while not _healthy(port):
-            assert time.monotonic() < deadline, output.text()[-4000:]
-            time.sleep(0.5)
+        assert wait_for(lambda: _healthy(port)), output.text()[-4000:]
         print(f"\nscripts/up serving after {time.monotonic() - started:.0f} s (first run: {first_run})")
 
         # The kernel's OOM killer, say.
@@ -134,7 +132,7 @@ def test_scripts_up_restarts_a_killed_worker_and_ctrl_c_stops_everything_databas
                 capture_output=True,
                 check=False,
             )
-    time.sleep(0.5)  # the reader's last lines
+    output.wait_for_end()  # the reader's last lines
     after = output.text(mark)
     print(f"stopped in {stopped_in:.0f} s")
     for name in ("web", "worker", "embedder", "beat"):

@@ -23,7 +23,7 @@ from ingest_app.management.commands.ace_import import Command
 from ingest_app.models import ImportTool
 from sessions_app.models import Message, Session
 from tests.ingest_app.test_imports import CLAUDE, DATA, GARBAGE, OTHER_TOOL, QWEN, SEED, SUMMARY_LINE
-from tests.processes import ROOT, process_env
+from tests.support.processes import ROOT, process_env
 
 MANAGE = [sys.executable, str(ROOT / "manage.py"), "ace_import"]
 

@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 import tracemalloc
 import urllib.parse
@@ -36,9 +35,11 @@ from ingest_app.importers.detect import is_log_name
 from ingest_app.models import ImportedFile
 from ingest_app.pipeline import import_path
 from sessions_app.models import Message, Session
-from tests.ingest_app.test_imports import DATA, QWEN, SEED, upload
+from tests.ingest_app.test_imports import DATA, QWEN, SEED
 from tests.ingest_app.test_push import ace, copy_logs, options, push  # noqa: F401 (the `ace` fixture)
-from tests.processes import ROOT, gunicorn_serving, process_env
+from tests.support.api import upload
+from tests.support.http import FakeServer
+from tests.support.processes import ROOT, gunicorn_serving, process_env
 
 MiB = 1024 * 1024
 OPENCLAW = Path("openclaw/.openclaw/agents/main/sessions/0f3a9c27-6b1d-4e58-8a40-d5c2b7e91f36.jsonl")
@@ -311,7 +312,7 @@ def _chunked_upload(port: int, key: str, name: str, content: bytes) -> tuple[int
 
 @pytest.mark.django_db(transaction=True)
 def test_chunked_uploads_take_the_upload_limit_not_the_request_limit(gunicorn_small_limits):
-    from tests.conftest import make_client
+    from tests.support.api import make_client
 
     acme = make_client("acme")
     seed = (DATA / SEED).read_bytes()
@@ -399,39 +400,6 @@ def test_push_remembers_a_bomb_as_refused_with_the_limit_and_sends_the_others(ac
     assert (again.exit_code, again.bytes_sent) == (0, 0)  # not sent again until it changes
 
 
-class OddServer:
-    """A server that answers the push client's calls in shapes of its own: `files` answers the GET of the
-    holdings, `upload` the POST."""
-
-    def __init__(self, files, upload):
-        answers = {"GET": files, "POST": upload}
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def _answer(self):
-                if self.command == "POST":
-                    self.rfile.read(int(self.headers["Content-Length"]))
-                status, payload = answers[self.command]
-                body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = _answer  # noqa: N815
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.mark.parametrize(
     ("holdings", "answer"),
     [
@@ -451,12 +419,10 @@ def test_push_marks_nothing_sent_the_answer_does_not_confirm_and_says_so_without
     log = tmp_path / "home" / "chat.jsonl"
     log.parent.mkdir()
     shutil.copy(DATA / QWEN, log)
-    server = OddServer(holdings, answer)
-    try:
+    answers = {"GET": holdings, "POST": answer}  # the GET of the holdings, the POST of the upload
+    with FakeServer(lambda request: answers[request.method]) as server:
         opts = options(server.url, "ace_key", "laptop", [log.parent], tmp_path / "state", retries=0)
         result = push_client.push_once(opts, sleep=lambda seconds: None)
-    finally:
-        server.close()
     assert result.exit_code == push_client.EXIT_UNREACHABLE, result
     assert result.files_sent == 0
     state = push_client.State(push_client.state_path(opts.state_dir, opts.server, opts.machine))

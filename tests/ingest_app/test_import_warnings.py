@@ -29,12 +29,12 @@ from tests.ingest_app.test_imports import (
     OPENCLAW,
     QWEN,
     SEED,
-    copy,
     expected,
     line_start,
     only_session,
     stats,
 )
+from tests.support.agent_logs import copy_log
 
 LOGS = [CLAUDE, CLAUDE_AGENT, CLAUDE_STREAMING, QWEN, OPENCLAW, SEED]
 
@@ -59,7 +59,7 @@ FALSE_ALARM = "not at a line start"
 def test_an_import_that_stopped_before_a_newline_resumes_without_a_warning_and_reads_the_grown_file(api, tmp_path):
     data = (DATA / CLAUDE_STREAMING).read_bytes()
     cut = line_start(DATA / CLAUDE_STREAMING, 4) - 1  # line 3 is complete JSON, its newline not written yet
-    path = copy(CLAUDE_STREAMING, tmp_path, upto=cut)
+    path = copy_log(CLAUDE_STREAMING, tmp_path, upto=cut)
     first = import_path(tenant=api.tenant, path=path)
     assert (first.files_imported, first.issues) == (1, [])
     assert ImportedFile.objects.get(tenant=api.tenant).carry["line_open"] is True
@@ -101,7 +101,7 @@ def test_resuming_after_any_line_consumed_before_its_newline_warns_nothing(relat
 def test_an_unfinished_last_line_is_reported_once_however_often_the_file_is_read_again(api, tmp_path):
     data = (DATA / OPENCLAW).read_bytes()
     cut = line_start(DATA / OPENCLAW, 5) + 40  # line 5 cut in the middle
-    path = copy(OPENCLAW, tmp_path, upto=cut)
+    path = copy_log(OPENCLAW, tmp_path, upto=cut)
     first = import_path(tenant=api.tenant, path=path)
     assert [i.line for i in first.issues if "incomplete" in i.message] == [5]
 
@@ -124,8 +124,8 @@ def test_an_unfinished_last_line_is_reported_once_however_often_the_file_is_read
 
 
 def test_a_file_whose_only_line_is_unfinished_is_reported_once_then_imported_when_complete(api, tmp_path):
-    main = copy(CLAUDE, tmp_path)
-    agent = copy(CLAUDE_AGENT, tmp_path, upto=30)  # a sub-agent file whose first line is still being written
+    main = copy_log(CLAUDE, tmp_path)
+    agent = copy_log(CLAUDE_AGENT, tmp_path, upto=30)  # a sub-agent file whose first line is still being written
     age(agent)
     first = import_path(tenant=api.tenant, path=tmp_path)
     assert issue_messages(first, agent) == ["not a recognised agent log yet: the file has no complete line"]
@@ -133,7 +133,7 @@ def test_a_file_whose_only_line_is_unfinished_is_reported_once_then_imported_whe
         again = import_path(tenant=api.tenant, path=tmp_path)
         assert (issue_messages(again), again.files_unchanged, again.files_refused) == ([], 2, 0)
 
-    copy(CLAUDE_AGENT, tmp_path)
+    copy_log(CLAUDE_AGENT, tmp_path)
     done = import_path(tenant=api.tenant, path=tmp_path)
     assert (issue_messages(done, agent), done.files_imported) == ([], 1)
     # The sub-agent still finds the round of its parent that spawned it.
@@ -188,7 +188,7 @@ def garbage_at(root: Path, relative: Path, lines: int = 2000) -> Path:
 
 def test_garbage_in_a_tool_folder_is_refused_as_one_file_not_thousands_of_line_errors(api, tmp_path):
     path = garbage_at(tmp_path, CLAUDE_PLACE)
-    copy(QWEN, tmp_path)
+    copy_log(QWEN, tmp_path)
     summary = import_path(tenant=api.tenant, path=tmp_path)
     assert (summary.files_refused, summary.files_imported) == (1, 1)
     (issue,) = [issue for issue in summary.issues if issue.path == str(path)]  # was: one error per line

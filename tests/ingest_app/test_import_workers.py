@@ -10,7 +10,6 @@ from ingest_app.pipeline import batch, import_path, run
 from sessions_app.models import Message, Session
 from sessions_app.search import messages_index
 from sessions_app.selectors.recount import session_count_drift
-from tests.conftest import make_client
 from tests.ingest_app.test_imports import (
     CLAUDE,
     CLAUDE_AGENT,
@@ -19,10 +18,11 @@ from tests.ingest_app.test_imports import (
     OPENCLAW,
     QWEN,
     SEED,
-    copy,
     stats,
-    wait_for,
 )
+from tests.support.agent_logs import copy_log
+from tests.support.api import make_client
+from tests.support.waiting import wait_for
 
 LOGS = (CLAUDE, CLAUDE_AGENT, CLAUDE_STREAMING, QWEN, OPENCLAW, SEED)
 
@@ -45,7 +45,7 @@ def in_processes(settings, monkeypatch):
 
 def tree(root):
     for relative in LOGS:
-        copy(relative, root)
+        copy_log(relative, root)
     return root
 
 
@@ -120,7 +120,7 @@ def test_what_worker_processes_queue_reaches_the_worker(celery_worker, in_proces
     assert in_processes == [2]
     imported = Message.objects.filter(tenant=api.tenant)
     # The indexing tasks the worker processes queued after their commits fill every search vector.
-    wait_for(lambda: not imported.filter(search_vector__isnull=True).exists())
+    assert wait_for(lambda: not imported.filter(search_vector__isnull=True).exists())
     assert messages_index(imported.values_list("pk", flat=True)) == 0
     found = api.get("/api/v1/messages/", {"q": "Hangzhou", "page_size": 100}).json()["results"]
     assert {m["id"] for m in found} == {

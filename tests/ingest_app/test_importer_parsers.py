@@ -23,8 +23,8 @@ from sessions_app.accounting import count_usage
 from sessions_app.api.serializers import MessageInSerializer
 from sessions_app.schema import TOKEN_FIELDS
 from sessions_app.services.messages import AMENDED_FIELDS
+from tests.support.agent_logs import DATA, copy_log
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
 CLAUDE_SESSION = "5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11"
 CLAUDE_DIR = Path("claude/.claude/projects/-home-dev-weather")
 CLAUDE = CLAUDE_DIR / f"{CLAUDE_SESSION}.jsonl"
@@ -256,7 +256,7 @@ def test_a_subagent_file_joins_the_parent_conversation_named_in_a_seeded_carry(c
 
 
 def test_a_response_still_streaming_is_emitted_at_once_and_stays_open_in_the_carry(tmp_path):
-    path = copy_fixture(CLAUDE, tmp_path, upto=line_start(DATA / CLAUDE, 21))  # ends after line 20
+    path = copy_log(CLAUDE, tmp_path, upto=line_start(DATA / CLAUDE, 21))  # ends after line 20
     waiting = parse_file(path)
     # Open: the sidechain's answer (complete, its agent may still write) and msg_05, still streaming.
     assert list(waiting.carry["open"]) == ["msg_04Side", "msg_05Answer"] and waiting.pending == 1
@@ -275,18 +275,6 @@ def test_a_response_still_streaming_is_emitted_at_once_and_stays_open_in_the_car
 # -- incremental parsing ------------------------------------------------------------------------------
 
 
-def copy_fixture(relative: Path, tmp_path: Path, upto: int | None = None) -> Path:
-    """The fixture copied under tmp_path at the same relative path (so its storage layout is kept)."""
-    target = tmp_path / relative
-    target.parent.mkdir(parents=True, exist_ok=True)
-    data = (DATA / relative).read_bytes()
-    target.write_bytes(data if upto is None else data[:upto])
-    meta = (DATA / relative).with_name((DATA / relative).name.removesuffix(".jsonl") + ".meta.json")
-    if meta.exists():
-        shutil.copy(meta, target.with_name(meta.name))
-    return target
-
-
 def cut_points(data: bytes) -> list[int]:
     """Every line boundary, the middle of every line, and just before every newline (a complete JSON line
     whose newline has not been written yet)."""
@@ -302,7 +290,7 @@ def cut_points(data: bytes) -> list[int]:
 
 def parse_in_two_steps(relative: Path, tmp_path: Path, cut: int):
     data = (DATA / relative).read_bytes()
-    path = copy_fixture(relative, tmp_path, upto=cut)
+    path = copy_log(relative, tmp_path, upto=cut)
     first = parse_file(path)
     with path.open("ab") as handle:
         handle.write(data[cut:])
@@ -342,7 +330,7 @@ def normalised(items: list[dict]) -> list[dict]:
 @pytest.mark.parametrize("relative", ALL_LOGS, ids=lambda p: p.stem[:8])
 def test_parsing_in_two_steps_gives_exactly_what_one_pass_gives(relative, tmp_path):
     data = (DATA / relative).read_bytes()
-    whole = parse_file(copy_fixture(relative, tmp_path / "whole"))
+    whole = parse_file(copy_log(relative, tmp_path / "whole"))
     expected = whole.ingest_items()
     for cut in cut_points(data):
         first, second = parse_in_two_steps(relative, tmp_path / str(cut), cut)
@@ -358,7 +346,7 @@ def test_parsing_in_two_steps_gives_exactly_what_one_pass_gives(relative, tmp_pa
 @pytest.mark.parametrize("relative", ALL_LOGS, ids=lambda p: p.stem[:8])
 @pytest.mark.parametrize("budget", [1, 700, 3000])
 def test_reading_in_chunks_of_a_byte_budget_gives_exactly_what_one_pass_gives(relative, budget, tmp_path):
-    path = copy_fixture(relative, tmp_path)
+    path = copy_log(relative, tmp_path)
     whole = parse_file(path)
     messages, offset, carry, chunks = [], 0, None, 0
     while True:
@@ -419,7 +407,7 @@ def test_tool_results_written_between_the_lines_of_one_response_keep_it_one_mess
 
 
 def test_the_truncated_last_line_is_read_once_it_is_complete(tmp_path):
-    path = copy_fixture(CLAUDE, tmp_path)
+    path = copy_log(CLAUDE, tmp_path)
     first = parse_file(path)
     tail = path.read_bytes()[first.end_offset :]
     assert first.issues[-1].line == 27 and tail.startswith(b'{"parentUuid"') and not tail.endswith(b"\n")
@@ -453,7 +441,7 @@ def test_the_truncated_last_line_is_read_once_it_is_complete(tmp_path):
 
 def test_reparsing_the_same_bytes_gives_the_same_external_ids(tmp_path):
     one = [m.external_id for m in parse_file(DATA / CLAUDE).messages]
-    two = [m.external_id for m in parse_file(copy_fixture(CLAUDE, tmp_path)).messages]
+    two = [m.external_id for m in parse_file(copy_log(CLAUDE, tmp_path)).messages]
     assert one == two and len(set(one)) == len(one)
     for relative in (QWEN, OPENCLAW, SEED, CLAUDE_AGENT, CLAUDE_STREAMING):
         ids = [m.external_id for m in parse_file(DATA / relative).messages]

@@ -27,9 +27,10 @@ from ingest_app.tasks import collect_imports
 from sessions_app.accounting import count_usage
 from sessions_app.models import Conversation, Message, Session
 from sessions_app.selectors.recount import session_count_drift
-from tests.conftest import make_client
+from tests.support.agent_logs import DATA, copy_log
+from tests.support.api import make_client, upload
+from tests.support.waiting import wait_for
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
 CLAUDE_SESSION = "5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11"
 CLAUDE_DIR = Path("claude/.claude/projects/-home-dev-weather")
 CLAUDE = CLAUDE_DIR / f"{CLAUDE_SESSION}.jsonl"
@@ -63,18 +64,6 @@ COUNTERS = (
 )
 
 
-def copy(relative: Path, root: Path, upto: int | None = None) -> Path:
-    """The fixture under root at the same relative path (its storage layout kept), optionally cut at a byte."""
-    target = root / relative
-    target.parent.mkdir(parents=True, exist_ok=True)
-    data = (DATA / relative).read_bytes()
-    target.write_bytes(data if upto is None else data[:upto])
-    meta = (DATA / relative).with_name((DATA / relative).name.removesuffix(".jsonl") + ".meta.json")
-    if meta.exists():
-        shutil.copy(meta, target.with_name(meta.name))
-    return target
-
-
 def line_start(path: Path, line: int) -> int:
     data = path.read_bytes()
     offset = 0
@@ -103,7 +92,7 @@ def only_session(api) -> Session:
 
 @pytest.mark.parametrize("relative", [CLAUDE_STREAMING, QWEN, OPENCLAW, SEED], ids=lambda p: p.parts[0])
 def test_each_tool_is_imported_with_the_counts_its_parser_gives(api, relative, tmp_path):
-    path = copy(relative, tmp_path)
+    path = copy_log(relative, tmp_path)
     summary = import_path(tenant=api.tenant, path=path)
 
     parsed = parse_file(path)
@@ -122,7 +111,7 @@ def test_each_tool_is_imported_with_the_counts_its_parser_gives(api, relative, t
 
 
 def test_the_seeds_weather_example_counts_three_llm_calls_six_messages_two_rounds(api, tmp_path):
-    import_path(tenant=api.tenant, path=copy(SEED, tmp_path))
+    import_path(tenant=api.tenant, path=copy_log(SEED, tmp_path))
     counts = stats(api, only_session(api))
     assert (counts["requests"], counts["messages"], counts["conversations"]) == (3, 6, 2)
     assert (counts["message_user"], counts["message_assistant"], counts["message_toolresult"]) == (2, 3, 1)
@@ -130,7 +119,7 @@ def test_the_seeds_weather_example_counts_three_llm_calls_six_messages_two_round
 
 
 def test_a_claude_code_session_with_its_subagent_counts_both_in_the_parent_session(api, tmp_path):
-    main, agent = copy(CLAUDE, tmp_path), copy(CLAUDE_AGENT, tmp_path)
+    main, agent = copy_log(CLAUDE, tmp_path), copy_log(CLAUDE_AGENT, tmp_path)
     summary = import_path(tenant=api.tenant, path=tmp_path)
 
     parent = parse_file(main)
@@ -148,7 +137,7 @@ def test_a_claude_code_session_with_its_subagent_counts_both_in_the_parent_sessi
 
 
 def test_the_session_takes_name_project_start_metadata_and_user_from_the_log(api, tmp_path):
-    import_path(tenant=api.tenant, path=copy(CLAUDE, tmp_path))
+    import_path(tenant=api.tenant, path=copy_log(CLAUDE, tmp_path))
     session = only_session(api)
     parsed = parse_file(DATA / CLAUDE).session
     assert session.name == "Weather lookup for Hangzhou"  # the summary line Claude Code wrote
@@ -159,8 +148,8 @@ def test_the_session_takes_name_project_start_metadata_and_user_from_the_log(api
 
 
 def test_user_id_given_wins_and_a_feishu_sender_names_the_user(api, tmp_path):
-    import_path(tenant=api.tenant, path=copy(QWEN, tmp_path), user_id="alice")
-    import_path(tenant=api.tenant, path=copy(OPENCLAW, tmp_path))
+    import_path(tenant=api.tenant, path=copy_log(QWEN, tmp_path), user_id="alice")
+    import_path(tenant=api.tenant, path=copy_log(OPENCLAW, tmp_path))
     users = dict(Session.objects.filter(tenant=api.tenant).values_list("tool", "user_id"))
     assert users["qwen-code"] == "alice"
     assert users["openclaw"] == parse_file(DATA / OPENCLAW).session.user and users["openclaw"].startswith("ou_")
@@ -190,7 +179,7 @@ def test_importing_again_imports_nothing(api, tmp_path):
 
 def test_a_file_that_grew_is_read_from_where_the_last_import_stopped(api, tmp_path):
     cut = line_start(DATA / QWEN, 10)
-    path = copy(QWEN, tmp_path, upto=cut)
+    path = copy_log(QWEN, tmp_path, upto=cut)
     first = import_path(tenant=api.tenant, path=path)
     record = ImportedFile.objects.get(tenant=api.tenant)
     assert (record.offset, first.lines_read) == (cut, 9)
@@ -214,7 +203,7 @@ def test_a_line_still_being_written_is_imported_once_it_is_complete(api, tmp_pat
     line_9 = line_start(DATA / SEED, 6)
     line_10 = line_start(DATA / SEED, 7)
     half = (line_9 + line_10) // 2
-    path = copy(SEED, tmp_path, upto=half)
+    path = copy_log(SEED, tmp_path, upto=half)
     first = import_path(tenant=api.tenant, path=path)
     assert any(i.line == 6 and "incomplete" in i.message for i in first.issues)
     assert not Message.objects.filter(metadata__line=6).exists()
@@ -228,7 +217,7 @@ def test_a_line_still_being_written_is_imported_once_it_is_complete(api, tmp_pat
 
 
 def test_a_replaced_or_truncated_file_is_read_again_from_the_start_without_duplicates(api, tmp_path):
-    path = copy(SEED, tmp_path)
+    path = copy_log(SEED, tmp_path)
     import_path(tenant=api.tenant, path=path)
     counts = stats(api, only_session(api))
 
@@ -253,7 +242,7 @@ def test_a_replaced_or_truncated_file_is_read_again_from_the_start_without_dupli
 
 
 def test_a_chunk_that_fails_is_rolled_back_whole_and_the_next_import_goes_on(api, tmp_path, monkeypatch):
-    path = copy(CLAUDE_STREAMING, tmp_path)
+    path = copy_log(CLAUDE_STREAMING, tmp_path)
     monkeypatch.setattr(plan, "CHUNK_BYTES", 600)  # several chunks
     calls = {"n": 0}
     real_append = batch.messages_append_to_sessions
@@ -284,8 +273,8 @@ def test_a_batch_that_meets_a_deadlock_is_read_again_and_counts_once(api, tmp_pa
     import psycopg
     from django.db import OperationalError
 
-    copy(CLAUDE, tmp_path)
-    copy(CLAUDE_AGENT, tmp_path)
+    copy_log(CLAUDE, tmp_path)
+    copy_log(CLAUDE_AGENT, tmp_path)
     real_append = batch.messages_append_to_sessions
     calls = {"n": 0}
 
@@ -305,7 +294,7 @@ def test_a_batch_that_meets_a_deadlock_is_read_again_and_counts_once(api, tmp_pa
 
 def test_a_response_still_streaming_is_stored_at_once_and_closed_once_the_file_has_been_idle(api, tmp_path, settings):
     settings.ACE_IMPORT_IDLE_SECONDS = 3600
-    path = copy(CLAUDE, tmp_path, upto=line_start(DATA / CLAUDE, 9))  # msg_01's last line not written yet
+    path = copy_log(CLAUDE, tmp_path, upto=line_start(DATA / CLAUDE, 9))  # msg_01's last line not written yet
     summary = import_path(tenant=api.tenant, path=path)
     assert ImportedFile.objects.get(tenant=api.tenant).pending == 1
     assert summary.line().endswith("; 1 response still streaming (stored; completed when their last lines arrive)")
@@ -326,7 +315,7 @@ def test_a_response_still_streaming_is_stored_at_once_and_closed_once_the_file_h
 
 
 def test_a_corrupt_line_is_reported_with_file_and_line_and_the_rest_is_imported(api, tmp_path):
-    path = copy(CLAUDE, tmp_path)
+    path = copy_log(CLAUDE, tmp_path)
     summary = import_path(tenant=api.tenant, path=path)
     errors = [(i.path, i.line) for i in summary.issues if i.level == "error"]
     assert errors == [(str(path), 14)]
@@ -387,10 +376,10 @@ def test_unknown_formats_and_garbage_are_refused_with_the_reason_and_write_nothi
 
 
 def test_a_forced_tool_refuses_a_log_of_another_tool(api, tmp_path):
-    summary = import_path(tenant=api.tenant, path=copy(QWEN, tmp_path), tool="claude-code")
+    summary = import_path(tenant=api.tenant, path=copy_log(QWEN, tmp_path), tool="claude-code")
     assert summary.files_refused == 1
     assert summary.files[0].reason.startswith("not a claude-code log: it looks like qwen-code")
-    assert import_path(tenant=api.tenant, path=copy(QWEN, tmp_path), tool="qwen-code").files_imported == 1
+    assert import_path(tenant=api.tenant, path=copy_log(QWEN, tmp_path), tool="qwen-code").files_imported == 1
 
 
 def test_a_path_that_does_not_exist_is_an_error(api, tmp_path):
@@ -399,8 +388,8 @@ def test_a_path_that_does_not_exist_is_an_error(api, tmp_path):
 
 
 def test_an_unreadable_file_is_refused_and_the_others_imported(api, tmp_path, monkeypatch):
-    copy(SEED, tmp_path)
-    locked = copy(QWEN, tmp_path)
+    copy_log(SEED, tmp_path)
+    locked = copy_log(QWEN, tmp_path)
     real_parse = batch.parse_file
 
     def parse(path, **kwargs):
@@ -416,7 +405,7 @@ def test_an_unreadable_file_is_refused_and_the_others_imported(api, tmp_path, mo
 
 
 def test_a_file_whose_session_was_deleted_is_not_imported_into_it(api, tmp_path):
-    path = copy(SEED, tmp_path, upto=line_start(DATA / SEED, 4))
+    path = copy_log(SEED, tmp_path, upto=line_start(DATA / SEED, 4))
     import_path(tenant=api.tenant, path=path)
     session = only_session(api)
     assert session.messages >= 1
@@ -437,8 +426,8 @@ def test_an_empty_file_is_left_for_later(api, tmp_path):
 
 
 def test_subagent_work_is_attributed_to_the_parent_session_in_the_round_that_spawned_it(api, tmp_path):
-    copy(CLAUDE, tmp_path)
-    copy(CLAUDE_AGENT, tmp_path)
+    copy_log(CLAUDE, tmp_path)
+    copy_log(CLAUDE_AGENT, tmp_path)
     import_path(tenant=api.tenant, path=tmp_path)
     session = only_session(api)
     sub = Message.objects.filter(session=session, metadata__subagent=True)
@@ -450,12 +439,12 @@ def test_subagent_work_is_attributed_to_the_parent_session_in_the_round_that_spa
 
 
 def test_a_subagent_imported_before_its_parent_still_lands_in_the_parent_session(api, tmp_path):
-    agent = copy(CLAUDE_AGENT, tmp_path)
+    agent = copy_log(CLAUDE_AGENT, tmp_path)
     import_path(tenant=api.tenant, path=agent)
     placeholder = only_session(api)
     assert (placeholder.agent_session_id, placeholder.messages) == (CLAUDE_SESSION, 4)
 
-    import_path(tenant=api.tenant, path=copy(CLAUDE, tmp_path))
+    import_path(tenant=api.tenant, path=copy_log(CLAUDE, tmp_path))
     session = only_session(api)
     assert session.pk == placeholder.pk and session.name == "Weather lookup for Hangzhou"
     assert session.messages == 23
@@ -497,7 +486,7 @@ def test_the_command_prints_the_issues_and_a_summary_line_and_imports_nothing_tw
 
 
 def test_the_command_takes_tool_and_user_and_refuses_a_missing_path(db, tmp_path):
-    path = copy(QWEN, tmp_path)
+    path = copy_log(QWEN, tmp_path)
     run_command(path, "--tenant", "cli", "--tool", "qwen-code", "--user-id", "bob", refused=True)  # a bad line
     assert Session.objects.get(tenant__name="cli").user_id == "bob"
     with pytest.raises(CommandError, match="no such file or directory"):
@@ -505,22 +494,12 @@ def test_the_command_takes_tool_and_user_and_refuses_a_missing_path(db, tmp_path
 
 
 def test_the_command_defaults_to_the_demo_tenant(db, tmp_path):
-    lines = run_command(copy(SEED, tmp_path))
+    lines = run_command(copy_log(SEED, tmp_path))
     assert lines[0] == "Tenant 'demo' created."
     assert Session.objects.get().tenant.name == "demo"
 
 
 # -- the upload endpoint --------------------------------------------------------------------------------
-
-
-def upload(api, *files, **fields):
-    """files: (name, bytes) pairs."""
-    handles = []
-    for name, content in files:
-        handle = io.BytesIO(content)
-        handle.name = name
-        handles.append(handle)
-    return api.post("/api/v1/imports/", {"files": handles, **fields}, format="multipart")
 
 
 def test_uploading_logs_imports_them_and_reuploading_a_grown_file_reads_only_the_new_lines(api, settings, tmp_path):
@@ -640,23 +619,16 @@ def test_the_collector_is_scheduled_every_five_minutes_and_editable_in_the_admin
     assert task.enabled and (task.interval.every, task.interval.period) == (5, "minutes")
 
 
-def wait_for(condition, seconds=30):
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the worker did not do it in time"
-        time.sleep(0.1)
-
-
 def test_a_worker_collects_new_lines_from_every_enabled_source(celery_worker, tmp_path):
     api = make_client("collector")
     logs = tmp_path / "logs"
     cut = line_start(DATA / QWEN, 10)
-    path = copy(QWEN, logs, upto=cut)
+    path = copy_log(QWEN, logs, upto=cut)
     source = ImportSource.objects.create(tenant=api.tenant, path=str(logs), user_id="dave")
     ImportSource.objects.create(tenant=api.tenant, path=str(tmp_path / "elsewhere"), enabled=False)
 
     collect_imports.delay()
-    wait_for(lambda: ImportSource.objects.get(pk=source.pk).last_scan_at is not None)
+    assert wait_for(lambda: ImportSource.objects.get(pk=source.pk).last_scan_at is not None)
     session = Session.objects.get(tenant=api.tenant)
     assert session.user_id == "dave" and session.messages > 0
     assert ImportedFile.objects.get(tenant=api.tenant).source_id == source.pk
@@ -665,7 +637,7 @@ def test_a_worker_collects_new_lines_from_every_enabled_source(celery_worker, tm
         handle.write((DATA / QWEN).read_bytes()[cut:])
     scanned = ImportSource.objects.get(pk=source.pk).last_scan_at
     collect_imports.delay()
-    wait_for(lambda: ImportSource.objects.get(pk=source.pk).last_scan_at != scanned)
+    assert wait_for(lambda: ImportSource.objects.get(pk=source.pk).last_scan_at != scanned)
     assert stats(api, session) == expected(parse_file(DATA / QWEN).messages)
     report = ImportSource.objects.get(pk=source.pk).last_summary
     assert SUMMARY_LINE.match(report["summary"]) and report["files_imported"] == 1
@@ -697,14 +669,8 @@ def test_bootstrap_registers_the_directories_of_ace_import_dirs_once(db, setting
 # -- the admin ------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def staff(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("auditor", "auditor@example.com", "not-used"))
-    return client
-
-
 def test_import_sources_are_edited_and_scanned_from_the_admin(staff, api, tmp_path):
-    copy(SEED, tmp_path)
+    copy_log(SEED, tmp_path)
     add = reverse("admin:ingest_app_importsource_add")
     assert staff.get(add).status_code == 200
     response = staff.post(add, {"tenant": api.tenant.pk, "path": str(tmp_path), "tool": "auto", "enabled": "on"})
@@ -728,7 +694,7 @@ def test_import_sources_are_edited_and_scanned_from_the_admin(staff, api, tmp_pa
 
 
 def test_conversations_of_imported_sessions_carry_the_parsers_references(api, tmp_path):
-    import_path(tenant=api.tenant, path=copy(OPENCLAW, tmp_path))
+    import_path(tenant=api.tenant, path=copy_log(OPENCLAW, tmp_path))
     refs = list(Conversation.objects.filter(session=only_session(api)).values_list("conversation_id", flat=True))
     assert refs and all(ref.startswith("openclaw:") for ref in refs)
     assert json.dumps(ImportedFile.objects.get(tenant=api.tenant).carry)  # stored as JSON

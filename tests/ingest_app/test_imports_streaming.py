@@ -23,17 +23,17 @@ from sessions_app.schema import ROLLUP_FIELDS, TOKEN_FIELDS
 from sessions_app.selectors.recount import rollup_drift, session_count_drift
 from sessions_app.services.messages import AMENDED_FIELDS, messages_append, messages_append_to_sessions
 from sessions_app.signals import messages_amended
-from tests.conftest import make_client
 from tests.ingest_app.test_importer_parsers import (
     CLAUDE,
     CLAUDE_STREAMING,
     DATA,
-    copy_fixture,
     cut_points,
     line_start,
 )
 from tests.ingest_app.test_imports import COUNTERS, SUMMARY_LINE, stats
-from tests.memory_app.test_recall import wait_for
+from tests.support.agent_logs import copy_log
+from tests.support.api import make_client
+from tests.support.waiting import wait_for
 
 
 def account_of(messages) -> SessionAccount:
@@ -118,7 +118,7 @@ def test_a_live_session_imported_as_it_grows_is_exact_after_every_import(api, ot
     settings.ACE_IMPORT_IDLE_SECONDS = 3600  # the file is being written: never flushed as idle
     relative, shape = LIVE[variant]
     data = shape((DATA / relative).read_bytes())
-    path = copy_fixture(relative, tmp_path, upto=0)
+    path = copy_log(relative, tmp_path, upto=0)
     streamed = 0
     for cut in cut_points(data):
         path.write_bytes(data[:cut])  # what the agent has written so far
@@ -142,7 +142,7 @@ def test_a_live_session_imported_as_it_grows_is_exact_after_every_import(api, ot
 
     assert streamed > 0 or b'"stop_reason":null' not in data  # responses cut while streaming were said so
     # The same file imported in one pass (by another tenant) is the same, row for row.
-    one_pass = copy_fixture(relative, tmp_path / "one-pass")
+    one_pass = copy_log(relative, tmp_path / "one-pass")
     one_pass.write_bytes(data)
     import_path(tenant=other_api.tenant, path=one_pass)
     (whole,) = Session.objects.filter(tenant=other_api.tenant)
@@ -152,8 +152,8 @@ def test_a_live_session_imported_as_it_grows_is_exact_after_every_import(api, ot
 def test_ace_import_right_after_copying_live_logs_leaves_no_response_out(db, tmp_path):
     # A copy of a tree taken while two sessions were streaming: each file ends inside a response.
     logs = tmp_path / "logs"
-    copy_fixture(CLAUDE, logs, upto=line_start(DATA / CLAUDE, 9))  # msg_01's last line not written
-    copy_fixture(CLAUDE_STREAMING, logs, upto=line_start(DATA / CLAUDE_STREAMING, 5))  # msg_P1 open
+    copy_log(CLAUDE, logs, upto=line_start(DATA / CLAUDE, 9))  # msg_01's last line not written
+    copy_log(CLAUDE_STREAMING, logs, upto=line_start(DATA / CLAUDE_STREAMING, 5))  # msg_P1 open
     for relative in (CLAUDE, CLAUDE_STREAMING):
         (logs / relative).rename(logs / relative)  # (the copy's mtime is now: the files are not idle)
     out = io.StringIO()
@@ -168,7 +168,7 @@ def test_ace_import_right_after_copying_live_logs_leaves_no_response_out(db, tmp
 
 
 def test_an_upload_reports_the_responses_still_streaming(api, tmp_path):
-    path = copy_fixture(CLAUDE_STREAMING, tmp_path, upto=line_start(DATA / CLAUDE_STREAMING, 5))
+    path = copy_log(CLAUDE_STREAMING, tmp_path, upto=line_start(DATA / CLAUDE_STREAMING, 5))
     with path.open("rb") as handle:
         response = api.post("/api/v1/imports/", {"files": [handle]}, format="multipart")
     body = response.json()
@@ -260,11 +260,11 @@ def test_a_response_completed_in_place_is_embedded_again(celery_worker, settings
     settings.ACE_IMPORT_IDLE_SECONDS = 3600
     tenant = make_client("embedding-amend").tenant
     data = (DATA / CLAUDE_STREAMING).read_bytes()
-    path = copy_fixture(CLAUDE_STREAMING, tmp_path, upto=line_start(DATA / CLAUDE_STREAMING, 5))
+    path = copy_log(CLAUDE_STREAMING, tmp_path, upto=line_start(DATA / CLAUDE_STREAMING, 5))
     import_path(tenant=tenant, path=path)
     response = Message.objects.get(tenant=tenant, request_id="msg_P1")
     assert response.content == "Checking both cities."
-    wait_for(lambda: MessageEmbedding.objects.filter(message_id=response.pk).exists())
+    assert wait_for(lambda: MessageEmbedding.objects.filter(message_id=response.pk).exists())
     before = list(MessageEmbedding.objects.get(message_id=response.pk).embedding)
 
     # Its last line says more: the stored message is completed, its old vector dropped and made again.
@@ -276,7 +276,7 @@ def test_a_response_completed_in_place_is_embedded_again(celery_worker, settings
     import_path(tenant=tenant, path=path)
     response.refresh_from_db()
     assert response.content == "Checking both cities.\n\nShanghai next."
-    wait_for(
+    assert wait_for(
         lambda: MessageEmbedding.objects.filter(message_id=response.pk).exists()
         and list(MessageEmbedding.objects.get(message_id=response.pk).embedding) != before
     )

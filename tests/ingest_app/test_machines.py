@@ -18,20 +18,12 @@ from ingest_app.models import ImportedFile
 from ingest_app.pipeline import local_machine
 from sessions_app.models import Session, UsageDaily
 from sessions_app.selectors.recount import rollup_drift
-from tests.factories import SessionFactory
+from tests.support.api import upload
+from tests.support.factories import SessionFactory
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
 QWEN = DATA / "qwen/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl"
 SEED = DATA / "seed/weather-openclaw.jsonl"
-
-
-def upload(api, *files, **fields):
-    handles = []
-    for name, content in files:
-        handle = io.BytesIO(content)
-        handle.name = name
-        handles.append(handle)
-    return api.post("/api/v1/imports/", {"files": handles, **fields}, format="multipart")
 
 
 def answer(request_id, created_at, input_tokens, output_tokens):
@@ -44,12 +36,6 @@ def answer(request_id, created_at, input_tokens, output_tokens):
         "output_tokens": output_tokens,
         "created_at": created_at,
     }
-
-
-@pytest.fixture
-def staff(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("auditor", "auditor@example.com", "x"))
-    return client
 
 
 @pytest.fixture

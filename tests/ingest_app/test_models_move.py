@@ -15,8 +15,8 @@ from django.db.migrations.executor import MigrationExecutor
 
 from ingest_app.models import ImportedFile, ImportSource, TelemetryRecord
 from sessions_app.models import Message
-from tests.conftest import make_client
-from tests.factories import SessionFactory
+from tests.support.api import make_client
+from tests.support.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

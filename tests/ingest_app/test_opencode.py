@@ -23,7 +23,8 @@ from sessions_app.accounting import count_usage
 from sessions_app.api.serializers import MessageInSerializer
 from sessions_app.models import Message, Session
 from sessions_app.selectors.recount import session_count_drift
-from tests.ingest_app.test_imports import expected, stats, upload
+from tests.ingest_app.test_imports import expected, stats
+from tests.support.api import upload
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs" / "opencode"
 TOP = "ses_1d9f2c0b7ffeQm3Zt8Kx2Lr5Vw"

@@ -13,7 +13,6 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from ingest_app.models import TelemetryRecord
 from sessions_app.models import Message, Session
 from sessions_app.selectors.recount import rollup_drift, session_count_drift
-from tests.conftest import make_client
 from tests.ingest_app.otlp_payloads import (
     MODEL,
     SESSION_ID,
@@ -26,6 +25,7 @@ from tests.ingest_app.otlp_payloads import (
     records,
     set_attribute,
 )
+from tests.support.api import make_client
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,8 @@ from opentelemetry.proto.common.v1 import common_pb2
 
 from ingest_app.models import TelemetryRecord
 from sessions_app.models import Message
-from tests.conftest import make_client
 from tests.ingest_app.otlp_payloads import post
+from tests.support.api import make_client
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from opentelemetry.sdk.resources import Resource
 
 from ingest_app.selectors.telemetry import session_metered
 from sessions_app.models import Session
-from tests.conftest import make_client
+from tests.support.api import make_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,7 @@ from ingest_app.pipeline import import_path
 from ingest_app.selectors.telemetry import session_metered
 from sessions_app.models import Message, Session
 from sessions_app.selectors.recount import rollup_drift, session_count_drift
-from tests.conftest import make_client
+from tests.support.api import make_client
 
 pytestmark = pytest.mark.django_db
 

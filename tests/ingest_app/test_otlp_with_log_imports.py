@@ -10,8 +10,8 @@ from ingest_app.models import TelemetryRecord
 from ingest_app.pipeline import import_path
 from sessions_app.models import Message, Session
 from sessions_app.selectors.recount import rollup_drift, session_count_drift
-from tests.conftest import make_client
 from tests.ingest_app.otlp_payloads import LOG_FILE, SESSION_ID, TOKENS, logs_payload, only, post
+from tests.support.api import make_client
 
 pytestmark = pytest.mark.django_db
 

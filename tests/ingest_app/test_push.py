@@ -9,7 +9,6 @@ reads them through (no response waits for the file to go idle).
 from __future__ import annotations
 
 import ast
-import http.server
 import io
 import os
 import shutil
@@ -32,9 +31,10 @@ from ingest_app.pipeline import import_path, local_machine
 from sessions_app.models import Message, Session, Tenant
 from sessions_app.schema import MACHINE_PATTERN
 from sessions_app.selectors.recount import rollup_drift
-from tests.conftest import TenantClient
-from tests.factories import api_key_for
 from tests.ingest_app.test_imports import COUNTERS
+from tests.support.api import TenantClient
+from tests.support.factories import api_key_for
+from tests.support.http import FakeServer
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ace-push.py"
@@ -230,56 +230,32 @@ def test_a_grown_file_sends_only_its_new_bytes(ace, tmp_path):
     assert (replaced.exit_code, replaced.bytes_sent) == (0, len(data))
 
 
-class LosingProxy:
+def losing_proxy(target: str, lose: int) -> FakeServer:
     """An HTTP proxy in front of the live server that forwards a request and then, for the first `lose` uploads,
     hangs up instead of answering: the server stored the upload, the client never hears of it."""
 
-    def __init__(self, target: str, lose: int):
-        self.target, self.lose, self.lost = target, lose, 0
-        proxy = self
+    def forward(request):
+        body = request.body if request.method == "POST" else None
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
+        try:
+            with urllib.request.urlopen(urllib.request.Request(target + request.path, body, headers)) as response:
+                status, payload = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            status, payload = error.code, error.read()
+        if body is not None and proxy.lost < lose:
+            proxy.lost += 1
+            return None
+        return status, payload
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
-                self._forward(None)
-
-            def do_POST(self):  # noqa: N802
-                self._forward(self.rfile.read(int(self.headers["Content-Length"])))
-
-            def _forward(self, body):
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
-                request = urllib.request.Request(proxy.target + self.path, data=body, headers=headers)
-                try:
-                    with urllib.request.urlopen(request) as response:
-                        status, payload = response.status, response.read()
-                except urllib.error.HTTPError as error:
-                    status, payload = error.code, error.read()
-                if body is not None and proxy.lost < proxy.lose:
-                    proxy.lost += 1
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    proxy = FakeServer(forward)
+    proxy.lost = 0
+    return proxy
 
 
 def test_a_lost_response_then_a_rerun_stores_nothing_twice(ace, tmp_path):
     home = copy_logs(tmp_path / "home")
     expected = local_totals(tmp_path, "x")
-    proxy = LosingProxy(ace["url"], lose=1)
+    proxy = losing_proxy(ace["url"], lose=1)
     try:
         lost = push(options(proxy.url, ace["key"], "laptop", [home], tmp_path / "state", retries=0))
     finally:
@@ -304,7 +280,7 @@ def test_a_lost_response_then_a_rerun_stores_nothing_twice(ace, tmp_path):
 def test_a_retry_after_a_lost_response_resends_bytes_the_server_compares_and_skips(ace, tmp_path):
     home = copy_logs(tmp_path / "home")
     expected = local_totals(tmp_path, "x")
-    proxy = LosingProxy(ace["url"], lose=1)
+    proxy = losing_proxy(ace["url"], lose=1)
     try:
         result = push(options(proxy.url, ace["key"], "laptop", [home], tmp_path / "state", retries=2))
     finally:

@@ -20,10 +20,11 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import make_client, table_renamed
-from tests.factories import SessionFactory
 from tests.memory_app import bulk_rows
-from tests.processes import process_env
+from tests.support.api import make_client
+from tests.support.database import table_renamed
+from tests.support.factories import SessionFactory
+from tests.support.processes import process_env
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TOOLS = {"remember", "recall", "forget", "context", "usage"}

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_client
-from tests.processes import process_env
+from tests.support.api import make_client
+from tests.support.processes import process_env
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BAD_IDS = [{"a": 1}, [1], True, None, 1.5]

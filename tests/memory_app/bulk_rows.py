@@ -13,7 +13,7 @@ from memory_app.embedders import get_embedder
 from memory_app.embeddings import _indexed, ensure_vector_index
 from memory_app.models import MessageEmbedding, Record
 from sessions_app.services.messages import messages_append
-from tests.factories import SessionFactory
+from tests.support.factories import SessionFactory
 
 PLACES = ["Hangzhou", "Lisbon", "Kyoto", "Chengdu", "Berlin", "Austin", "Lyon", "Xiamen", "Oslo", "Hanoi", "Quito"]
 THINGS = ["museum", "tea house", "night market", "bookshop", "temple", "harbour", "garden", "jazz bar", "bakery"]

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,7 @@ from memory_app.embedders import (
 )
 from memory_app.embedders.hash import HashEmbedder, stem
 from memory_app.embedders.openai import OpenAIEmbedder
+from tests.support.http import FakeServer, Request
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,45 +125,29 @@ def test_embed_refuses_a_bare_string():
 # -- openai: a fake OpenAI-compatible server on 127.0.0.1 ----------------------------------------------------------
 
 
-class FakeEmbeddings:
+class FakeEmbeddings(FakeServer):
     """A small OpenAI-compatible /v1/embeddings server. ``script`` holds canned answers (status, body) for the
     next requests; with none left it answers properly, with ``data`` shuffled (clients must sort by index)."""
 
     def __init__(self, dims=8):
         self.dims = dims
-        self.requests = []
         self.script = []
         self.delay = 0.0
-        fake = self
+        self.closing = threading.Event()
+        super().__init__(self.embed)
+        self.base_url = f"{self.url}/v1"
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
+    @property
+    def requests(self) -> list[dict]:
+        return [{"path": r.path, "headers": r.headers, "body": r.json()} for r in self.received]
 
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length))
-                fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                if fake.delay:
-                    time.sleep(fake.delay)
-                status, answer = fake.script.pop(0) if fake.script else (200, None)
-                if answer is None and status == 200:
-                    answer = fake.answer(body)
-                raw = json.dumps(answer).encode() if not isinstance(answer, bytes) else answer
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(raw)))
-                    self.end_headers()
-                    self.wfile.write(raw)
-                except OSError:
-                    pass  # the client gave up (timeout test)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+    def embed(self, request: Request):
+        if self.delay:
+            self.closing.wait(self.delay)  # a slow server (the client's timeout is shorter)
+        status, answer = self.script.pop(0) if self.script else (200, None)
+        if answer is None and status == 200:
+            answer = self.answer(request.json())
+        return status, answer
 
     @staticmethod
     def vector_for(text, dims):
@@ -180,8 +164,8 @@ class FakeEmbeddings:
         return {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1}}
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.closing.set()
+        super().close()
 
 
 @pytest.fixture

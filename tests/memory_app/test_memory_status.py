@@ -6,8 +6,8 @@ import pytest
 from memory_app.embeddings import message_embeddings_reset, messages_embed, records_embed
 from memory_app.models import Record
 from sessions_app.search import INLINE_CHARS, messages_index
-from tests.conftest import make_client
-from tests.memory_app.test_recall import wait_for
+from tests.support.api import make_client, post_messages
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -18,10 +18,8 @@ def open_session(api, user_id="xiaoming"):
     return response.json()["id"]
 
 
-def post(api, session_id, items):
-    response = api.post(f"/api/v1/sessions/{session_id}/messages/", items, format="json")
-    assert response.status_code == 201, response.content
-    return [m["id"] for m in response.json()]
+def post(api, session_id, items) -> list[int]:
+    return [m["id"] for m in post_messages(api, session_id, items)]
 
 
 def status(api, **query):
@@ -144,13 +142,6 @@ def test_the_status_rejects_a_bad_user_id_and_needs_a_key(api, client):
     assert client.get("/api/v1/memory/status/").status_code == 401
 
 
-@pytest.fixture
-def staff(client, django_user_model):
-    user = django_user_model.objects.create_superuser(username="auditor", password="x", email="")
-    client.force_login(user)
-    return client
-
-
 def test_the_admin_shows_the_memory_status_per_tenant(staff, api, other_api):
     post(api, open_session(api), [{"role": "user", "content": "waiting for a vector"}])
     index = staff.get("/admin/").content.decode()
@@ -166,7 +157,7 @@ def test_a_worker_drains_the_backlog_the_status_shows(celery_worker):
     session = open_session(api)
     post(api, session, [{"role": "user", "content": f"message {n}"} for n in range(40)])
     api.post("/api/v1/records/", {"user_id": "xiaoming", "type": "fact", "content": "Likes tea"}, format="json")
-    wait_for(lambda: status(api)["complete"])
+    assert wait_for(lambda: status(api)["complete"])
     assert Record.objects.filter(tenant=api.tenant).exclude(embedding_key="").count() == 1
 
 

@@ -1,7 +1,5 @@
 """Recall and context injection: hybrid, filtered, tenant-scoped, degrading to keywords."""
 
-import time
-
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -11,8 +9,9 @@ from memory_app.models import Record
 from memory_app.services import record_create, record_invalidate
 from sessions_app.services.messages import messages_append
 from sessions_app.services.state import state_merge
-from tests.conftest import make_client
-from tests.factories import SessionFactory
+from tests.support.api import make_client
+from tests.support.factories import SessionFactory
+from tests.support.waiting import wait_for
 
 
 def remember(tenant, content, *, user_id="xiaoming", type="profile", **kwargs):
@@ -344,13 +343,6 @@ def test_context_of_another_tenants_session_is_404(api, other_api):
     assert other_api.get(f"/api/v1/sessions/{session.pk}/context/").status_code == 404
 
 
-def wait_for(condition, seconds=30):
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the worker did not do it in time"
-        time.sleep(0.1)
-
-
 def test_a_worker_embeds_records_and_messages_after_commit(celery_worker):
     api = make_client("embedding-worker")
     session = SessionFactory(tenant=api.tenant, user_id="xiaoming")
@@ -360,13 +352,13 @@ def test_a_worker_embeds_records_and_messages_after_commit(celery_worker):
     message = api.post(
         f"/api/v1/sessions/{session.pk}/messages/", {"role": "user", "content": "我喜欢博物馆"}, format="json"
     ).json()
-    wait_for(lambda: Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists())
+    assert wait_for(lambda: Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists())
     from memory_app.models import MessageEmbedding
 
-    wait_for(lambda: MessageEmbedding.objects.filter(message_id=message["id"]).exists())
+    assert wait_for(lambda: MessageEmbedding.objects.filter(message_id=message["id"]).exists())
     # An edit re-embeds the new content.
     api.patch(f"/api/v1/records/{record['id']}/", {"content": "偏好历史博物馆"}, format="json")
-    wait_for(lambda: Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists())
+    assert wait_for(lambda: Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists())
 
 
 def test_the_worker_embeds_the_conversation_not_the_tool_output(celery_worker, settings):
@@ -388,7 +380,7 @@ def test_the_worker_embeds_the_conversation_not_the_tool_output(celery_worker, s
     assert response.status_code == 201, response.content
     ids = {item["role"] + str(n): item["id"] for n, item in enumerate(response.json())}
     # One task embeds the whole append: once the conversation's vectors are there, it has run.
-    wait_for(lambda: MessageEmbedding.objects.filter(message_id=ids["assistant5"]).exists())
+    assert wait_for(lambda: MessageEmbedding.objects.filter(message_id=ids["assistant5"]).exists())
     embedded = set(MessageEmbedding.objects.filter(session=session).values_list("message_id", flat=True))
     assert {str(pk) for pk in embedded} == {ids["user0"], ids["assistant5"]}  # the empty assistant has no text
     assert pending_messages(embedder=get_embedder(), limit=100) == []  # nor does the sweep come back for them

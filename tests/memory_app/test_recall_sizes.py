@@ -16,8 +16,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from sessions_app.services.messages import messages_append
-from tests.conftest import make_client
 from tests.memory_app import bulk_rows
+from tests.support.api import make_client
 
 QUERY = "Which tea house in Kyoto did I visit with my sister?"
 QUERIES = [

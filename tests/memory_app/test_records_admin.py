@@ -3,14 +3,7 @@ import pytest
 from memory_app.models import Record
 from memory_app.services import record_create
 from sessions_app.services.messages import messages_append
-from tests.factories import SessionFactory
-
-
-@pytest.fixture
-def staff(client, django_user_model):
-    user = django_user_model.objects.create_superuser(username="auditor", password="x", email="")
-    client.force_login(user)
-    return client
+from tests.support.factories import SessionFactory
 
 
 @pytest.fixture

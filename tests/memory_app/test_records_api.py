@@ -3,7 +3,7 @@
 import pytest
 
 from memory_app.models import Record, RecordRevision
-from tests.factories import SessionFactory
+from tests.support.factories import SessionFactory
 
 
 @pytest.fixture

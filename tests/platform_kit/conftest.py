@@ -4,39 +4,23 @@ from __future__ import annotations
 
 import ssl
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.support.http import FakeServer
 
-class LocalServer:
-    """An HTTP server on 127.0.0.1 answering every request with `status` (and `location`), counting requests."""
+
+class LocalServer(FakeServer):
+    """An HTTP server on 127.0.0.1 answering every request with `status` (and `location`); `requests` lists the
+    path and Host header of each."""
 
     def __init__(self, status=200, location=None):
-        self.requests: list[tuple[str, str]] = []
-        server = self
+        headers = {"Location": location} if location else {}
+        super().__init__(lambda request: (status, b"ok", headers))
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
-                server.requests.append((self.path, self.headers.get("Host")))
-                self.send_response(status)
-                if location:
-                    self.send_header("Location", location)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    @property
+    def requests(self) -> list[tuple[str, str]]:
+        return [(request.path, request.headers.get("Host")) for request in self.received]
 
 
 @pytest.fixture
@@ -62,7 +46,7 @@ def tls_server(tmp_path):
     names: list[str | None] = []
     context.sni_callback = lambda sock, name, ctx: names.append(name)
     running = LocalServer()
-    running.httpd.socket = context.wrap_socket(running.httpd.socket, server_side=True)
+    running.server.socket = context.wrap_socket(running.server.socket, server_side=True)
     running.sni_names = names
     running.client_context = ssl.create_default_context(cafile=str(cert))
     yield running

@@ -5,7 +5,6 @@ A neighbour's good key keeps working; other addresses are not touched."""
 
 import json
 
-import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -78,11 +77,6 @@ def test_the_limit_can_be_turned_off(api, settings):
 
 
 LOGIN = reverse("admin:login")
-
-
-@pytest.fixture
-def auditor(django_user_model):
-    return django_user_model.objects.create_superuser("auditor", "auditor@example.com", "right-password")
 
 
 def login(username: str, password: str, address: str = GUESSER):

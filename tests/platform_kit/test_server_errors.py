@@ -6,7 +6,8 @@ import re
 
 from django.test import Client
 
-from tests.conftest import make_client, table_renamed
+from tests.support.api import make_client
+from tests.support.database import table_renamed
 
 QUERY = {"query": "West Lake", "user_id": "xiaoming"}
 

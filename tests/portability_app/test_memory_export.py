@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from memory_app.models import Record, RecordRevision
 from portability_app.models import RecordImport
-from tests.factories import SessionFactory
+from tests.support.factories import SessionFactory
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from memory_app.models import Record
 from portability_app.models import RecordImport
-from tests.conftest import make_client
+from tests.support.api import make_client
 
 
 def _remember(client, user_id, content):

@@ -9,7 +9,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from memory_app.models import Record
 from portability_app.models import ExportStatus, RecordImport, TenantExport
-from tests.conftest import make_client
+from tests.support.api import make_client
 
 
 @pytest.mark.django_db(transaction=True)

@@ -3,7 +3,6 @@ downloaded as a zip whose manifest counts the tenant's rows, with every table an
 
 import io
 import json
-import time
 import zipfile
 from pathlib import Path
 
@@ -11,7 +10,8 @@ from django.test import Client
 
 from portability_app.models import ExportStatus, TenantExport
 from sessions_app.models import Message, Session, Tenant
-from tests.conftest import make_client
+from tests.support.api import make_client
+from tests.support.waiting import wait_for
 from webhooks_app.models import Webhook
 
 HOOK = "http://127.0.0.1:9/hook"
@@ -19,12 +19,9 @@ FEISHU = "https://open.feishu.cn/open-apis/bot/v2/hook/abc-123"
 
 
 def wait_until_finished(read, seconds: float = 60.0) -> dict:
-    deadline = time.monotonic() + seconds
-    while True:
-        body = read()
-        if body["status"] in (ExportStatus.SUCCEEDED, ExportStatus.FAILED) or time.monotonic() > deadline:
-            return body
-        time.sleep(0.2)
+    """The export as `read()` gives it, once finished (or as it is after `seconds`)."""
+    finished = (ExportStatus.SUCCEEDED, ExportStatus.FAILED)
+    return wait_for(lambda: (body := read())["status"] in finished and body, seconds) or read()
 
 
 def fill(api, user_id: str) -> dict:

@@ -13,7 +13,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from retention_app.models import RetentionEvent, RetentionPolicy, RetentionRun
-from tests.conftest import make_client
+from tests.support.api import make_client
 
 OLD_TABLES = ("sessions_app_retentionpolicy", "sessions_app_retentionrun", "sessions_app_retentionevent")
 

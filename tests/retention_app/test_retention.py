@@ -11,6 +11,7 @@ from memory_app.models import MessageEmbedding
 from retention_app.models import RetentionRun
 from sessions_app.models import Message, Session
 from sessions_app.selectors.recount import rollup_drift, session_count_drift
+from tests.support.api import post_messages
 
 pytestmark = pytest.mark.django_db
 
@@ -26,9 +27,7 @@ def open_session(api, user_id="xiaoming"):
 
 
 def post(api, session_id, items):
-    response = api.post(f"/api/v1/sessions/{session_id}/messages/", items, format="json")
-    assert response.status_code == 201, response.content
-    ids = [m["id"] for m in response.json()]
+    ids = [m["id"] for m in post_messages(api, session_id, items)]
     messages_embed(message_ids=ids)  # what the worker does after the commit
     return ids
 

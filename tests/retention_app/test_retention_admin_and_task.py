@@ -1,7 +1,6 @@
 """Retention in the admin (policies saved and audited like the API, the preview and apply actions, purged
 messages shown as such) and the daily task run by a real Celery worker."""
 
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,16 +9,10 @@ from memory_app.models import RecordTtl
 from retention_app.models import RetentionEvent, RetentionPolicy, RetentionRun
 from sessions_app.models import Message
 from sessions_app.services.messages import messages_append
-from tests.factories import SessionFactory
+from tests.support.factories import SessionFactory
+from tests.support.waiting import wait_for
 
 OLD = datetime.now(UTC) - timedelta(days=400)
-
-
-@pytest.fixture
-def staff(client, django_user_model):
-    user = django_user_model.objects.create_superuser(username="auditor", password="x", email="")
-    client.force_login(user)
-    return client
 
 
 def old_messages(tenant, n=3):
@@ -84,10 +77,9 @@ def test_the_daily_task_runs_on_a_real_worker(celery_worker, api):
     _, stored = old_messages(api.tenant)
     RetentionPolicy.objects.create(tenant=api.tenant, message_content_days=30)
     apply_retention.delay()
-    deadline = time.monotonic() + 60
-    while not RetentionRun.objects.filter(tenant=api.tenant, finished_at__isnull=False).exists():
-        assert time.monotonic() < deadline, "the worker never ran the retention task"
-        time.sleep(0.2)
+    assert wait_for(lambda: RetentionRun.objects.filter(tenant=api.tenant, finished_at__isnull=False).exists(), 60), (
+        "the worker never ran the retention task"
+    )
     assert RetentionRun.objects.get(tenant=api.tenant).messages_purged == 3
     assert not Message.objects.filter(pk__in=[m.pk for m in stored], content_purged_at__isnull=True).exists()
     assert set(Message.objects.filter(pk__in=[m.pk for m in stored]).values_list("content", flat=True)) == {""}

@@ -13,8 +13,8 @@ from sessions_app.api.serializers import MessageInSerializer
 from sessions_app.models import Message, Role, Session, UsageHourly
 from sessions_app.schema import MESSAGE_TEXT_LIMITS, ROLES, ROLLUP_FIELDS, STATS_FIELDS
 from sessions_app.selectors.recount import ROLLUP_RECOUNT_SQL, rollup_drift, session_recount
-from tests.factories import SessionFactory
 from tests.sessions_app.test_counting import WEATHER
+from tests.support.factories import SessionFactory
 
 START = datetime(2026, 3, 1, 9, 40, tzinfo=UTC)
 MODELS = ["", "claude-sonnet-4-5", "qwen3-coder-plus", "gpt-5"]

@@ -18,16 +18,9 @@ from platform_kit.admin.paginator import EstimatedCountPaginator
 from sessions_app.models import ApiKey, Conversation, LlmRequest, Message, Session, StateVersion, Tenant, UsageHourly
 from sessions_app.services.messages import messages_append
 from sessions_app.services.state import state_replace
-from tests.factories import SessionFactory
+from tests.support.factories import SessionFactory
 
 MESSAGES_URL = reverse("admin:sessions_app_message_changelist")
-
-
-@pytest.fixture
-def staff(client, django_user_model):
-    user = django_user_model.objects.create_superuser("auditor", "auditor@example.com", "not-used")
-    client.force_login(user)
-    return client
 
 
 def append(session, items):

@@ -4,22 +4,12 @@ import pytest
 from django.urls import reverse
 
 from sessions_app.models import Conversation
-
-
-@pytest.fixture
-def staff(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("auditor", "a@example.com", "not-used"))
-    return client
-
-
-def post(api, session, messages):
-    response = api.post(f"/api/v1/sessions/{session.pk}/messages/", messages, format="json")
-    assert response.status_code == 201, response.content
+from tests.support.api import post_messages
 
 
 @pytest.mark.django_db
 def test_each_call_links_to_its_result_by_id_or_else_in_order(api, session, staff):
-    post(
+    post_messages(
         api,
         session,
         [

@@ -22,8 +22,8 @@ from sessions_app.services.turns import (
     turn_system_ready,
     turns_close_abandoned,
 )
-from tests.conftest import make_client
-from tests.factories import SessionFactory
+from tests.support.api import make_client
+from tests.support.factories import SessionFactory
 
 TURNS_URL = reverse("admin:sessions_app_turn_changelist")
 
@@ -55,13 +55,6 @@ COMPLETION = {
     "available_tool_names": ["get_weather", "search"],
     "requests": 2,
 }
-
-
-@pytest.fixture
-def staff(client, django_user_model):
-    user = django_user_model.objects.create_superuser("auditor", "auditor@example.com", "not-used")
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import re
 from urllib.parse import urlencode
 
 from sessions_app.models import Budget, Tenant
-from tests.factories import SessionFactory
+from tests.support.factories import SessionFactory
 
 ADD = "/admin/sessions_app/budget/add/"
 

@@ -4,10 +4,7 @@ check the signatures), once per crossing, and the budget_crossed signal the webh
 import base64
 import hashlib
 import hmac
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote_plus, urlsplit
 
 import pytest
@@ -15,70 +12,47 @@ from django.core import mail
 
 from sessions_app.models import BudgetCrossing
 from sessions_app.signals import budget_crossed
-from tests.conftest import make_client
-from tests.factories import SessionFactory
+from tests.support.api import make_client
+from tests.support.factories import SessionFactory
+from tests.support.http import FakeServer, Request
+from tests.support.waiting import wait_for
 
 FEISHU_SECRET = "feishu-secret"
 DINGTALK_SECRET = "SECdingtalk"
 
 
-class FakeBots:
+class FakeBots(FakeServer):
     """Feishu and DingTalk as their servers answer, recording what arrived and whether its signature was right."""
 
     def __init__(self):
-        self.received: list[dict] = []
-        bots = self
+        self.alerts: list[dict] = []
+        super().__init__(self.answer_bot)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                parts = urlsplit(self.path)
-                if parts.path.startswith("/open-apis/bot/v2/hook/"):
-                    key = f"{body['timestamp']}\n{FEISHU_SECRET}".encode()
-                    expected = base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
-                    signed = body["sign"] == expected
-                    bots.received.append({"bot": "feishu", "body": body, "signed": signed})
-                    answer = {"code": 0, "msg": "success"} if signed else {"code": 19021, "msg": "sign match fail"}
-                else:
-                    query = parse_qs(parts.query)
-                    timestamp, sign = query["timestamp"][0], query["sign"][0]
-                    digest = hmac.new(
-                        DINGTALK_SECRET.encode(), f"{timestamp}\n{DINGTALK_SECRET}".encode(), hashlib.sha256
-                    )
-                    signed = unquote_plus(parts.query.split("sign=")[1]) == base64.b64encode(digest.digest()).decode()
-                    fresh = abs(int(timestamp) / 1000 - time.time()) < 3600
-                    bots.received.append({"bot": "dingtalk", "body": body, "signed": signed and fresh, "sign": sign})
-                    answer = {"errcode": 0, "errmsg": "ok"}
-                data = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def answer_bot(self, request: Request):
+        body = request.json()
+        parts = urlsplit(request.path)
+        if parts.path.startswith("/open-apis/bot/v2/hook/"):
+            key = f"{body['timestamp']}\n{FEISHU_SECRET}".encode()
+            expected = base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
+            signed = body["sign"] == expected
+            self.alerts.append({"bot": "feishu", "body": body, "signed": signed})
+            return 200, {"code": 0, "msg": "success"} if signed else {"code": 19021, "msg": "sign match fail"}
+        query = parse_qs(parts.query)
+        timestamp, sign = query["timestamp"][0], query["sign"][0]
+        digest = hmac.new(DINGTALK_SECRET.encode(), f"{timestamp}\n{DINGTALK_SECRET}".encode(), hashlib.sha256)
+        signed = unquote_plus(parts.query.split("sign=")[1]) == base64.b64encode(digest.digest()).decode()
+        fresh = abs(int(timestamp) / 1000 - time.time()) < 3600
+        self.alerts.append({"bot": "dingtalk", "body": body, "signed": signed and fresh, "sign": sign})
+        return 200, {"errcode": 0, "errmsg": "ok"}
 
     def of(self, bot):
-        return [r for r in self.received if r["bot"] == bot]
+        return [r for r in self.alerts if r["bot"] == bot]
 
 
 @pytest.fixture
 def bots():
-    fake = FakeBots()
-    yield fake
-    fake.server.shutdown()
-
-
-def wait_for(condition, seconds=30):
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the worker did not do it in time"
-        time.sleep(0.1)
+    with FakeBots() as fake:
+        yield fake
 
 
 def test_each_crossing_alerts_once_by_email_feishu_dingtalk_and_the_signal(celery_worker, bots):
@@ -110,7 +84,7 @@ def test_each_crossing_alerts_once_by_email_feishu_dingtalk_and_the_signal(celer
             assert response.status_code == 201
             if tokens == 1:  # the write that reached 80 % alerts; the first did not
                 assert [s["threshold"] for s in signalled] == [80]
-        wait_for(lambda: len(bots.of("feishu")) == 2 and len(bots.of("dingtalk")) == 2 and len(mail.outbox) == 2)
+        assert wait_for(lambda: len(bots.of("feishu")) == 2 and len(bots.of("dingtalk")) == 2 and len(mail.outbox) == 2)
         time.sleep(0.5)  # nothing more arrives
         assert len(bots.received) == 4 and len(mail.outbox) == 2
     finally:
@@ -121,7 +95,7 @@ def test_each_crossing_alerts_once_by_email_feishu_dingtalk_and_the_signal(celer
     assert (str(first["budget_id"]), str(first["tenant_id"])) == (budget["id"], str(api.tenant.pk))
     assert (first["payload"]["used"], first["payload"]["limit"], first["payload"]["percent"]) == (800, 1000, 80.0)
     assert first["payload"]["budget"]["name"] == "team month"
-    assert all(r["signed"] for r in bots.received)
+    assert all(r["signed"] for r in bots.alerts)
     feishu_texts = [r["body"]["content"]["text"] for r in bots.of("feishu")]
     assert sorted("crossed 80%" in t for t in feishu_texts) == [False, True]
     assert all(r["body"]["msg_type"] == "text" for r in bots.of("feishu"))
@@ -133,7 +107,7 @@ def test_each_crossing_alerts_once_by_email_feishu_dingtalk_and_the_signal(celer
         "[Open ACE] Budget team month: 80% used",
     ]
     assert mail.outbox[0].to == ["ops@example.com"] and "of 1000 tokens used" in mail.outbox[0].body
-    wait_for(
+    assert wait_for(
         lambda: all(
             c.alerts == {"email": "sent", "feishu": "sent", "dingtalk": "sent"}
             for c in BudgetCrossing.objects.filter(budget_id=budget["id"])
@@ -163,12 +137,12 @@ def test_a_bot_that_refuses_is_recorded_and_tried_again_by_the_sweep(celery_work
         format="json",
     )
     crossing = BudgetCrossing.objects.get(budget_id=budget["id"])
-    wait_for(lambda: BudgetCrossing.objects.get(pk=crossing.pk).alerts)
+    assert wait_for(lambda: BudgetCrossing.objects.get(pk=crossing.pk).alerts)
     assert BudgetCrossing.objects.get(pk=crossing.pk).alerts == {"feishu": "failed: sign match fail"}
     # The secret is corrected; the sweep sends what did not go out, once.
     api.patch(f"/api/v1/budgets/{budget['id']}/", {"feishu_secret": FEISHU_SECRET}, format="json")
     assert send_pending_budget_alerts() == 1
-    wait_for(lambda: BudgetCrossing.objects.get(pk=crossing.pk).alerts == {"feishu": "sent"})
+    assert wait_for(lambda: BudgetCrossing.objects.get(pk=crossing.pk).alerts == {"feishu": "sent"})
     assert [r["signed"] for r in bots.of("feishu")] == [False, True]
     assert send_pending_budget_alerts() == 0
 
@@ -201,7 +175,7 @@ def test_a_budget_saved_over_its_thresholds_alerts_at_once_and_once(celery_worke
         budget = created.json()
         assert [c["threshold"] for c in budget["crossings"]] == [50, 80]  # the answer says so at once
         assert sorted(s["threshold"] for s in signalled) == [50, 80]
-        wait_for(lambda: len(mail.outbox) == 2)
+        assert wait_for(lambda: len(mail.outbox) == 2)
         assert all("already over this threshold when the budget was created" in m.body for m in mail.outbox)
         # Writes while over, and a change that moves no threshold, alert nobody again.
         spend(50)
@@ -212,7 +186,7 @@ def test_a_budget_saved_over_its_thresholds_alerts_at_once_and_once(celery_worke
         lowered = api.patch(f"/api/v1/budgets/{budget['id']}/", {"limit": 950}, format="json").json()
         assert [c["threshold"] for c in lowered["crossings"]] == [50, 80, 100]
         spend(10)
-        wait_for(lambda: len(mail.outbox) == 3)
+        assert wait_for(lambda: len(mail.outbox) == 3)
         time.sleep(0.5)  # nothing more arrives
     finally:
         budget_crossed.disconnect(listen)

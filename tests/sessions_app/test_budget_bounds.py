@@ -24,7 +24,7 @@ from sessions_app.models.budgets import (
     WINDOW_HOURS_MIN,
 )
 from sessions_app.schema import MAX_TOKENS
-from tests.factories import SessionFactory
+from tests.support.factories import SessionFactory
 
 BUDGETS = "/api/v1/budgets/"
 DASHBOARD = reverse("admin:sessions_app_usage_dashboard")
@@ -65,12 +65,6 @@ def spend(api, session, tokens: int) -> None:
     message.update(input_tokens=tokens // 2, output_tokens=tokens - tokens // 2)
     response = api.post(f"/api/v1/sessions/{session.pk}/messages/", message, format="json")
     assert response.status_code in (201, 429), response.content  # 429: a hard-limit budget used up
-
-
-@pytest.fixture
-def staff(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("bounds", "bounds@example.com", "x"))
-    return client
 
 
 def read_back(api, staff, budget_id: str) -> dict:

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from sessions_app.models import BudgetChange, BudgetCrossing, ModelPrice
-from tests.factories import SessionFactory
+from tests.support.factories import SessionFactory
 
 BUDGETS = "/api/v1/budgets/"
 

@@ -6,8 +6,8 @@ import pytest
 from django.db import connection
 
 from sessions_app.models import Conversation, Message
-from tests.conftest import make_client
-from tests.factories import SessionFactory
+from tests.support.api import make_client
+from tests.support.factories import SessionFactory
 
 WRITERS = 8
 BATCHES_PER_WRITER = 5

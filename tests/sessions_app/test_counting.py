@@ -123,7 +123,7 @@ def test_auth_type_without_request_id_counts_each_message(api, session):
 
 
 def test_request_ids_are_scoped_to_the_session(api, session):
-    from tests.factories import SessionFactory
+    from tests.support.factories import SessionFactory
 
     other = SessionFactory(tenant=api.tenant)
     post(api, session, {"role": "assistant", "content": "x", "request_id": "req_same"})

@@ -11,21 +11,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from tests.factories import SessionFactory
+from tests.support.api import post_messages
+from tests.support.factories import SessionFactory
 
 URL = reverse("admin:sessions_app_usage_dashboard")
 WINDOW = "since=2026-03-01&until=2026-03-02"
 SONNET = "claude-sonnet-4-5-20250929"
-
-
-@pytest.fixture
-def staff(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("auditor", "auditor@example.com", "x"))
-    return client
-
-
-def post(api, session, items):
-    assert api.post(f"/api/v1/sessions/{session.pk}/messages/", items, format="json").status_code == 201
 
 
 def answer(request_id, model, created_at, input_tokens, output_tokens, **extra):
@@ -53,7 +44,7 @@ def usage(api, other_api):
         project="open-ace",
         started_at="2026-03-01T09:00:00Z",
     )
-    post(
+    post_messages(
         api,
         code,
         [
@@ -71,7 +62,7 @@ def usage(api, other_api):
         project="weather",
         started_at="2026-03-02T10:00:00Z",
     )
-    post(
+    post_messages(
         api,
         qwen,
         [
@@ -86,7 +77,7 @@ def usage(api, other_api):
         user_id="carol",
         started_at="2026-03-01T12:00:00Z",
     )
-    post(other_api, globex, [answer("g1", SONNET, "2026-03-01T12:00:00Z", 777_777, 1)])
+    post_messages(other_api, globex, [answer("g1", SONNET, "2026-03-01T12:00:00Z", 777_777, 1)])
     return code, qwen
 
 
@@ -316,7 +307,7 @@ def test_by_model_counts_the_sessions_that_used_each_model(staff, api, usage):
     """A session counts under every model it used; prompts and tool results (no model) hold none of them."""
     code, qwen = usage
     third = SessionFactory(tenant=api.tenant, tool="claude-code", user_id="alice", started_at="2026-03-02T11:00:00Z")
-    post(
+    post_messages(
         api,
         third,
         [
@@ -348,5 +339,5 @@ def test_its_queries_do_not_grow_with_sessions_models_or_tenants(staff, api, oth
     queries = {query: count(query) for query in (f"tenant={api.tenant.pk}&{WINDOW}", f"tenant=all&{WINDOW}")}
     for i in range(12):
         session = SessionFactory(tenant=(api, other_api)[i % 2].tenant, tool="codex", started_at="2026-03-02T09:00:00Z")
-        post((api, other_api)[i % 2], session, [answer(f"m{i}", f"model-{i}", "2026-03-02T09:00:01Z", 10, 5)])
+        post_messages((api, other_api)[i % 2], session, [answer(f"m{i}", f"model-{i}", "2026-03-02T09:00:01Z", 10, 5)])
     assert {query: count(query) for query in queries} == queries

@@ -175,7 +175,7 @@ def test_a_chinese_phrase_never_matches_across_punctuation(api, session):
 
 
 def test_cross_session_audit_search_is_scoped_and_filterable(api, other_api, session):
-    from tests.factories import SessionFactory
+    from tests.support.factories import SessionFactory
 
     second = SessionFactory(tenant=api.tenant, user_id="alice", tool="claude-code")
     foreign = SessionFactory(tenant=other_api.tenant, user_id="xiaoming")

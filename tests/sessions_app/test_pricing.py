@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from sessions_app.models import ModelPrice
 from sessions_app.pricing import PriceBook, normalize_model
-from tests.factories import SessionFactory
+from tests.support.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
 SONNET = "claude-sonnet-4-5-20250929"

@@ -24,9 +24,9 @@ from tests.ingest_app.test_importer_parsers import (
     OPENCLAW,
     QWEN,
     as_stored,
-    copy_fixture,
     cut_points,
 )
+from tests.support.agent_logs import copy_log
 
 REUSED_IDS = 20  # ids drawn from chatcmpl-0 … chatcmpl-19, as a local server's counter
 
@@ -88,7 +88,7 @@ def openclaw_ids(record: dict, draw) -> None:
 
 
 def write(tmp_path: Path, relative: Path, data: bytes) -> Path:
-    path = copy_fixture(relative, tmp_path)
+    path = copy_log(relative, tmp_path)
     path.write_bytes(data)
     return path
 
@@ -159,8 +159,8 @@ def test_qwen_code_and_openclaw_calls_that_reuse_ids_are_one_request_each(relati
 
 
 def test_a_subagent_file_that_copies_a_parents_call_counts_it_once(api, tmp_path):
-    main = copy_fixture(CLAUDE, tmp_path)
-    agent = copy_fixture(CLAUDE_AGENT, tmp_path)
+    main = copy_log(CLAUDE, tmp_path)
+    agent = copy_log(CLAUDE_AGENT, tmp_path)
     import_path(tenant=api.tenant, path=tmp_path)
     before = LlmRequest.objects.filter(tenant=api.tenant).count()
     assert before == 8
@@ -177,8 +177,8 @@ def test_a_subagent_file_that_copies_a_parents_call_counts_it_once(api, tmp_path
 
 
 def test_a_subagent_call_that_drew_its_parents_id_is_its_own_request_and_a_copy_counts_once(api, tmp_path):
-    main = copy_fixture(CLAUDE, tmp_path)
-    agent = copy_fixture(CLAUDE_AGENT, tmp_path)
+    main = copy_log(CLAUDE, tmp_path)
+    agent = copy_log(CLAUDE_AGENT, tmp_path)
     # The parent's Task call and the sub-agent's own call drew the same number from a server's counter.
     main.write_bytes(main.read_bytes().replace(b'"id":"msg_03Task"', b'"id":"chatcmpl-7"'))
     agent.write_bytes(agent.read_bytes().replace(b'"id":"msg_S1"', b'"id":"chatcmpl-7"'))

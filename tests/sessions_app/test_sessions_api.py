@@ -3,7 +3,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from sessions_app.models import Message, Session
-from tests.factories import SessionFactory
+from tests.support.factories import SessionFactory
 
 
 def test_create_returns_the_session_with_zero_counters(api):

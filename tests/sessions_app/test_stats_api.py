@@ -2,7 +2,8 @@
 
 import pytest
 
-from tests.factories import SessionFactory
+from tests.support.api import post_messages
+from tests.support.factories import SessionFactory
 
 
 @pytest.fixture
@@ -10,10 +11,8 @@ def usage(api):
     chat = SessionFactory(tenant=api.tenant, tool="chat", user_id="xiaoming")
     code = SessionFactory(tenant=api.tenant, tool="claude-code", user_id="alice")
 
-    def post(session, body):
-        assert api.post(f"/api/v1/sessions/{session.pk}/messages/", body, format="json").status_code == 201
-
-    post(
+    post_messages(
+        api,
         chat,
         [
             {"role": "user", "content": "q", "created_at": "2026-03-01T09:15:00Z"},
@@ -38,7 +37,8 @@ def usage(api):
             },
         ],
     )
-    post(
+    post_messages(
+        api,
         code,
         [
             {"role": "user", "content": "fix it", "created_at": "2026-03-02T12:00:00Z"},

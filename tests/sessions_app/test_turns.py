@@ -7,8 +7,8 @@ from django.db import connection
 
 from sessions_app.models import Conversation, Message, Turn
 from sessions_app.selectors.recount import session_count_drift
-from tests.conftest import make_client
-from tests.factories import SessionFactory
+from tests.support.api import make_client
+from tests.support.factories import SessionFactory
 
 COMPLETION = {
     "content": "明天多云转小雨，记得带伞。",

@@ -1,6 +1,5 @@
 """Turns that are never completed are closed by the periodic task, run by a real worker and broker."""
 
-import time
 from datetime import timedelta
 
 from django.utils import timezone
@@ -9,15 +8,9 @@ from django_celery_beat.models import PeriodicTask
 from sessions_app.models import Turn
 from sessions_app.selectors.recount import session_count_drift
 from sessions_app.tasks import close_abandoned_turns
-from tests.conftest import make_client
-from tests.factories import SessionFactory
-
-
-def wait_for(condition, seconds=30):
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the worker did not do it in time"
-        time.sleep(0.1)
+from tests.support.api import make_client
+from tests.support.factories import SessionFactory
+from tests.support.waiting import wait_for
 
 
 def test_the_schedule_is_installed_and_editable_in_the_admin(db):
@@ -36,7 +29,7 @@ def test_the_worker_closes_abandoned_turns_and_keeps_their_partial_content(celer
     Turn.objects.filter(pk=stale).update(last_activity_at=timezone.now() - timedelta(minutes=5))
 
     close_abandoned_turns.delay()
-    wait_for(lambda: Turn.objects.get(pk=stale).status == "abandoned")
+    assert wait_for(lambda: Turn.objects.get(pk=stale).status == "abandoned")
 
     turn = Turn.objects.select_related("assistant_message").get(pk=stale)
     assert turn.assistant_message.content == "从前有座山，"

@@ -7,14 +7,10 @@ from django.core.management import call_command
 from sessions_app.models import SessionModelUsage, UsageDaily, UsageHourly
 from sessions_app.selectors.recount import rollup_drift
 from sessions_app.services.rollups import rollups_rebuild
-from tests.factories import SessionFactory
+from tests.support.api import make_client, post_messages
+from tests.support.factories import SessionFactory
 
 SONNET = "claude-sonnet-4-5-20250929"
-
-
-def post(api, session, items):
-    response = api.post(f"/api/v1/sessions/{session.pk}/messages/", items, format="json")
-    assert response.status_code == 201, response.content
 
 
 @pytest.fixture
@@ -23,7 +19,7 @@ def workload(api, other_api):
     s1 = SessionFactory(tenant=api.tenant, tool="claude-code", user_id="alice", project="open-ace")
     s2 = SessionFactory(tenant=api.tenant, tool="qwen-code", user_id="bob", project="weather")
     s3 = SessionFactory(tenant=api.tenant, tool="claude-code", user_id="alice", project="weather")
-    post(
+    post_messages(
         api,
         s1,
         [
@@ -73,7 +69,7 @@ def workload(api, other_api):
             },
         ],
     )
-    post(
+    post_messages(
         api,
         s2,
         [
@@ -97,7 +93,7 @@ def workload(api, other_api):
             },
         ],
     )
-    post(
+    post_messages(
         api,
         s3,
         [
@@ -115,7 +111,7 @@ def workload(api, other_api):
         ],
     )
     g1 = SessionFactory(tenant=other_api.tenant, tool="claude-code", user_id="alice", project="open-ace")
-    post(
+    post_messages(
         other_api,
         g1,
         [
@@ -178,7 +174,7 @@ def test_by_day_counts_a_session_once_in_the_day_of_its_first_message(api, workl
     assert pick(rows["2026-03-01"], *COUNTS) == (2, 2, 3, 7)
     assert pick(rows["2026-03-02"], *COUNTS) == (1, 2, 3, 5)
     # More messages later (a new day) do not count s1 again.
-    post(api, s1, [{"role": "user", "content": "q3", "created_at": "2026-03-03T12:00:00Z"}])
+    post_messages(api, s1, [{"role": "user", "content": "q3", "created_at": "2026-03-03T12:00:00Z"}])
     rows, totals, _ = grouped(api, "?group_by=day")
     assert rows["2026-03-03"]["sessions"] == 0
     assert (rows["2026-03-03"]["conversations"], totals["sessions"]) == (1, 3)
@@ -237,7 +233,7 @@ def test_tenants_see_only_their_usage(api, other_api, workload):
 def test_the_project_is_fixed_once_the_session_has_messages(api):
     session = SessionFactory(tenant=api.tenant, project="a")
     assert api.patch(f"/api/v1/sessions/{session.pk}/", {"project": "b"}, format="json").status_code == 200
-    post(api, session, [{"role": "user", "content": "x"}])
+    post_messages(api, session, [{"role": "user", "content": "x"}])
     response = api.patch(f"/api/v1/sessions/{session.pk}/", {"project": "c"}, format="json")
     assert response.status_code == 400
     assert "project" in response.json()["errors"]
@@ -259,7 +255,7 @@ def test_roll_ups_agree_with_a_recount_from_the_messages(api, workload):
     }
     assert api.post(f"/api/v1/turns/{turn}/complete/", done, format="json").status_code == 200
     # A client clock with a half-hour offset: the message counts in its UTC hour.
-    post(api, s1, [{"role": "user", "content": "India", "created_at": "2026-03-05T10:10:00+05:30"}])
+    post_messages(api, s1, [{"role": "user", "content": "India", "created_at": "2026-03-05T10:10:00+05:30"}])
     assert UsageHourly.objects.filter(tenant=api.tenant, hour="2026-03-05T04:00:00Z").exists()
     assert rollup_drift(tenant=api.tenant) == {"hourly": [], "daily": [], "session_model": []}
 
@@ -296,8 +292,6 @@ def test_concurrent_sessions_sharing_roll_up_rows_stay_exact():
     import threading
 
     from django.db import connection
-
-    from tests.conftest import make_client
 
     api = make_client("rollup-race")
     sessions = [SessionFactory(tenant=api.tenant, tool="claude-code", user_id="u", project="p") for _ in range(8)]

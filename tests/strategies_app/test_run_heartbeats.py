@@ -23,7 +23,8 @@ from strategies_app.models import RunRecord, RunStatus, Strategy, StrategyRun, T
 from strategies_app.services.runs import run_execute, run_request
 from strategies_app.tasks import runs_requeue
 from tests.conftest import TEST_BROKER_URL, on_test_broker
-from tests.fake_llm import FakeLLM
+from tests.support.fake_llm import FakeLLM
+from tests.support.waiting import wait_for
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -34,15 +35,6 @@ def llm_profile(tenant) -> Strategy:
     Strategy.objects.filter(pk=strategy.pk).update(message_threshold=None, accumulated_threshold=None, extractor="llm")
     strategy.refresh_from_db()
     return strategy
-
-
-def wait_for(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def slow_first_answer(llm: FakeLLM, seconds: float, started: threading.Event):
@@ -99,8 +91,8 @@ def test_a_stalled_worker_taken_for_lost_processes_nothing_twice(api, session, s
         thread = threading.Thread(target=first)
         thread.start()
         assert started.wait(10)
-        time.sleep(1.2)  # silent longer than ACE_RUN_LOST_AFTER_SECONDS
-        assert runs_requeue() == 1  # taken for lost: queued again (the test worker is not running)
+        # Silent longer than ACE_RUN_LOST_AFTER_SECONDS: taken for lost, queued again (the test worker is not running).
+        assert wait_for(lambda: runs_requeue() == 1, 10)
         assert StrategyRun.objects.get(pk=run.pk).status == RunStatus.QUEUED
         second = run_execute(run.pk)  # waits for the first one's watermark lock, then reads what is left
         thread.join(20)

@@ -1,7 +1,6 @@
 """Runs: the watermark makes them safe to repeat; failures are visible, retried and write nothing."""
 
 import threading
-import time
 
 import pytest
 from django.db import connection
@@ -10,7 +9,8 @@ from memory_app.models import Record
 from sessions_app.services.messages import messages_append
 from strategies_app.models import RunStatus, Strategy, StrategyRun, Trigger, Watermark
 from strategies_app.services.runs import run_execute, run_request
-from tests.fake_llm import FakeLLM
+from tests.support.fake_llm import FakeLLM
+from tests.support.waiting import wait_for
 
 
 def append(session, *texts, role="user"):
@@ -26,15 +26,6 @@ def profile(tenant, **changes) -> Strategy:
     Strategy.objects.filter(pk=strategy.pk).update(message_threshold=None, accumulated_threshold=None, **changes)
     strategy.refresh_from_db()
     return strategy
-
-
-def wait_for(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_a_run_reads_only_unread_messages_and_records_its_decisions(api, session):
@@ -79,7 +70,7 @@ def test_a_changed_preference_invalidates_the_old_record_which_stays_in_history(
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_runs_never_process_a_message_twice_or_skip_one(api):
-    from tests.factories import SessionFactory
+    from tests.support.factories import SessionFactory
 
     session = SessionFactory(tenant=api.tenant, user_id="racer")
     strategy = profile(api.tenant)
@@ -198,7 +189,7 @@ def test_an_llm_that_times_out_fails_the_run_and_writes_nothing(api, session, se
 
 
 def test_a_run_for_a_user_reads_each_of_their_sessions(api):
-    from tests.factories import SessionFactory
+    from tests.support.factories import SessionFactory
 
     strategy = profile(api.tenant)
     first, second = (SessionFactory(tenant=api.tenant, user_id="xiaoming") for _ in range(2))

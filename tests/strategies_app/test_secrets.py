@@ -3,27 +3,18 @@ by a real worker over what a user said through the API, the LLM extractor answer
 written through the API, and state and older rows seen by the context."""
 
 import json
-import time
 
 import pytest
 
 from memory_app.models import Record
 from strategies_app.models import RunStatus, Strategy, StrategyRun
-from tests.factories import SessionFactory
-from tests.fake_llm import FakeLLM
+from tests.support.factories import SessionFactory
+from tests.support.fake_llm import FakeLLM
+from tests.support.waiting import wait_for
 
 OPENAI_KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
 SECRETS = (OPENAI_KEY, GITHUB_TOKEN, "hunter2", "Tr0ub4dor")
-
-
-def wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def assert_no_secret(*values):

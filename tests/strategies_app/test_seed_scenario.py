@@ -7,7 +7,7 @@ import time
 import pytest
 
 from strategies_app.models import RunStatus, StrategyRun
-from tests.fake_llm import FakeLLM
+from tests.support.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.usefixtures("celery_worker")
 

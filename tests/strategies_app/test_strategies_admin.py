@@ -2,20 +2,11 @@
 
 import json
 
-import pytest
-
 from memory_app.models import Record
 from sessions_app.services.messages import messages_append
 from strategies_app.models import RunStatus, Strategy, StrategyRun, StrategyVersion, Trigger
 from strategies_app.services.runs import run_execute, run_request
-from tests.factories import SessionFactory
-
-
-@pytest.fixture
-def staff(client, django_user_model):
-    user = django_user_model.objects.create_superuser(username="auditor", password="x", email="")
-    client.force_login(user)
-    return client
+from tests.support.factories import SessionFactory
 
 
 def form_data(strategy: Strategy, **changes) -> dict:

@@ -13,8 +13,8 @@ from sessions_app.services.forget import user_forget
 from strategies_app import triggers
 from strategies_app.models import Strategy, StrategyRun
 from strategies_app.tasks import sessions_messages_triggers, turn_triggers
-from tests.conftest import make_client
-from tests.factories import SessionFactory
+from tests.support.api import make_client
+from tests.support.factories import SessionFactory
 
 
 def forget_elsewhere(tenant, user_id):

@@ -8,18 +8,11 @@ from django_celery_beat.models import PeriodicTask
 
 from memory_app.models import Record
 from strategies_app.models import RunStatus, Strategy, StrategyRun, Trigger
-from tests.factories import SessionFactory
+from tests.support.api import post_messages
+from tests.support.factories import SessionFactory
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("celery_worker")
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def only(tenant, name, **settings) -> Strategy:
@@ -41,9 +34,7 @@ def chat(api):
 
 
 def post(api, session, *messages):
-    response = api.post(f"/api/v1/sessions/{session.pk}/messages/", list(messages), format="json")
-    assert response.status_code == 201, response.content
-    return response.json()
+    return post_messages(api, session, list(messages))
 
 
 def test_tool_result_message_triggers_a_run(api, chat):
@@ -183,7 +174,7 @@ def test_one_write_to_many_sessions_queues_few_tasks_and_triggers_each_session(a
     embeds = [name for name in published if name.endswith("embed_messages")]
     assert len(triggers) == 2  # 55 sessions: one task of 50, one of 5 — not one per session
     assert len(embeds) == 1  # 110 messages: one embedding task
-    assert wait_for(lambda: succeeded(strategy, Trigger.TOOL_RESULT).count() == count, timeout=60)
+    assert wait_for(lambda: succeeded(strategy, Trigger.TOOL_RESULT).count() == count, seconds=60)
     assert set(succeeded(strategy, Trigger.TOOL_RESULT).values_list("session_id", flat=True)) == {
         s.pk for s in sessions
     }

@@ -3,7 +3,7 @@ one signed `budget.crossed` delivery per threshold, through the real worker."""
 
 import json
 
-from tests.conftest import make_client
+from tests.support.api import make_client
 from tests.webhooks_app.receiver import receiving
 from tests.webhooks_app.test_deliveries import fast_retries, subscribe  # noqa: F401 - fast_retries is a fixture
 from webhooks_app.services.signing import signature_verify

@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.conftest import make_client
-from tests.waiting import wait_for
+from tests.support.api import make_client
+from tests.support.waiting import wait_for
 from tests.webhooks_app.receiver import receiving
 from webhooks_app.models import DeliveryStatus, Webhook, WebhookDelivery
 

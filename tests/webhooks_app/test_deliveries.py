@@ -10,8 +10,8 @@ import time
 import pytest
 
 from sessions_app.signals import budget_crossed
-from tests.conftest import make_client
-from tests.waiting import wait_for
+from tests.support.api import make_client
+from tests.support.waiting import wait_for
 from tests.webhooks_app.receiver import receiving
 from webhooks_app.models import DeliveryStatus, WebhookDelivery
 from webhooks_app.services.signing import signature_verify
@@ -223,7 +223,7 @@ def test_a_strategy_run_that_fails_for_good_is_announced(celery_worker, fast_ret
 
     from strategies_app.models import Strategy, Trigger
     from strategies_app.services.runs import run_request
-    from tests.factories import SessionFactory
+    from tests.support.factories import SessionFactory
 
     api = make_client("acme")
     session = SessionFactory(tenant=api.tenant, user_id="xiaoming")

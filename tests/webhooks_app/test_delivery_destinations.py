@@ -9,7 +9,7 @@ import pytest
 from django.db import connection as db
 from django.db.migrations.executor import MigrationExecutor
 
-from tests.conftest import make_client
+from tests.support.api import make_client
 from tests.webhooks_app.receiver import receiving
 from webhooks_app.models import WebhookAttempt, WebhookDelivery
 from webhooks_app.services import transport

@@ -19,9 +19,10 @@ from aceproject.celery import app
 from scripts.supervise import read_procfile, supervisord_config
 from strategies_app.models import RunStatus, Strategy, StrategyRun, Trigger
 from strategies_app.services.runs import run_request
-from tests.conftest import TEST_BROKER_URL, make_client, on_test_broker
-from tests.factories import SessionFactory
-from tests.waiting import wait_for
+from tests.conftest import TEST_BROKER_URL, on_test_broker
+from tests.support.api import make_client
+from tests.support.factories import SessionFactory
+from tests.support.waiting import wait_for
 from tests.webhooks_app.receiver import receiving
 from webhooks_app.models import DeliveryStatus, Webhook, WebhookDelivery
 from webhooks_app.services.claims import delivery_claim_next

@@ -1,7 +1,7 @@
 """Forgetting a user (sessions_app.services.forget) also deletes the webhook deliveries about them: their records
 must not live on in the delivery log. Deliveries about other users, and other tenants', stay."""
 
-from tests.conftest import make_client
+from tests.support.api import make_client
 from tests.webhooks_app.test_deliveries import subscribe
 from webhooks_app.models import WebhookAttempt, WebhookDelivery
 from webhooks_app.services.deliveries import events_publish

@@ -13,25 +13,26 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support.http import FakeServer, Request
 
 LINE = re.compile(r"^\[(\d+)\] (\w+): (.*)$")
 RECORD = re.compile(r"^\[([0-9a-f-]{36})\] \(([^)]*)\) (.*)$")
 
 
-class FakeLLM:
+class FakeLLM(FakeServer):
     def __init__(self):
-        self.requests: list[dict] = []
         self.script: list = []
         self.remember: dict[str, dict] = {}
         self.reply = self.default_reply
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.closing = threading.Event()
+        super().__init__(self.complete)
+        self.base_url = f"{self.url}/v1"
 
     @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+    def requests(self) -> list[dict]:
+        """The body of each request received."""
+        return [request.json() for request in self.received]
 
     def default_reply(self, body: dict) -> dict:
         prompt = body["messages"][1]["content"]
@@ -69,48 +70,24 @@ class FakeLLM:
                     )
         return {"memories": memories}
 
-    def _handler(self):
-        fake = self
+    def complete(self, request: Request):
+        body = request.json()
+        answer = self.script.pop(0) if self.script else self.reply(body)
+        if answer == "timeout":
+            self.closing.wait(3)  # longer than the client waits (its ACE_LLM_TIMEOUT)
+            answer = {"memories": []}
+        if isinstance(answer, int):
+            return answer, {"error": {"message": "scripted failure"}}
+        content = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+        payload = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "model": body.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": len(json.dumps(body)) // 4, "completion_tokens": len(content) // 4},
+        }
+        return 200, payload
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append(body)
-                answer = fake.script.pop(0) if fake.script else fake.reply(body)
-                if answer == "timeout":
-                    time.sleep(3)
-                    answer = {"memories": []}
-                if isinstance(answer, int):
-                    self.send_response(answer)
-                    self.end_headers()
-                    self.wfile.write(b'{"error": {"message": "scripted failure"}}')
-                    return
-                content = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
-                payload = {
-                    "id": "chatcmpl-fake",
-                    "object": "chat.completion",
-                    "model": body.get("model"),
-                    "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-                    ],
-                    "usage": {"prompt_tokens": len(json.dumps(body)) // 4, "completion_tokens": len(content) // 4},
-                }
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        return Handler
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+    def close(self):
+        self.closing.set()
+        super().close()

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def database_url() -> str:
