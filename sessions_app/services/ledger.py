@@ -6,8 +6,9 @@ way's own part of each step.
 
 1. **validate** — what the way brings, before any lock: secrets redacted (its shape was checked before, by
    the API's serializers, an importer's parser or the OTLP decoder).
-2. **lock** — the session rows, `SELECT … FOR UPDATE` (the turn's row too, for a completion), with whether a
-   hard-limit budget of the tenant is used up, read in the same statement. Imports and OTLP lock (or create)
+2. **lock** — the session rows, `SELECT … FOR UPDATE` (the turn's row too, for a completion); for the ways a
+   used-up budget refuses, with whether a hard-limit budget of the tenant is used up, read in the same
+   statement (`lock_session`, `turns.TurnStart.lock`). Imports and OTLP lock (or create)
    the sessions they find themselves, in their own transaction, and hand them over locked. What the lock
    shows may end the write here: a repeated turn start or completion writes nothing.
 3. **write rows** — the way's rows, as data-modifying clauses of the one statement (messages, conversations,
@@ -23,10 +24,12 @@ way's own part of each step.
 6. **side effects on commit** — the in-memory rows brought up to what was stored; signals, search indexing,
    alerts and traces registered with `transaction.on_commit`.
 
-Statements per call (the tests assert them): an API append of a few messages, or a turn's start or
-completion, is BEGIN, the lock, the one statement, COMMIT; an import batch or an OTLP batch adds no statement
-of its own to its transaction beyond the loads of what its items refer to (repeated ids, conversations,
-requests: one query each, none for new sessions) and, for more than `messages.INLINE_ROWS` rows, the COPYs.
+Statements per call (tests assert them: test_turns, test_messages_api, test_ledger): an API append of a few
+messages, a turn's start or its completion is BEGIN, the lock, the one statement, COMMIT (and one query naming
+the budget when a hard-limit budget of the tenant is used up). An import or OTLP batch, in its caller's
+transaction: the loads of what its items refer to (stored external ids, conversations, requests: one query each,
+none for new sessions), the COPYs of its new rows (an import's always, more than `messages.INLINE_ROWS` rows
+otherwise), and the one statement.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Appending messages: seq, conversations, requests and every counter, in one transaction.
+"""Appending messages: seq, conversations, requests and every counter, in one transaction — the messages' part
+(`MessagesAppend`) of the ledger's unit of work (`services.ledger.write`), for the API, a turn's start, imports
+and OTLP.
 
 The session row is locked (`SELECT … FOR UPDATE`) for the whole append, which makes seq assignment,
 conversation boundaries, request de-duplication and the counters exact under concurrent writers to the
