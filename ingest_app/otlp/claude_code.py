@@ -38,6 +38,7 @@ from ingest_app.pipeline.sessions import UNKNOWN_USER, lock_for_creation
 from platform_kit.redaction import redact
 from sessions_app.models import ApiKey, Message, Session, Tenant
 from sessions_app.schema import MAX_TOKENS, MESSAGE_TEXT_LIMITS
+from sessions_app.services.ledger import Way
 from sessions_app.services.messages import messages_append_to_sessions
 
 TOOL = ImportTool.CLAUDE_CODE.value
@@ -366,7 +367,7 @@ def logs_ingest(*, tenant: Tenant, records: list[LogRecord], api_key: ApiKey | N
             if event.item is not None and event.paired_with is None:
                 appends.setdefault(event.session.pk, (event.session, []))[1].append(event.item)
         if appends:
-            results = messages_append_to_sessions(appends=list(appends.values()))
+            results = messages_append_to_sessions(appends=list(appends.values()), way=Way.OTLP)
             outcome.messages = sum(result.created for result in results)
         raw = [_raw_record(tenant, event) for event in kept if event.item is None or event.paired_with is not None]
         outcome.records = len(TelemetryRecord.objects.bulk_create(raw, ignore_conflicts=True)) if raw else 0

@@ -27,6 +27,7 @@ from platform_kit.db import update_rows
 from platform_kit.redaction import redact
 from sessions_app.models import Session
 from sessions_app.schema import TOKEN_FIELDS
+from sessions_app.services.ledger import Way
 from sessions_app.services.messages import messages_append_to_sessions
 
 RETRIES = 3  # a batch whose transaction met a deadlock is read again
@@ -130,7 +131,10 @@ class BatchImporter:
         # A message stored by an earlier import and emitted again (a streamed response that grew or closed,
         # a record its tool rewrote) is completed in place: never a second message or request.
         results = messages_append_to_sessions(
-            appends=[(session, items) for session, items, _ in appends.values()], index_later=True, amend=True
+            appends=[(session, items) for session, items, _ in appends.values()],
+            way=Way.IMPORT,
+            index_later=True,
+            amend=True,
         )
         counters: Counter = Counter()
         messages = 0

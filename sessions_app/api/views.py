@@ -44,13 +44,12 @@ from sessions_app.api.serializers import (
     TurnStartSerializer,
 )
 from sessions_app.models import Conversation, Message, Session, StateVersion, Turn, TurnStatus
-from sessions_app.selectors.budgets import budget_blocking, budgets_blocked
 from sessions_app.selectors.usage import session_stats, usage_grouped
+from sessions_app.services.budgets import BudgetUsedUp
 from sessions_app.services.messages import messages_append
 from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
 from sessions_app.services.state import StaleVersion, state_merge, state_read, state_replace
 from sessions_app.services.turns import (
-    BudgetUsedUp,
     TurnClosed,
     turn_checkpoint,
     turn_complete,
@@ -185,18 +184,22 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
         if not batch.is_valid():
             errors = batch.errors
             raise serializers.ValidationError(errors[0] if single and isinstance(errors, list) else errors)
-        blocked = budgets_blocked(tenant_id=self.tenant.pk)
-        if blocked:  # the session decides whether one covers this write
-            refusal = over_budget_response(self.get_object(), self.request, blocked=blocked)
-            if refusal is not None:
-                return refusal
+        api_key = self.request.auth
         try:
-            # The service's own transaction, begun here: an unknown session rolls back only this (a savepoint when
-            # the caller has a transaction open), never the caller's whole transaction.
+            # The service's own transaction, begun here: an unknown session, or a write a used-up hard-limit budget
+            # refuses, rolls back only this (a savepoint when the caller has a transaction open), never the
+            # caller's whole transaction.
             with transaction.atomic():
-                result = messages_append(tenant=self.tenant, session_id=self._session_pk(), items=batch.validated_data)
+                result = messages_append(
+                    tenant=self.tenant,
+                    session_id=self._session_pk(),
+                    items=batch.validated_data,
+                    api_key_id=api_key.pk if api_key else None,
+                )
         except Session.DoesNotExist:
             raise Http404 from None
+        except BudgetUsedUp as refused:
+            return budget_refusal(refused.budget)
         body = [represented(MessageSerializer, message) for message in result.messages]
         code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
         return Response(body[0] if single else body, status=code)
@@ -385,14 +388,8 @@ class StatsView(TenantScopedMixin, APIView):
         return Response(GroupedStatsSerializer(body).data)
 
 
-def over_budget_response(session: Session, request, blocked=None) -> Response | None:
-    """429 while a hard-limit budget covering this write is used up (docs/budgets.md, Hard limits)."""
-    api_key = request.auth
-    budget = budget_blocking(session=session, api_key_id=api_key.pk if api_key else None, blocked=blocked)
-    return None if budget is None else budget_refusal(budget)
-
-
 def budget_refusal(budget) -> Response:
+    """429 while a hard-limit budget covering the write is used up (docs/budgets.md, Hard limits)."""
     resets_at = budget.blocked_until
     retry_after = max(1, math.ceil((resets_at - timezone.now()).total_seconds()))
     body = {

@@ -2,12 +2,13 @@
 periods used exact as usage arrives — in the statement that adds a write's usage to the roll-ups — with the
 crossing of a threshold detected by the write that crosses it (docs/budgets.md).
 
-How a write is counted: `rollups_add` adds `usage_sql(...)` to its statement. It files the write's usage (per
-hour and model) into the period rows (`BudgetUsage`) of every active budget that covers the session, and
-returns each row's new value and what the write added. A row is locked by the upsert until the write commits,
-so concurrent writers to one budget take turns and each sees the others' usage: the write that takes a period
-from below a threshold to or over it is the one that records the crossing (`BudgetCrossing`, unique per budget,
-period and threshold), and the alerts go out after it commits.
+How a write is counted: the ledger's unit of work (services.ledger, step 5) checks the hard limit
+(`hard_limit_check`) and adds `usage_clause(...)` to its one statement. That files the write's usage (per hour
+and model) into the period rows (`BudgetUsage`) of every active budget that covers the session, and returns each
+row's new value and what the write added (`usage_evaluate` reads them). A row is locked by the upsert until the
+write commits, so concurrent writers to one budget take turns and each sees the others' usage: the write that
+takes a period from below a threshold to or over it is the one that records the crossing (`BudgetCrossing`,
+unique per budget, period and threshold), and the alerts go out after it commits.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from platform_kit import outbound
+from platform_kit.db import Clause
 from platform_kit.tasks import enqueue_or_leave_to_sweep
 from sessions_app.models import (
     ApiKey,
@@ -55,7 +57,16 @@ from sessions_app.models.budgets import (
     WINDOW_HOURS_MIN,
 )
 from sessions_app.pricing import PriceBook, normalize_model
-from sessions_app.selectors.budgets import HOUR, amount, budget_bounds, budget_status, floor_hour, period_bounds
+from sessions_app.selectors.budgets import (
+    HOUR,
+    amount,
+    budget_blocking,
+    budget_bounds,
+    budget_status,
+    budgets_blocked,
+    floor_hour,
+    period_bounds,
+)
 from sessions_app.signals import budget_crossed
 
 # What a client may set; the rest is kept by the service.
@@ -495,6 +506,13 @@ def usage_sql(*, entries: list[tuple[Session, dict]], now: datetime) -> tuple[st
     return clauses, [value for row in rows for value in row], _BUDGET_ROWS_SQL.format(**tables), [current_hour] * 2
 
 
+def usage_clause(*, entries: list[tuple[Session, dict]], now: datetime) -> Clause | None:
+    """`usage_sql` as the tail of a statement of data-modifying WITH clauses (`platform_kit.db.together`'s
+    `select`): its clauses, then the SELECT of the budget rows. None when the write added no tokens."""
+    clauses, params, select, select_params = usage_sql(entries=entries, now=now)
+    return (f", {clauses} {select}", [*params, *select_params]) if clauses else None
+
+
 def usage_evaluate(*, rows: list[tuple], now: datetime) -> None:
     """After the statement of `usage_sql`, in the writer's transaction: record the thresholds the write crossed
     in each budget's current period, mark hard-limit budgets it took to their limit, and have the alerts sent
@@ -619,6 +637,25 @@ def _announce(crossings: list[BudgetCrossing]) -> None:
 
 
 # -- hard limits -------------------------------------------------------------------------------------
+class BudgetUsedUp(Exception):
+    """A used-up hard-limit budget covers the write: it is refused (429, docs/budgets.md)."""
+
+    def __init__(self, budget: Budget):
+        super().__init__(budget.name)
+        self.budget = budget
+
+
+def hard_limit_check(*, sessions: list[Session], api_key_id, now: datetime) -> None:
+    """Raise BudgetUsedUp when a used-up hard-limit budget covers a write by `api_key_id` into one of `sessions`
+    (the ledger's unit of work, step 5, for the ways in a used-up budget refuses): one small query on the budgets
+    the writes that reached their limits marked, whatever the number of budgets."""
+    blocked = budgets_blocked(tenant_id=sessions[0].tenant_id, now=now)
+    for session in sessions:
+        budget = budget_blocking(session=session, api_key_id=api_key_id, blocked=blocked)
+        if budget is not None:
+            raise BudgetUsedUp(budget)
+
+
 def _mark_blocked(budget: Budget, *, now: datetime | None = None) -> None:
     """Set when writes covered by a hard-limit budget are refused until: the period's end (for a rolling window,
     the hour its oldest usage slides out far enough to fall under the limit), or never (null)."""

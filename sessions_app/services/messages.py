@@ -1,4 +1,6 @@
-"""Appending messages: seq, conversations, requests and every counter, in one transaction.
+"""Appending messages: seq, conversations, requests and every counter, in one transaction — the messages' part
+(`MessagesAppend`) of the ledger's unit of work (`services.ledger.write`), for the API, a turn's start, imports
+and OTLP.
 
 The session row is locked (`SELECT … FOR UPDATE`) for the whole append, which makes seq assignment,
 conversation boundaries, request de-duplication and the counters exact under concurrent writers to the
@@ -57,7 +59,7 @@ from sessions_app.schema import (
     TOKEN_FIELDS,
 )
 from sessions_app.search import index_after_commit, needs_index
-from sessions_app.services.rollups import rollups_add
+from sessions_app.services.ledger import Change, Locked, Way, lock_session, write
 from sessions_app.signals import Appended, messages_amended, messages_appended
 
 
@@ -95,8 +97,7 @@ class _Append:
 
     def __init__(self, session: Session, items: list[dict], now: datetime):
         self.session = session
-        # Every message write (the API, turns, every importer) comes through here: secrets go first.
-        self.items = [redact_fields(item, REDACTED_FIELDS) for item in items]
+        self.items = items  # redacted (MessagesAppend.validate)
         self.now = now
         self.seq = session.last_seq
         self.conversation_count = session.conversations
@@ -409,13 +410,17 @@ def _load_requests(appends: list[_Append], stored: dict[tuple, Message]) -> None
 
 
 # -- writing what the appends made: one statement per table, whatever the number of sessions; for the few
-# rows of an API call, one statement in all -------------------------------------------------------------------
-# Up to this many new rows are inserted by clauses of the append's one statement; more go by COPY first.
+# rows of an API call, one statement in all (the ledger's, services.ledger) ------------------------------------
+# Up to this many new rows are inserted by clauses of the ledger's one statement; more go by COPY first.
 INLINE_ROWS = 100
 
 
-def _write(appends: list[_Append], messages: list[Message], *, index_later: bool, also: list[Clause] = ()) -> None:
-    new_conversations, existing = [], []
+def _row_clauses(
+    appends: list[_Append], messages: list[Message], *, index_later: bool
+) -> tuple[list[Clause | None], bool]:
+    """The new conversations, requests and messages (inserted by clauses, or COPYed first: then `copied`) and
+    the stored requests and messages the appends changed. Returns (clauses, copied)."""
+    new_conversations = []
     for append in appends:
         for conversation in append.new_conversations:
             tally = append.conversation_tally.get(conversation.pk)
@@ -423,12 +428,6 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
                 conversation.__dict__.update(zip(COUNTER_FIELDS, tally, strict=False))
             conversation.last_message_at = append.conversation_last.get(conversation.pk)
             new_conversations.append(conversation)
-        new_ids = {conversation.pk for conversation in append.new_conversations}
-        existing.extend(
-            (pk, *tally[: len(COUNTER_FIELDS)], append.conversation_last[pk], append.conversation_feishu.get(pk))
-            for pk, tally in append.conversation_tally.items()
-            if pk not in new_ids
-        )
     new_requests = [request for append in appends for request in append.new_requests]
     inserted = [(Conversation, new_conversations), (LlmRequest, new_requests), (Message, messages)]
     clauses = []
@@ -455,7 +454,21 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
             [*AMENDED_FIELDS, *TOKEN_FIELDS, "received_at", "request_id", "auth_type", "llm_request"],
         )
     )
-    clauses.append(
+    return clauses, copied
+
+
+def _counter_clauses(appends: list[_Append]) -> list[Clause | None]:
+    """What the appends add to the counters of the stored conversations and of the sessions (with their last
+    seq, current conversation and last message time); new conversations are inserted with theirs."""
+    existing = []
+    for append in appends:
+        new_ids = {conversation.pk for conversation in append.new_conversations}
+        existing.extend(
+            (pk, *tally[: len(COUNTER_FIELDS)], append.conversation_last[pk], append.conversation_feishu.get(pk))
+            for pk, tally in append.conversation_tally.items()
+            if pk not in new_ids
+        )
+    return [
         add_to_rows_sql(
             Conversation,
             add=COUNTER_FIELDS,
@@ -464,9 +477,7 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
                 "feishu_conversation_id": ("varchar", "COALESCE(v.feishu_conversation_id, t.feishu_conversation_id)"),
             },
             rows=existing,
-        )
-    )
-    clauses.append(
+        ),
         add_to_rows_sql(
             Session,
             add=SESSION_COUNTER_FIELDS,
@@ -485,16 +496,8 @@ def _write(appends: list[_Append], messages: list[Message], *, index_later: bool
                 )
                 for append in appends
             ],
-        )
-    )
-    clauses.extend(also)
-    rollups_add(
-        entries=[(append.session, append.rollup_deltas()) for append in appends],
-        before=[clause for clause in clauses if clause is not None],
-        prepared=not copied and len(appends) == 1,  # an API call's few rows, of a shape that comes again
-    )
-    for _, rows in inserted:
-        mark_saved(rows)
+        ),
+    ]
 
 
 def _defer_search(on: bool) -> None:
@@ -502,112 +505,178 @@ def _defer_search(on: bool) -> None:
         cursor.execute("SELECT set_config('ace.defer_search', %s, true)", ["on" if on else "off"])
 
 
+class MessagesAppend(Change):
+    """Messages appended to sessions: the messages' part of the ledger's unit of work (services.ledger), for
+    every way in that brings messages (the API, a turn's start, imports, OTLP). `appends`: (session, items)
+    pairs, each session once, its row locked (or created) by the caller's transaction; a subclass locks its
+    own (`OneSession`, `turns.TurnStart`). `results`: an AppendResult per session, once written."""
+
+    def __init__(
+        self,
+        *,
+        way: Way,
+        appends: list[tuple[Session | None, list[dict]]],
+        index_later: bool = False,
+        amend: bool = False,
+        also: Callable[[list[list[Message]]], list[Clause]] | None = None,
+        announce: bool = True,
+        api_key_id=None,
+    ):
+        self.way = way
+        self.appends_in = appends
+        self.index_later, self.amend, self.also, self.announce = index_later, amend, also, announce
+        self.api_key_id = api_key_id
+        self.results: list[AppendResult] = []
+
+    # 1.
+    def validate(self) -> None:
+        # Every message write (the API, turns, every importer, OTLP) comes through here: secrets go first.
+        self.items = [[redact_fields(item, REDACTED_FIELDS) for item in items] for _, items in self.appends_in]
+
+    # 2.
+    def lock(self) -> Locked | None:
+        return Locked(sessions=[session for session, _ in self.appends_in])
+
+    # 3.
+    def rows(self, locked: Locked) -> list[Clause | None]:
+        """Each item counted by the rules of sessions_app.accounting: a repeated `external_id` stores nothing and
+        gives the stored row (or, with `amend`, completes it in place); the others become new rows."""
+        now = timezone.now()
+        appends = [_Append(session, items, now) for session, items in zip(locked.sessions, self.items, strict=True)]
+        stored = _load_stored(appends)
+        _load_conversation_refs(appends)
+        _load_requests(appends, stored if self.amend else {})
+        self.outcomes, self.new_messages = [], []
+        for append in appends:
+            results: list[Message] = []
+            new: list[bool] = []
+            session_id = append.session.id
+            for item in append.items:
+                external_id = item.get("external_id")
+                repeated = stored.get((session_id, external_id)) if external_id else None
+                if repeated is not None:
+                    if self.amend:
+                        append.amend(repeated, item)
+                    results.append(repeated)
+                    new.append(False)
+                    continue
+                message = append.add(item)
+                if external_id:
+                    stored[(session_id, external_id)] = message
+                self.new_messages.append(message)
+                results.append(message)
+                new.append(True)
+            self.outcomes.append((append, results, new))
+        self.written = [append for append, _, new in self.outcomes if any(new) or append.amended]
+        if not self.written:
+            self.inserted = []
+            return []
+        clauses, copied = _row_clauses(self.written, self.new_messages, index_later=self.index_later)
+        # The caller's own rows that go with these messages (a chat turn's), in the same statement.
+        if self.also:
+            clauses.extend(self.also([results for _, results, _ in self.outcomes]))
+        # An API call's few rows, of a shape that comes again: prepared.
+        self.prepared = not copied and len(self.written) == 1
+        return clauses
+
+    # 4.
+    def counters(self) -> list[Clause | None]:
+        return _counter_clauses(self.written) if self.written else []
+
+    def usage(self) -> list[tuple[Session, dict]]:
+        return [(append.session, append.rollup_deltas()) for append in self.written]
+
+    # 6.
+    def after_write(self) -> None:
+        written = self.written
+        if written:
+            mark_saved([conversation for append in written for conversation in append.new_conversations])
+            mark_saved([request for append in written for request in append.new_requests])
+            mark_saved(self.new_messages)
+            index_after_commit([m.id for m in self.new_messages if self.index_later or needs_index(m.content)])
+            index_after_commit(
+                [pk for append in written for pk in append.restated if needs_index(append.amended[pk].content)]
+            )
+        appended, amended = [], []
+        for append, results, new in self.outcomes:
+            created = [message for message, is_new in zip(results, new, strict=True) if is_new]
+            session = append.session
+            if created or append.amended:
+                append.update_session()
+            if created:
+                appended.append(Appended(session.id, session.tenant_id, [message.id for message in created]))
+            if append.restated:
+                amended.append(Appended(session.id, session.tenant_id, append.restated))
+            self.results.append(
+                AppendResult(
+                    messages=results,
+                    created=len(created),
+                    counters=append.counters(),
+                    new=new,
+                    amended=len(append.amended),
+                )
+            )
+        if appended and self.announce:
+            transaction.on_commit(lambda: messages_appended.send(sender=Session, appended=appended))
+        if amended:
+            transaction.on_commit(lambda: messages_amended.send(sender=Session, amended=amended))
+
+
+class OneSession(MessagesAppend):
+    """`MessagesAppend` to one session named by id: its row locked here, with whether a hard-limit budget of the
+    tenant is used up (one statement)."""
+
+    def __init__(self, *, tenant: Tenant, session_id, **kwargs):
+        super().__init__(appends=[(None, kwargs.pop("items"))], **kwargs)
+        self.tenant, self.session_id = tenant, session_id
+
+    def lock(self) -> Locked | None:
+        return lock_session(tenant=self.tenant, session_id=self.session_id)
+
+
 def messages_append(
-    *, tenant: Tenant, session_id: uuid.UUID, items: list[dict], index_later: bool = False
+    *, tenant: Tenant, session_id: uuid.UUID, items: list[dict], index_later: bool = False, api_key_id=None
 ) -> AppendResult:
-    """Store validated message dicts in order. Repeated `external_id`s store nothing and return the stored row.
+    """Store validated message dicts in order (the messages API's way in). Repeated `external_id`s store nothing
+    and return the stored row.
 
     Short messages get their search vector as they are written, long ones from a task after the commit;
     `index_later` (bulk imports) leaves every message to that task, so the write does no text analysis.
-    Raises Session.DoesNotExist when the session is not the tenant's.
+    Raises Session.DoesNotExist when the session is not the tenant's, and BudgetUsedUp when a used-up
+    hard-limit budget covers the write (by `api_key_id` into the session).
     """
     # No savepoint of its own: a failure here fails the caller's transaction too, which every caller wants.
-    with transaction.atomic(savepoint=False):
-        session = Session.objects.select_for_update().get(pk=session_id, tenant=tenant, deleted_at__isnull=True)
-        return _append([_Append(session, items, timezone.now())], index_later=index_later)[0]
+    change = OneSession(
+        way=Way.MESSAGES,
+        tenant=tenant,
+        session_id=session_id,
+        items=items,
+        index_later=index_later,
+        api_key_id=api_key_id,
+    )
+    return write(change).results[0]
 
 
 def messages_append_to_sessions(
     *,
     appends: list[tuple[Session, list[dict]]],
+    way: Way = Way.IMPORT,
     index_later: bool = False,
     amend: bool = False,
     also: Callable[[list[list[Message]]], list[Clause]] | None = None,
     announce: bool = True,
 ) -> list[AppendResult]:
-    """`messages_append` for several sessions at once (an import's files), with one statement per table for
-    all of them. Each session must appear once, as the caller's transaction has just locked (or created)
-    its row: the sequence numbers and counters go on from the row's values.
+    """`messages_append` for several sessions at once (an import's files, an OTLP batch: `way`), with one
+    statement per table for all of them. Each session must appear once, as the caller's transaction has just
+    locked (or created) its row: the sequence numbers and counters go on from the row's values.
 
     `amend` (imports only): an item repeating a stored `external_id` is a later version of that message, and
     completes it in place (`_Append.amend`): a streamed response whose last lines arrived since, a record its
     tool rewrote. Its changed content is indexed and embedded again (`messages_amended`, after the commit).
 
     `also(messages)` (the messages per session, in input order) gives the caller's own writes that go with
-    these messages (a chat turn's row): they are made in the same statement. `announce=False` sends no
-    `messages_appended` (a chat turn's messages are announced by `turn_completed`, with their final text)."""
-    now = timezone.now()
-    with transaction.atomic(savepoint=False):
-        return _append(
-            [_Append(session, items, now) for session, items in appends],
-            index_later=index_later,
-            amend=amend,
-            also=also,
-            announce=announce,
-        )
-
-
-def _append(
-    appends: list[_Append],
-    *,
-    index_later: bool,
-    amend: bool = False,
-    also: Callable[[list[list[Message]]], list[Clause]] | None = None,
-    announce: bool = True,
-) -> list[AppendResult]:
-    stored = _load_stored(appends)
-    _load_conversation_refs(appends)
-    _load_requests(appends, stored if amend else {})
-    outcomes, new_messages = [], []
-    for append in appends:
-        results: list[Message] = []
-        new: list[bool] = []
-        session_id = append.session.id
-        for item in append.items:
-            external_id = item.get("external_id")
-            repeated = stored.get((session_id, external_id)) if external_id else None
-            if repeated is not None:
-                if amend:
-                    append.amend(repeated, item)
-                results.append(repeated)
-                new.append(False)
-                continue
-            message = append.add(item)
-            if external_id:
-                stored[(session_id, external_id)] = message
-            new_messages.append(message)
-            results.append(message)
-            new.append(True)
-        outcomes.append((append, results, new))
-    written = [append for append, _, new in outcomes if any(new) or append.amended]
-    if written:
-        extra = also([results for _, results, _ in outcomes]) if also else []
-        _write(written, new_messages, index_later=index_later, also=extra)
-        index_after_commit([m.id for m in new_messages if index_later or needs_index(m.content)])
-        index_after_commit(
-            [pk for append in written for pk in append.restated if needs_index(append.amended[pk].content)]
-        )
-    answers, appended, amended = [], [], []
-    for append, results, new in outcomes:
-        created = [message for message, is_new in zip(results, new, strict=True) if is_new]
-        session = append.session
-        if created or append.amended:
-            append.update_session()
-        if created:
-            appended.append(Appended(session.id, session.tenant_id, [message.id for message in created]))
-        if append.restated:
-            amended.append(Appended(session.id, session.tenant_id, append.restated))
-        answers.append(
-            AppendResult(
-                messages=results,
-                created=len(created),
-                counters=append.counters(),
-                new=new,
-                amended=len(append.amended),
-            )
-        )
-    if appended and announce:
-        transaction.on_commit(lambda: messages_appended.send(sender=Session, appended=appended))
-    if amended:
-        transaction.on_commit(lambda: messages_amended.send(sender=Session, amended=amended))
-    return answers
+    these messages: they are made in the same statement. `announce=False` sends no `messages_appended`."""
+    change = MessagesAppend(
+        way=way, appends=appends, index_later=index_later, amend=amend, also=also, announce=announce
+    )
+    return write(change).results

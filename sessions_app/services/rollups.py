@@ -1,6 +1,7 @@
-"""Applying counter changes to the hourly and daily roll-ups and to the sessions' usage by model (the
-session and conversation rows are updated by their writers, which hold the session's row lock), and
-rebuilding them from the messages when an audit finds them wrong."""
+"""The roll-ups' SQL: the clauses that add a write's counter changes to the hourly and daily roll-ups and to the
+sessions' usage by model (the ledger's unit of work, services.ledger, runs them in its one statement; the session
+and conversation rows are updated by the writers, which hold the session's row lock), and rebuilding them from
+the messages when an audit finds them wrong."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime
 
 from django.db import connection, transaction
-from django.utils import timezone
 
-from platform_kit.db import PREPARED_MAX_PARAMS, Clause, execute, prepared_cursor, together
+from platform_kit.db import Clause
 from sessions_app.models import (
     Session,
     SessionModelUsage,
@@ -19,7 +19,6 @@ from sessions_app.models import (
     UsageHourly,
 )
 from sessions_app.schema import ROLLUP_FIELDS, TOKEN_FIELDS
-from sessions_app.services.budgets import usage_evaluate, usage_sql
 
 ROLLUP_KEY = ("tenant_id", "hour", "tool", "user_id", "project", "machine", "model")
 DAILY_KEY = ("tenant_id", "day", "tool", "user_id", "project", "machine", "model")
@@ -38,23 +37,12 @@ def _upsert_sql(table: str, key: tuple[str, ...], fields: tuple[str, ...], rows:
     return sql, [value for row in rows for value in row]
 
 
-def rollup_add(*, session: Session, deltas: dict[tuple[datetime, str], Counter]) -> None:
-    """Add `deltas` ({(hour, model): counters}) to the session's tenant/tool/user/project/machine roll-up rows (hourly
-    and daily), and their requests and tokens to the session's usage by model. Called inside the writer's
-    transaction."""
-    rollups_add(entries=[(session, deltas)])
-
-
-def rollups_add(
-    *,
-    entries: list[tuple[Session, dict[tuple[datetime, str], dict]]],
-    before: list[Clause] = (),
-    prepared: bool = False,
-) -> None:
-    """`rollup_add` for several sessions in one statement (the three upserts as WITH clauses), so one round
-    trip. Sessions that share a tenant, tool, user, project and machine share roll-up rows: their deltas are summed.
-    `before`: the writer's own data-modifying clauses (its messages, its session row…), run in the same statement;
-    `prepared`: a statement of a shape written many times a second (a chat turn's), prepared once per connection."""
+def rollup_clauses(*, entries: list[tuple[Session, dict[tuple[datetime, str], dict]]]) -> list[Clause]:
+    """The clauses that add `entries` ({(hour, model): counters} per session) to the roll-ups: the hourly and daily
+    rows of each session's tenant/tool/user/project/machine, and the requests and tokens to the sessions' usage by
+    model. Sessions that share a tenant, tool, user, project and machine share roll-up rows: their deltas are
+    summed. The rows go in one fixed order (sorted keys) for every writer, so writers sharing rows cannot
+    deadlock. The ledger's unit of work (services.ledger) makes them WITH clauses of its one statement."""
     hourly: dict[tuple, Counter] = defaultdict(Counter)
     daily: dict[tuple, Counter] = defaultdict(Counter)
     by_model: dict[tuple, Counter] = defaultdict(Counter)
@@ -69,16 +57,14 @@ def rollups_add(
             for name in SESSION_MODEL_FIELDS:
                 model_delta[name] += delta.get(name, 0)
     if not hourly:
-        execute(together(before))
-        return
-    # One fixed order of rows for every writer (sorted keys), so writers sharing rows cannot deadlock.
-    upserts = [
+        return []
+    clauses = [
         _upsert_sql(UsageHourly._meta.db_table, ROLLUP_KEY, ROLLUP_FIELDS, _rows(hourly, ROLLUP_FIELDS)),
         _upsert_sql(UsageDaily._meta.db_table, DAILY_KEY, ROLLUP_FIELDS, _rows(daily, ROLLUP_FIELDS)),
     ]
     model_rows = _rows(by_model, SESSION_MODEL_FIELDS)
     if model_rows:
-        upserts.append(
+        clauses.append(
             _upsert_sql(
                 SessionModelUsage._meta.db_table,
                 ("tenant_id", "session_id", "model"),
@@ -87,23 +73,7 @@ def rollups_add(
                 conflict=("session_id", "model"),
             )
         )
-    # The budgets' periods are added to in the same statement (services.budgets.usage_sql): no round trip of
-    # their own, and none at all to learn that no budget covers the write. Its SELECT reads them first, then
-    # the unreferenced data-modifying WITH clauses run to completion in the order written: every writer locks
-    # budget periods, then hourly, daily and usage-by-model rows, each in sorted order.
-    now = timezone.now()
-    budget_clauses, budget_params, budget_select, select_params = usage_sql(entries=entries, now=now)
-    clauses = [*before, *upserts]
-    if budget_clauses:
-        statement = together(clauses, (f", {budget_clauses} {budget_select}", [*budget_params, *select_params]))
-    else:
-        statement = together(clauses)
-    prepared = prepared and len(statement[1]) <= PREPARED_MAX_PARAMS
-    with prepared_cursor() if prepared else connection.cursor() as cursor:
-        cursor.execute(*statement)
-        budget_rows = cursor.fetchall() if budget_clauses else []
-    if budget_rows:
-        usage_evaluate(rows=budget_rows, now=now)
+    return clauses
 
 
 def _rows(deltas: dict[tuple, Counter], fields: tuple[str, ...]) -> list[list]:

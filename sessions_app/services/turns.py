@@ -46,9 +46,8 @@ from sessions_app.models import (
 )
 from sessions_app.schema import COUNTER_FIELDS, TOKEN_FIELDS
 from sessions_app.search import index_after_commit, needs_index
-from sessions_app.selectors.budgets import budget_blocking
-from sessions_app.services.messages import messages_append_to_sessions
-from sessions_app.services.rollups import rollups_add
+from sessions_app.services.ledger import Change, Locked, Way, write
+from sessions_app.services.messages import MessagesAppend
 from sessions_app.signals import turn_completed, turn_completing
 
 FINISH_REASONS = ("stop", "length", "tool_calls", "error")
@@ -80,14 +79,6 @@ class TurnStarted:
     created: bool
 
 
-class BudgetUsedUp(Exception):
-    """A hard-limit budget covering the session is used up: the turn is refused (429)."""
-
-    def __init__(self, budget):
-        super().__init__(budget.name)
-        self.budget = budget
-
-
 def _turns(tenant: Tenant):
     return Turn.objects.filter(tenant=tenant, session__deleted_at__isnull=True)
 
@@ -108,17 +99,20 @@ def turn_start(
     Two statements: the session's row locked (with whether a budget refuses the write, and the turn a
     repeated `external_id` names), then the messages, the turn, the counters and the roll-ups in one.
     Raises Session.DoesNotExist (not the tenant's) and BudgetUsedUp."""
+    change = TurnStart(
+        tenant=tenant,
+        session_id=session_id,
+        content=content,
+        attachments=attachments,
+        thinking_mode=thinking_mode,
+        conversation=conversation,
+        external_id=external_id,
+        api_key_id=api_key_id,
+    )
     try:
-        return _start(
-            tenant=tenant,
-            session_id=session_id,
-            content=content,
-            attachments=attachments,
-            thinking_mode=thinking_mode,
-            conversation=conversation,
-            external_id=external_id,
-            api_key_id=api_key_id,
-        )
+        with transaction.atomic():  # a savepoint when the caller has a transaction open: the retry below reads on
+            write(change)
+        return change.started
     except IntegrityError as error:
         # Its twin (the same external_id) committed while this one waited for the session's lock, after
         # this statement's snapshot was taken: the next one sees it.
@@ -139,53 +133,68 @@ FOR UPDATE OF s
 """
 
 
-def _start(*, tenant, session_id, content, attachments, thinking_mode, conversation, external_id, api_key_id):
-    now = timezone.now()
-    with transaction.atomic():
-        # The session's lock first, as every counter writer takes it: a repeated external_id then
-        # cannot race its twin. With it: whether a hard-limit budget of the tenant is used up, and the turn
-        # a repeated external_id names.
-        found = select_instances(_START_SQL, [now, external_id, session_id, tenant.pk], (("s", Session),))
-        if found is None:
-            raise Session.DoesNotExist
-        session, budget_blocked, repeated_turn = found
-        if repeated_turn is not None:
-            return TurnStarted(turn=_with_messages(Turn.objects.get(pk=repeated_turn)), created=False)
-        if budget_blocked:
-            budget = budget_blocking(session=session, api_key_id=api_key_id, now=now)
-            if budget is not None:
-                raise BudgetUsedUp(budget)
+class TurnStart(MessagesAppend):
+    """A turn's start: the user message and the assistant placeholder, appended by the ledger's unit of work
+    (services.ledger) with the turn's row a clause of the same statement. `started`: the TurnStarted."""
+
+    def __init__(
+        self, *, tenant, session_id, content, attachments, thinking_mode, conversation, external_id, api_key_id
+    ):
+        self.now = now = timezone.now()
         user = {"role": Role.USER, "content": content, "created_at": now, "thinking_mode": thinking_mode}
         if attachments is not None:
             user["attachments"] = attachments
         if conversation:
             user["conversation"] = conversation
         placeholder = {"role": Role.ASSISTANT, "content": "", "created_at": now}
-        made = []
-
-        def the_turn(messages: list[list[Message]]):
-            user_message, assistant_message = messages[0]
-            turn = unsaved_instance(
-                Turn,
-                tenant_id=tenant.pk,
-                session_id=session.pk,
-                conversation_id=user_message.conversation_id,
-                user_message_id=user_message.id,
-                assistant_message_id=assistant_message.id,
-                external_id=external_id,
-                started_at=now,
-                last_activity_at=now,
-            )
-            cache = turn._state.fields_cache
-            cache["user_message"], cache["assistant_message"] = user_message, assistant_message
-            made.append(turn)
-            return [insert_rows_sql(Turn, [turn])]
-
         # Embedding and the strategies' triggers wait for the turn's end (turn_completed, with both messages'
         # final text; an abandoned turn ends too): the question is not looked at twice.
-        messages_append_to_sessions(appends=[(session, [user, placeholder])], also=the_turn, announce=False)
-        mark_saved(made)
-    return TurnStarted(turn=made[0], created=True)
+        super().__init__(
+            way=Way.TURN_START,
+            appends=[(None, [user, placeholder])],
+            also=self.the_turn,
+            announce=False,
+            api_key_id=api_key_id,
+        )
+        self.tenant, self.session_id, self.external_id = tenant, session_id, external_id
+        self.started: TurnStarted | None = None
+
+    def lock(self) -> Locked | None:
+        """The session's lock first, as every counter writer takes it: a repeated external_id then cannot race
+        its twin. With it: whether a hard-limit budget of the tenant is used up, and the turn a repeated
+        external_id names (returned: nothing to write)."""
+        found = select_instances(
+            _START_SQL, [self.now, self.external_id, self.session_id, self.tenant.pk], (("s", Session),)
+        )
+        if found is None:
+            raise Session.DoesNotExist
+        session, budget_blocked, repeated_turn = found
+        if repeated_turn is not None:
+            self.started = TurnStarted(turn=_with_messages(Turn.objects.get(pk=repeated_turn)), created=False)
+            return None
+        return Locked(sessions=[session], budget_blocked=budget_blocked)
+
+    def the_turn(self, messages: list[list[Message]]):
+        user_message, assistant_message = messages[0]
+        turn = unsaved_instance(
+            Turn,
+            tenant_id=self.tenant.pk,
+            session_id=user_message.session_id,
+            conversation_id=user_message.conversation_id,
+            user_message_id=user_message.id,
+            assistant_message_id=assistant_message.id,
+            external_id=self.external_id,
+            started_at=self.now,
+            last_activity_at=self.now,
+        )
+        cache = turn._state.fields_cache
+        cache["user_message"], cache["assistant_message"] = user_message, assistant_message
+        self.started = TurnStarted(turn=turn, created=True)
+        return [insert_rows_sql(Turn, [turn])]
+
+    def after_write(self) -> None:
+        super().after_write()
+        mark_saved([self.started.turn])
 
 
 def _with_messages(turn: Turn) -> Turn:
@@ -282,16 +291,10 @@ def turn_complete(*, tenant: Tenant, turn_id, data: dict) -> tuple[Turn, bool]:
     Two statements: the turn read with its session and messages (the session's row and the turn's locked),
     then every change in one.
     """
-    digest = completion_digest(data)
+    change = TurnFinish(turn_id=turn_id, tenant=tenant, data=data)
     with transaction.atomic():
-        turn = _locked_turn(turn_id, tenant)
-        if turn.status in CLOSED:
-            if turn.completion_digest == digest:
-                return turn, False
-            raise TurnCompletedDifferently(turn)
-        status = TurnStatus.FAILED if data["finish_reason"] == "error" else TurnStatus.COMPLETED
-        _finish(turn=turn, data=data, status=status, digest=digest)
-    return turn, True
+        write(change)
+    return change.turn, change.changed
 
 
 _LOCKED_TURN_SQL = f"""
@@ -346,74 +349,122 @@ ANSWER_FIELDS = (
 USER_FIELDS = (("skill_names", "skill_names"), ("tool_names", "available_tool_names"))
 
 
-def _finish(*, turn: Turn, data: dict, status: str, digest: str) -> None:
-    now = timezone.now()
-    session, assistant, user = turn.session, turn.assistant_message, turn.user_message
-    before_key, before = turn_answer_usage(assistant)
+class TurnFinish(Change):
+    """A turn's completion, or its close as abandoned (`abandoned_before`: the cutoff of its last activity), in
+    the ledger's unit of work (services.ledger): both messages, the turn, and the counters moved from the
+    placeholder's contribution to the finished message's. `turn`, `changed`: the outcome."""
 
-    assistant.role = Role.ERROR if data["finish_reason"] == "error" else Role.ASSISTANT
-    for field in ("content", "thinking", "model", "max_tokens", "temperature", "finish_reason", "elapsed_ms"):
-        if field in data and data[field] is not None:
-            setattr(assistant, field, redact_text(data[field]) if field in ("content", "thinking") else data[field])
-    for field in TOKEN_FIELDS:
-        if data.get(field) is not None:
-            setattr(assistant, field, data[field])
-    assistant.total_tokens = total_tokens(assistant.input_tokens, assistant.output_tokens, assistant.total_tokens)
-    if "tool_calls" in data:
-        assistant.tool_calls = redact(data["tool_calls"])
-    if "tool_names" in data:
-        assistant.tool_names = data["tool_names"]
-    elif assistant.tool_calls:
-        assistant.tool_names = sorted({call.get("name") for call in assistant.tool_calls if call.get("name")})
-    assistant.api_calls = data.get("requests", 1 if status != TurnStatus.ABANDONED else 0)
-    # The error of this completion, or none: a late completion replaces the abandoned close's error.
-    assistant.metadata = {k: v for k, v in assistant.metadata.items() if k != "error"}
-    if data.get("error"):
-        assistant.metadata["error"] = redact_text(data["error"])
-    if needs_index(assistant.content):
-        index_after_commit([assistant.pk])
+    way = Way.TURN_COMPLETE
+    prepared = True
 
-    user_fields = [
-        name for name, key in (("skill_names", "skill_names"), ("tool_names", "available_tool_names")) if key in data
-    ]
-    for name, key in (("skill_names", "skill_names"), ("tool_names", "available_tool_names")):
-        if key in data:
-            setattr(user, name, data[key])
+    def __init__(self, *, turn_id, data: dict, tenant: Tenant | None = None, abandoned_before: datetime | None = None):
+        self.turn_id, self.data, self.tenant, self.abandoned_before = turn_id, data, tenant, abandoned_before
+        self.changed = False
 
-    after_key, after = turn_answer_usage(assistant)
-    delta = _difference(after, before)
-    rollup: dict[tuple[datetime, str], Counter] = defaultdict(Counter)
-    for field in COUNTER_FIELDS:  # out of the placeholder's hour/model bucket, into the finished message's
-        rollup[before_key][field] -= before.get(field, 0)
-        rollup[after_key][field] += after.get(field, 0)
+    # 1.
+    def validate(self) -> None:
+        self.digest = "" if self.abandoned_before is not None else completion_digest(self.data)
 
-    turn.status = status
-    turn.completed_at = turn.last_activity_at = now
-    turn.completion_digest = digest
-    counters = (*(delta[field] for field in COUNTER_FIELDS), now)
-    last_message_at = {"last_message_at": ("timestamptz", "GREATEST(t.last_message_at, v.last_message_at)")}
-    clauses = [
-        update_rows_sql(Message, [assistant], list(ANSWER_FIELDS)),
-        update_rows_sql(Message, [user], user_fields) if user_fields else None,
-        add_to_rows_sql(
-            Conversation, add=COUNTER_FIELDS, assign=last_message_at, rows=[(turn.conversation_id, *counters)]
-        ),
-        add_to_rows_sql(Session, add=COUNTER_FIELDS, assign=last_message_at, rows=[(session.pk, *counters)]),
-        update_rows_sql(Turn, [turn], ["status", "completed_at", "last_activity_at", "completion_digest"]),
-    ]
-    # Other apps' bookkeeping of the changed text (the memory status's embedding watermark), in the same statement.
-    clauses.extend(
-        clause
-        for _, clause in turn_completing.send(
-            sender=Turn, session_id=session.pk, first_seq=user.seq, message_ids=[user.pk, assistant.pk]
+    # 2.
+    def lock(self) -> Locked | None:
+        """The turn with its session and messages, locked; a closed turn takes only the same completion again
+        (nothing to write), and an abandoned turn's close only a turn still streaming since the cutoff."""
+        self.turn = turn = _locked_turn(self.turn_id, self.tenant)
+        if self.abandoned_before is not None:
+            if turn.status != TurnStatus.STREAMING or turn.last_activity_at >= self.abandoned_before:
+                return None
+            self.status = TurnStatus.ABANDONED
+        else:
+            if turn.status in CLOSED:
+                if turn.completion_digest == self.digest:
+                    return None
+                raise TurnCompletedDifferently(turn)
+            self.status = TurnStatus.FAILED if self.data["finish_reason"] == "error" else TurnStatus.COMPLETED
+        self.changed = True
+        return Locked(sessions=[turn.session])
+
+    # 3.
+    def rows(self, locked: Locked) -> list:
+        turn, data, status = self.turn, self.data, self.status
+        self.now = now = timezone.now()
+        session, assistant, user = turn.session, turn.assistant_message, turn.user_message
+        before_key, before = turn_answer_usage(assistant)
+
+        assistant.role = Role.ERROR if data["finish_reason"] == "error" else Role.ASSISTANT
+        for field in ("content", "thinking", "model", "max_tokens", "temperature", "finish_reason", "elapsed_ms"):
+            if field in data and data[field] is not None:
+                setattr(assistant, field, redact_text(data[field]) if field in ("content", "thinking") else data[field])
+        for field in TOKEN_FIELDS:
+            if data.get(field) is not None:
+                setattr(assistant, field, data[field])
+        assistant.total_tokens = total_tokens(assistant.input_tokens, assistant.output_tokens, assistant.total_tokens)
+        if "tool_calls" in data:
+            assistant.tool_calls = redact(data["tool_calls"])
+        if "tool_names" in data:
+            assistant.tool_names = data["tool_names"]
+        elif assistant.tool_calls:
+            assistant.tool_names = sorted({call.get("name") for call in assistant.tool_calls if call.get("name")})
+        assistant.api_calls = data.get("requests", 1 if status != TurnStatus.ABANDONED else 0)
+        # The error of this completion, or none: a late completion replaces the abandoned close's error.
+        assistant.metadata = {k: v for k, v in assistant.metadata.items() if k != "error"}
+        if data.get("error"):
+            assistant.metadata["error"] = redact_text(data["error"])
+        if needs_index(assistant.content):
+            index_after_commit([assistant.pk])
+
+        user_fields = [name for name, key in USER_FIELDS if key in data]
+        for name, key in USER_FIELDS:
+            if key in data:
+                setattr(user, name, data[key])
+
+        after_key, after = turn_answer_usage(assistant)
+        self.delta = _difference(after, before)
+        self.rollup: dict[tuple[datetime, str], Counter] = defaultdict(Counter)
+        for field in COUNTER_FIELDS:  # out of the placeholder's hour/model bucket, into the finished message's
+            self.rollup[before_key][field] -= before.get(field, 0)
+            self.rollup[after_key][field] += after.get(field, 0)
+
+        turn.status = status
+        turn.completed_at = turn.last_activity_at = now
+        turn.completion_digest = self.digest
+        clauses = [
+            update_rows_sql(Message, [assistant], list(ANSWER_FIELDS)),
+            update_rows_sql(Message, [user], user_fields) if user_fields else None,
+            update_rows_sql(Turn, [turn], ["status", "completed_at", "last_activity_at", "completion_digest"]),
+        ]
+        # Other apps' bookkeeping of the changed text (the memory status's embedding watermark), in the same
+        # statement.
+        clauses.extend(
+            clause
+            for _, clause in turn_completing.send(
+                sender=Turn, session_id=session.pk, first_seq=user.seq, message_ids=[user.pk, assistant.pk]
+            )
         )
-    )
-    rollups_add(entries=[(session, rollup)], before=[clause for clause in clauses if clause is not None], prepared=True)
-    for name in COUNTER_FIELDS:
-        setattr(session, name, getattr(session, name) + delta[name])
+        return clauses
 
-    tool_schema = data.get("tool_schema")
-    transaction.on_commit(lambda: _after_commit(turn, assistant, tool_schema, data.get("error")))
+    # 4.
+    def counters(self) -> list:
+        counters = (*(self.delta[field] for field in COUNTER_FIELDS), self.now)
+        last_message_at = {"last_message_at": ("timestamptz", "GREATEST(t.last_message_at, v.last_message_at)")}
+        return [
+            add_to_rows_sql(
+                Conversation, add=COUNTER_FIELDS, assign=last_message_at, rows=[(self.turn.conversation_id, *counters)]
+            ),
+            add_to_rows_sql(
+                Session, add=COUNTER_FIELDS, assign=last_message_at, rows=[(self.turn.session_id, *counters)]
+            ),
+        ]
+
+    def usage(self) -> list:
+        return [(self.turn.session, self.rollup)]
+
+    # 6.
+    def after_write(self) -> None:
+        turn, session = self.turn, self.turn.session
+        for name in COUNTER_FIELDS:
+            setattr(session, name, getattr(session, name) + self.delta[name])
+        assistant, tool_schema, error = turn.assistant_message, self.data.get("tool_schema"), self.data.get("error")
+        transaction.on_commit(lambda: _after_commit(turn, assistant, tool_schema, error))
 
 
 def _after_commit(turn: Turn, assistant: Message, tool_schema, error: str | None) -> None:
@@ -459,16 +510,8 @@ def turns_close_abandoned(*, older_than: timedelta, limit: int = 500) -> int:
     )[:limit]
     closed = 0
     for turn_id in candidates:
-        with transaction.atomic():
-            turn = _locked_turn(turn_id)
-            if turn.status != TurnStatus.STREAMING or turn.last_activity_at >= cutoff:
-                continue
-            seconds = int(older_than.total_seconds())
-            _finish(
-                turn=turn,
-                data={"finish_reason": "error", "error": f"Abandoned: no completion within {seconds} s."},
-                status=TurnStatus.ABANDONED,
-                digest="",
-            )
-            closed += 1
+        seconds = int(older_than.total_seconds())
+        data = {"finish_reason": "error", "error": f"Abandoned: no completion within {seconds} s."}
+        with transaction.atomic():  # each turn re-checked under its lock (TurnFinish.lock)
+            closed += write(TurnFinish(turn_id=turn_id, data=data, abandoned_before=cutoff)).changed
     return closed
