@@ -2,8 +2,8 @@
 real server (pytest-django's live_server) with real API keys, the upload endpoint's append semantics, and
 sessions, stats and the admin by machine.
 
-The logs are copies of tests/data/agent_logs/ (real record shapes), dated an hour back so that every import
-reads them through (no response waits for the file to go idle).
+The logs are copies of the importers' samples (tests/agent_logs.py: real record shapes), dated an hour back so
+that every import reads them through (no response waits for the file to go idle).
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from ingest_app.pipeline import import_path, local_machine
 from sessions_app.models import ImportedFile, Message, Session, Tenant
 from sessions_app.schema import MACHINE_PATTERN
 from sessions_app.selectors.recount import rollup_drift
+from tests.agent_logs import DATA
 from tests.conftest import TenantClient
 from tests.factories import api_key_for
 from tests.ingest_app.test_imports import COUNTERS
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ace-push.py"
-QWEN = Path("qwen/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl")
+QWEN = Path("qwen_code/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl")
 QWEN_NAME = ".qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl"
 
 
