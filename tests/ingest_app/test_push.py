@@ -24,8 +24,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from ingest_app import push_client
+from ingest_app import push_client, push_rules
 from ingest_app.api.imports import clean_relative_path
+from ingest_app.importers import registry
 from ingest_app.importers.detect import is_log_name
 from ingest_app.pipeline import import_path, local_machine
 from sessions_app.models import ImportedFile, Message, Session, Tenant
@@ -122,6 +123,20 @@ NAMES = [
     "/h/.gemini/settings.json",
     "/h/.gemini/tmp/5a1b/logs.json",
 ]
+
+
+def test_the_clients_tool_layouts_are_written_from_the_registry():
+    """The push client is one standalone file: its copy of the tools' layouts is written from the registry
+    (`manage.py ace_push_rules`), and this fails when they drift."""
+    assert push_rules.written() == push_rules.render(), "run manage.py ace_push_rules"
+    rules = registry.push_rules()
+    assert {name: getattr(push_client, name) for name in rules} == rules
+    assert {"~/.claude/projects", "~/.codex/sessions"} <= set(rules["DEFAULT_PATHS"])
+    drifted = push_rules.PUSH_CLIENT.read_text(encoding="utf-8").replace('    "~/.codex/sessions",\n', "", 1)
+    assert push_rules.written(drifted) != push_rules.render()
+    out = io.StringIO()
+    call_command("ace_push_rules", "--check", stdout=out)
+    assert "are the registry's" in out.getvalue()
 
 
 @pytest.mark.parametrize("name", NAMES)
