@@ -13,14 +13,12 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from ingest_app.importers import registry
 from ingest_app.importers.base import LogParser
-from ingest_app.importers.registry import describe_layout, history_stem
-from ingest_app.importers.tool import Layout
-
-__all__ = ["Detection", "Layout", "describe_layout", "detect_tool", "explain_detection", "is_log_name", "parser_for"]
+from ingest_app.importers.registry import history_stem, store_layout
+from ingest_app.importers.tool import Layout, PathName
 
 
 def parser_for(tool: str, path: str | Path) -> type[LogParser]:
@@ -33,6 +31,24 @@ def parser_for(tool: str, path: str | Path) -> type[LogParser]:
 class Detection:
     tool: str | None
     reason: str
+
+
+def describe_layout(path: str | Path) -> Layout:
+    """What a file's path says: the tool whose storage it lies in (None when none), the session's file key, and
+    whether it is a sub-agent's file (of which parent session, which agent) and in which project."""
+    found = store_layout(path)
+    if found is not None:
+        return found
+    path = PurePath(path)
+    name = path.name
+    stem = history_stem(name) or (name[: -len(".jsonl")] if name.endswith(".jsonl") else path.stem)
+    agent_id = stem[len("agent-") :] if stem.startswith("agent-") else ""
+    named = PathName(path, path.parts, name, stem, agent_id)
+    for tool in registry.TOOLS:
+        found = tool.layout(named) if tool.layout else None
+        if found is not None:
+            return found
+    return Layout(None, stem, bool(agent_id), "", agent_id)
 
 
 def is_log_name(path: str | Path) -> bool:

@@ -12,10 +12,10 @@ by path (`layout`), then by the first lines' records (`records`), the first tool
 
 from __future__ import annotations
 
-from pathlib import Path, PurePath
+from pathlib import Path
 
 from ingest_app.importers import claude_code, codex, gemini_cli, openclaw, opencode, qwen_code
-from ingest_app.importers.tool import Layout, PathName, Tool
+from ingest_app.importers.tool import Layout, Tool
 
 TOOLS: tuple[Tool, ...] = (
     claude_code.TOOL,
@@ -77,24 +77,6 @@ def history_stem(name: str) -> str:
         if stem:
             return stem
     return ""
-
-
-def describe_layout(path: str | Path) -> Layout:
-    """What a file's path says: the tool whose storage it lies in (None when none), the session's file key, and
-    whether it is a sub-agent's file (of which parent session, which agent) and in which project."""
-    found = store_layout(path)
-    if found is not None:
-        return found
-    path = PurePath(path)
-    name = path.name
-    stem = history_stem(name) or (name[: -len(".jsonl")] if name.endswith(".jsonl") else path.stem)
-    agent_id = stem[len("agent-") :] if stem.startswith("agent-") else ""
-    named = PathName(path, path.parts, name, stem, agent_id)
-    for tool in TOOLS:
-        found = tool.layout(named) if tool.layout else None
-        if found is not None:
-            return found
-    return Layout(None, stem, bool(agent_id), "", agent_id)
 
 
 def has_document_form(name: str | None) -> bool:
