@@ -9,6 +9,7 @@ import pytest
 from ingest_app.importers import registry
 from ingest_app.importers.detect import explain_detection, is_log_name
 from ingest_app.importers.jsonl import read_head
+from ingest_app.management.commands import ace_import
 from sessions_app.models import ImportTool
 
 
@@ -18,6 +19,12 @@ def test_the_import_tool_choices_are_the_registrys_tools_in_its_order():
     expected = [("AUTO", "auto", "auto (detect per file)")]
     expected += [(tool.member, tool.name, tool.label) for tool in registry.TOOLS]
     assert [(choice.name, choice.value, choice.label) for choice in ImportTool] == expected
+
+
+def test_ace_imports_help_lists_the_registrys_tools():
+    """`ace_import --help` lists where each tool keeps its logs without loading the importers (test_startup):
+    its copy is kept equal to the registry's, a fork beside the tool it forks."""
+    assert ace_import.TOOL_LOGS == tuple((tool.label, tool.where) for tool in registry.by_family())
 
 
 def test_each_tool_is_declared_once_in_its_own_folder():

@@ -4,7 +4,6 @@ import textwrap
 
 from django.core.management.base import BaseCommand, CommandError, DjangoHelpFormatter
 
-from ingest_app.importers import registry
 from sessions_app.models import ImportTool
 from sessions_app.schema import MACHINE_PATTERN
 
@@ -14,8 +13,17 @@ EXIT_FAILED = 1  # nothing was imported: the path or the database could not be u
 EXIT_USAGE = 2  # the arguments were wrong (argparse's status)
 EXIT_REFUSED = 3  # the import ran, but files were refused or lines skipped: each is named on stderr
 
-# Where each tool keeps its logs by default, as the help lists them (README's "Importing agent logs" too).
-TOOL_LOGS = tuple((tool.label, tool.where) for tool in registry.by_family())
+# Where each tool keeps its logs by default, as the help lists them (README's "Importing agent logs" too). A copy of
+# the registry's (`Tool.where`), kept here so that `--help` starts without loading the importers (test_startup);
+# tests/ingest_app/test_registry.py fails when they drift.
+TOOL_LOGS = (
+    ("Claude Code", "~/.claude/projects (sessions and their sub-agents)"),
+    ("Qwen Code", "~/.qwen/projects (JSONL), ~/.qwen/tmp (older JSON)"),
+    ("Gemini CLI", "~/.gemini/tmp (chats/session-*.json and .jsonl)"),
+    ("OpenClaw", "~/.openclaw/agents (older installs ~/.clawdbot, ~/.moltbot), archives included"),
+    ("Codex CLI", "~/.codex/sessions, ~/.codex/archived_sessions"),
+    ("OpenCode", "~/.local/share/opencode (its opencode.db, or the older storage/ folder)"),
+)
 
 DESCRIPTION = "\n\n".join(
     [
