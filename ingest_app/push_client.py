@@ -51,7 +51,12 @@ from stat import S_ISREG
 
 log = logging.getLogger("ace-push")
 
-# The agents' usual log folders (docs/operations.md, "Many machines").
+# BEGIN the tools' layouts: written from ingest_app.importers.registry by `manage.py ace_push_rules`, not by hand
+# (tests/ingest_app/test_push.py fails when they drift). DEFAULT_PATHS: the agents' usual log folders
+# (docs/operations.md, "Many machines"). TOOL_HOMES: where each tool keeps its folders (an uploaded path starts at
+# the last of these in the file's path, so the server sees the layout its importers recognise). DOCUMENT_FOLDERS:
+# where whole-document .json logs are kept. SKIPPED_LOGS: (folders, name ending) of files that are no logs.
+# ARCHIVED_LOGS: the patterns of the archived logs' names.
 DEFAULT_PATHS = (
     "~/.claude/projects",
     "~/.qwen/projects",
@@ -63,17 +68,32 @@ DEFAULT_PATHS = (
     "~/.codex/archived_sessions",
     "~/.gemini/tmp",
 )
-# Where each tool keeps its folders: an uploaded path starts at the last of these in the file's path, so the
-# server sees the layout its importers recognise (`.claude/projects/<project>/<session>.jsonl`).
-TOOL_HOMES = (".claude", ".qwen", ".openclaw", ".clawdbot", ".moltbot", ".codex", ".gemini")
+TOOL_HOMES = (
+    ".claude",
+    ".qwen",
+    ".openclaw",
+    ".clawdbot",
+    ".moltbot",
+    ".codex",
+    ".gemini",
+)
+DOCUMENT_FOLDERS = (
+    (".qwen", "tmp", "chats"),
+    (".gemini", "tmp", "chats"),
+)
+SKIPPED_LOGS = (
+    ((".openclaw", "sessions"), ".trajectory.jsonl"),
+    ((".clawdbot", "sessions"), ".trajectory.jsonl"),
+    ((".moltbot", "sessions"), ".trajectory.jsonl"),
+)
+ARCHIVED_LOGS = (r"\.jsonl\.(?:reset|deleted)\.[^/]+$",)
+# END the tools' layouts
+ARCHIVED_LOG = re.compile("|".join(ARCHIVED_LOGS) or "(?!)")
 
 # Copies of the server's rules, kept small; tests/ingest_app/test_push.py compares them with the originals.
 # Machine names: sessions_app.schema.MACHINE_PATTERN. Log names: ingest_app.importers.detect.is_log_name.
 # Uploaded paths: ingest_app.api.imports.clean_relative_path.
 MACHINE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
-OPENCLAW_HOMES = (".openclaw", ".clawdbot", ".moltbot")
-ARCHIVED_LOG = re.compile(r"\.jsonl\.(?:reset|deleted)\.[^/]+$")  # OpenClaw's reset and deleted transcripts
-DOCUMENT_FOLDERS = ((".gemini", "tmp", "chats"), (".qwen", "tmp", "chats"))  # whole-document .json logs
 _UNSAFE = re.compile(r"[^\w.@+\-]")
 
 HEAD_BYTES = 4096  # what the server's head_sha256 covers
@@ -89,16 +109,15 @@ def default_machine_name() -> str:
 
 
 def is_log_name(path: str) -> bool:
-    """Whether a file is an agent log the server imports: `.jsonl`, an archived transcript, or a whole-document
-    `.json` log in a folder where a tool keeps them."""
+    """Whether a file is an agent log the server imports: `.jsonl` (but a tool's files that are no logs), an
+    archived transcript, or a whole-document `.json` log in a folder where a tool keeps them."""
     name = PurePosixPath(path).name
-    if name.endswith(".trajectory.jsonl"):  # next to OpenClaw's transcripts: a run's trace, not a transcript
-        parts = PurePosixPath(path).parts
-        return not any(_in_order(parts, (home, "sessions")) for home in OPENCLAW_HOMES)
+    parts = PurePosixPath(path).parts
+    if any(name.endswith(ending) and _in_order(parts, folders) for folders, ending in SKIPPED_LOGS):
+        return False  # e.g. next to OpenClaw's transcripts: a run's trace, not a transcript
     if name.endswith(".jsonl") or ARCHIVED_LOG.search(name):
         return True
     if name.endswith(".json"):
-        parts = PurePosixPath(path).parts
         return any(_in_order(parts, folders) for folders in DOCUMENT_FOLDERS)
     return False
 

@@ -28,6 +28,7 @@ from memory_app.sample_data import memory_sample_create
 from sessions_app.sample_data import sample_data_create
 from sessions_app.services.apikeys import tenant_get_or_create
 from strategies_app.models import StrategyRun
+from tests.support.agent_logs import DATA
 from tests.support.realistic_usage import SECOND_TENANT, realistic_usage_create
 from tests.support.waiting import wait_for
 
@@ -36,7 +37,6 @@ SCREENSHOTS = Path(
     os.environ.get("ACE_SCREENSHOT_DIR", Path(__file__).resolve().parent.parent / "artifacts/screenshots")
 )
 WIDTH = 1400
-AGENT_LOGS = Path(__file__).resolve().parent / "data/agent_logs"
 ADMIN_LIST = re.compile(r"^/admin/[a-z_]+/[a-z_]+/$")
 # Views of their own that lists and objects link to.
 OWN_VIEWS = ("dashboard", "timeline", "chat", "similar", "run")
@@ -136,7 +136,7 @@ def sample_data(transactional_db, celery_worker, django_user_model):
     memory_sample_create(tenant=demo)
     realistic_usage_create(tenant=demo)
     # Agent logs of every tool (and a file that is no tool's), imported by a source as the collector does.
-    source = ImportSource.objects.create(tenant=demo, path=str(AGENT_LOGS), user_id="dev")
+    source = ImportSource.objects.create(tenant=demo, path=str(DATA), user_id="dev")
     assert import_source_scan(source=source).files_imported > 0
     runs = StrategyRun.objects.filter(tenant=demo)
     wait_for(lambda: runs.exists() and not runs.filter(status__in=("queued", "running")).exists(), 60)

@@ -24,6 +24,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from ingest_app.importers import registry
 from ingest_app.importers.detect import is_log_name
 from ingest_app.models import ImportedFile, ImportTool
 from ingest_app.pipeline import import_files
@@ -120,12 +121,8 @@ class ImportUploadSerializer(serializers.Serializer):
         for index, upload in enumerate(files):
             wanted = paths[index] if paths is not None else upload.name or ""
             name = clean_relative_path(wanted)
-            if name is None and wanted.lower().endswith((".db", ".db-wal", ".sqlite")):
-                errors[f"files.{index}"] = [
-                    f"{wanted!r}: an OpenCode database (or another SQLite file) cannot be uploaded: it is rewritten "
-                    "in place, so its new bytes are not a log's new lines. Import it where it lives: "
-                    "`manage.py ace_import ~/.local/share/opencode`."
-                ]
+            if name is None and registry.upload_refusal(wanted):
+                errors[f"files.{index}"] = [registry.upload_refusal(wanted)]
             elif name is None:
                 errors[f"files.{index}"] = [
                     f"{wanted!r}: a relative path (up to {MAX_PATH_PARTS} parts) of an agent-log file is expected "

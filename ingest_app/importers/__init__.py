@@ -1,7 +1,9 @@
-"""Agent-log importers: one module per tool (claude_code, qwen_code, openclaw, gemini_cli) on a shared base.
+"""Agent-log importers: one package per tool (`importers/<tool>/`: its `TOOL` description, its parser, its sample
+logs), listed by `registry.TOOLS`, on a shared base.
 
-`base` holds the normalised output and the parser base class, `jsonl` reads log lines from an offset,
-`detect` tells which tool wrote a file, and `dispatch.parse_file` runs that tool's parser.
+`tool` holds what a tool declares (`Tool`, `Store`), `base` the normalised output and the parser base class,
+`jsonl` reads log lines from an offset, `detect` tells which tool wrote a file (asking the registry), and
+`dispatch.parse_file` runs that tool's parser.
 
 `parse_file` reads a log from a byte offset into `ParsedMessage`s shaped like the messages API body; the
 import (`services.imports`) hands them to the message service, which counts them by the rules of
@@ -9,12 +11,11 @@ import (`services.imports`) hands them to the message service, which counts them
 database. See docs/accounting.md for how lines become messages, requests and conversations.
 """
 
-from ingest_app.importers.base import TOOLS, ParsedMessage, ParsedSession, ParseIssue, ParseResult
+from ingest_app.importers.base import ParsedMessage, ParsedSession, ParseIssue, ParseResult
 from ingest_app.importers.detect import Detection, describe_layout, detect_tool, explain_detection
 from ingest_app.importers.dispatch import parse_file
 
 __all__ = [
-    "TOOLS",
     "Detection",
     "ParseIssue",
     "ParseResult",

@@ -1,6 +1,6 @@
 """What every agent-log parser shares: the normalised output, the parser base class and small helpers.
 
-Every tool module (claude_code, qwen_code, openclaw) turns the lines of one log file into `ParsedMessage`s
+Every tool's parser (`<tool>/parser.py`) turns the lines of one log file into `ParsedMessage`s
 shaped like the body of `POST /api/v1/sessions/{id}/messages/`, so the importer can hand them to the same
 `messages_append` service the API uses. Nothing here touches the database or reads a file:
 `jsonl` reads the lines, `dispatch.parse_file` picks the parser and runs it.
@@ -19,9 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from sessions_app.schema import MAX_TOKENS, MESSAGE_TEXT_LIMITS, TOKEN_FIELDS
-
-TOOLS = ("claude-code", "qwen-code", "openclaw", "codex", "gemini-cli", "opencode")
-
 
 # -- the normalised output ---------------------------------------------------------------------------
 

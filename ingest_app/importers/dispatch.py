@@ -6,16 +6,17 @@ carry holds what must survive between two calls on one file (the session header,
 conversation, a streamed response whose lines straddle the offset, unresolved tool calls), so parsing a
 file in several steps gives exactly the messages that one pass gives. See docs/accounting.md.
 
-This module sits above the parsers: it imports `detect` (which imports every tool module), and the tool
-modules import only `base` and `jsonl`, so nothing imports back.
+This module sits above the parsers: it imports `detect` and the `registry` (which imports every tool's
+package), and the tools import only `tool`, `base` and `jsonl`, so nothing imports back.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ingest_app.importers import registry
 from ingest_app.importers.base import LogParser, ParseIssue, ParseResult, SourceFile
-from ingest_app.importers.detect import PARSERS, describe_layout, explain_detection, parser_for
+from ingest_app.importers.detect import describe_layout, explain_detection, parser_for
 from ingest_app.importers.jsonl import (
     JsonlReader,
     count_lines_before,
@@ -26,7 +27,6 @@ from ingest_app.importers.jsonl import (
     tail_key,
 )
 from ingest_app.importers.limits import LogLimitExceeded, check_document_size
-from ingest_app.importers.opencode import parse_source, source_stat, split_source
 
 CARRY_VERSION = 1
 
@@ -42,7 +42,7 @@ def parse_file(
 ) -> ParseResult:
     """Parse one agent log from `start_offset`.
 
-    `tool` forces the format ("claude-code", "qwen-code", "openclaw"); otherwise it is detected from the
+    `tool` forces the format (a name of `registry.TOOLS`); otherwise it is detected from the
     path and the first lines. `carry` is what the previous call returned for the same file and offset.
     `flush=True` also emits a streamed response whose last line has not arrived yet (use it when the
     file is known to be finished, e.g. its session ended or it has not changed for a while).
@@ -60,12 +60,14 @@ def parse_file(
         issues.append(ParseIssue(str(path), 0, message, level))
         return ParseResult(None, [], issues, start_offset, 0, carry)
 
-    if tool is not None and tool not in PARSERS:
-        return failed(f"unknown tool {tool!r}; use one of {', '.join(PARSERS)}")
-    if split_source(path) is not None:  # an OpenCode session in its database or storage folder
-        if tool not in (None, "opencode"):
-            return failed(f"not a {tool} log: it is an OpenCode session")
-        return parse_source(path, carry=carry, flush=flush)
+    if tool is not None and tool not in registry.NAMES:
+        return failed(f"unknown tool {tool!r}; use one of {', '.join(registry.NAMES)}")
+    source = registry.store_layout(path)
+    if source is not None:  # a session of a store (OpenCode's database or storage folder)
+        store_tool = registry.get(source.tool)
+        if tool not in (None, store_tool.name):
+            return failed(f"not a {tool} log: it is an {store_tool.label} session")
+        return store_tool.store.parse(path, carry=carry, flush=flush)
     try:
         size = log_size(path)
     except OSError as error:
@@ -169,15 +171,15 @@ def parse_file(
 
 
 def stat_source(path: Path):
-    """`path.stat()`, or for an OpenCode session (which has no file of its own) what stands in for it: the bytes
-    of its rows and its last update (`opencode.source_stat`). Raises OSError."""
-    stat = source_stat(path)
+    """`path.stat()`, or for a store's session (an OpenCode session has no file of its own) what stands in for
+    it: the bytes of its rows and its last update (`Store.stat`). Raises OSError."""
+    stat = registry.source_stat(path)
     return stat if stat is not None else path.stat()
 
 
 def is_document_log(path: str | Path, tool: str | None) -> bool:
     """Whether this file of the tool is one JSON document rewritten whole (read from the start each time)."""
-    return tool in PARSERS and parser_for(tool, path).document
+    return tool in registry.NAMES and parser_for(tool, path).document
 
 
 def _nothing_to_judge_yet(path: Path, carry: dict, issues: list[ParseIssue]) -> ParseResult:

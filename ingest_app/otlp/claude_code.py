@@ -30,7 +30,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ingest_app.importers.base import parse_timestamp
-from ingest_app.importers.claude_code import prompt_round
+from ingest_app.importers.claude_code.parser import prompt_round
 from ingest_app.models import ImportTool, TelemetryKind, TelemetryRecord
 from ingest_app.otlp.decode import LogRecord, MetricPoint
 from ingest_app.pipeline import pairing

@@ -1,5 +1,4 @@
-"""Importing agent logs (Claude Code, Qwen Code, Gemini CLI, OpenClaw, Codex CLI, OpenCode) from files on disk into
-sessions and messages.
+"""Importing agent logs (of the tools of `importers.registry`) from files on disk into sessions and messages.
 
 `import_path` walks a file or a directory tree and imports every log file it has not fully read yet:
 
@@ -100,7 +99,7 @@ def import_path(
         files = log_files(root, skipped)
     except OSError as error:
         raise ImportPathError(f"{root}: {error.strerror or error}") from error
-    if root.is_file():  # an OpenCode database's sessions are `<db>#<session>`
+    if root.is_file():  # a store's sessions (an OpenCode database's) are `<db>#<session>`
         known = ImportedFile.objects.filter(tenant=tenant, path__in=[str(root), *map(str, files)])
     else:
         known = ImportedFile.objects.filter(tenant=tenant, path__startswith=str(root).rstrip(os.sep) + os.sep)

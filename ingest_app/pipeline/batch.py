@@ -13,10 +13,9 @@ from django.db import OperationalError, transaction
 from django.utils import timezone
 from psycopg.errors import DeadlockDetected, SerializationFailure
 
-from ingest_app.importers import ParseIssue, parse_file
+from ingest_app.importers import ParseIssue, parse_file, registry
 from ingest_app.importers.dispatch import is_document_log
 from ingest_app.importers.jsonl import is_compressed
-from ingest_app.importers.opencode import split_source
 from ingest_app.models import ImportedFile
 from ingest_app.pipeline import plan
 from ingest_app.pipeline.pairing import pair_import_items
@@ -234,9 +233,9 @@ class BatchImporter:
 
 def fingerprint(path: Path, offset: int) -> str:
     """SHA-256 of the first and the last 4 KB before `offset`: if the bytes already imported changed, the
-    file was replaced (or rewritten) and must be read again from the start. An OpenCode session has no file
-    (it is read whole each time it changed): none."""
-    if offset <= 0 or split_source(path) is not None:
+    file was replaced (or rewritten) and must be read again from the start. A store's session (OpenCode's) has
+    no file (it is read whole each time it changed): none."""
+    if offset <= 0 or registry.is_store_source(path):
         return ""
     digest = hashlib.sha256()
     with path.open("rb") as handle:

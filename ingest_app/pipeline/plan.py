@@ -16,7 +16,7 @@ from stat import S_ISBLK, S_ISCHR, S_ISFIFO, S_ISREG, S_ISSOCK
 
 from django.utils import timezone
 
-from ingest_app.importers import ParseIssue, ParseResult, describe_layout, opencode
+from ingest_app.importers import ParseIssue, ParseResult, describe_layout, registry
 from ingest_app.importers.detect import explain_detection, head_objects, is_log_name
 from ingest_app.importers.dispatch import stat_source
 from ingest_app.importers.jsonl import read_head
@@ -89,13 +89,13 @@ class FileInBatch:
 
 def log_files(root: Path, skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
     """The log files under `root` (or `root` itself; see `detect.is_log_name`), sessions before sub-agent files
-    so that a sub-agent can find the round of its parent that spawned it. An OpenCode database or storage
-    folder gives one source per session (see `importers.opencode`).
+    so that a sub-agent can find the round of its parent that spawned it. A tool's store (OpenCode's database
+    or storage folder) gives one source per session (`registry.expand`, `registry.sources_in`).
 
     Only regular files are read (a FIFO would block the read forever), and a symbolic link only when the file
     it points to lies inside `root` (links to folders are not followed): the others, named like logs, are
     added to `skipped` with the reason. `root` itself is taken as given, a link or not."""
-    sources = opencode.expand(root)
+    sources = registry.expand(root)
     if sources is not None:
         return sorted(sources, key=lambda path: (describe_layout(path).is_subagent, str(path)))
     if root.is_file():
@@ -108,7 +108,7 @@ def log_files(root: Path, skipped: list[tuple[Path, str]] | None = None) -> list
     found = []
     for directory, subdirs, names in os.walk(root):
         subdirs.sort()
-        found.extend(opencode.sources_in(Path(directory), subdirs, names))
+        found.extend(registry.sources_in(Path(directory), subdirs, names))
         for path in (Path(directory) / name for name in names):
             if not is_log_name(path):
                 continue

@@ -187,7 +187,7 @@ def test_a_long_line_continued_by_an_appended_part_is_400_with_its_line_number(a
 
 
 GEMINI = Path(
-    "gemini/.gemini/tmp/79b1946573b55334fbdb6d41866f54789477fe12ecee2ed364ceea086a02ef82/chats/"
+    "gemini_cli/.gemini/tmp/79b1946573b55334fbdb6d41866f54789477fe12ecee2ed364ceea086a02ef82/chats/"
     "session-2026-02-10T17-27-08c1f87b.json"
 )
 
@@ -196,7 +196,7 @@ def test_a_whole_document_log_larger_than_a_line_may_be_is_400_and_refused_by_ac
     settings.ACE_DATA_DIR = tmp_path / "server"
     document = (DATA / GEMINI).read_bytes()
     settings.ACE_IMPORT_MAX_LINE_BYTES = len(document) - 1
-    name = str(GEMINI.relative_to("gemini"))
+    name = str(GEMINI.relative_to("gemini_cli"))
     response = upload(api, ("session.json", document), paths=[name])
     assert response.status_code == 400, response.json()
     assert f"larger than ACE_IMPORT_MAX_LINE_BYTES ({len(document) - 1:,} bytes)" in response.json()["detail"]
@@ -331,7 +331,7 @@ def test_ace_import_refuses_bombs_and_long_lines_skips_fifos_and_outside_links_a
     transactional_db, tmp_path
 ):
     tree = tmp_path / "tree"
-    good = tree / ".qwen" / QWEN.relative_to("qwen/.qwen")
+    good = tree / ".qwen" / QWEN.relative_to("qwen_code/.qwen")
     good.parent.mkdir(parents=True)
     shutil.copy(DATA / QWEN, good)
     sessions = tree / ".openclaw" / "agents" / "main" / "sessions"

@@ -174,7 +174,7 @@ def copy_of(carry: dict | None) -> dict | None:
 
 # -- a file that is not the tool's format, in the tool's folder ---------------------------------------
 
-CLAUDE_PLACE = Path("claude/.claude/projects/-home-dev-notes/0c9e0a53-1f2b-4d3c-8e4f-5a6b7c8d9e0f.jsonl")
+CLAUDE_PLACE = Path("claude_code/.claude/projects/-home-dev-notes/0c9e0a53-1f2b-4d3c-8e4f-5a6b7c8d9e0f.jsonl")
 
 
 def garbage_at(root: Path, relative: Path, lines: int = 2000) -> Path:

@@ -1,6 +1,6 @@
 """The Codex CLI importer: rollouts become exact requests, messages and rounds, read in one pass or in pieces.
 
-Fixtures in tests/data/agent_logs/codex/ have the record shapes of real rollouts (Codex 0.46 wrapped lines,
+The samples in ingest_app/importers/codex/samples/ have the record shapes of real rollouts (Codex 0.46 wrapped lines,
 the bare rollouts of spring 2025) and ccusage's Codex fixture as it is; see docs/accounting.md ("Codex CLI").
 """
 
@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 
 from ingest_app.importers import describe_layout, explain_detection, parse_file
-from ingest_app.importers.codex import call_usage, token_fields, usage_of
-from ingest_app.importers.detect import _shape_of
+from ingest_app.importers.codex.parser import call_usage, token_fields, usage_of
+from ingest_app.importers.detect import shape_of
 from ingest_app.pipeline import import_path
 from sessions_app.accounting import count_usage
 from sessions_app.api.serializers import MessageInSerializer
 from sessions_app.models import Session
 from sessions_app.selectors.recount import session_count_drift
 from tests.ingest_app.test_importer_parsers import as_stored
+from tests.support.agent_logs import DATA
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
 SESSION = "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5"
 ROLLOUT = Path(f"codex/.codex/sessions/2025/10/29/rollout-2025-10-29T00-59-38-{SESSION}.jsonl")
 BARE_SESSION = "5973b6c0-94b8-487b-a530-2aeb6098ae0e"
@@ -475,10 +475,10 @@ def test_codex_folders_are_detected_by_path():
 
 SAMPLES = {
     "claude-code": [
-        "claude/.claude/projects/-home-dev-weather/5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11.jsonl",
-        "claude/.claude/projects/-home-dev-weather/6a1d3b8f-2c45-4e9a-8f7b-0d1e2f3a4b5c.jsonl",
+        "claude_code/.claude/projects/-home-dev-weather/5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11.jsonl",
+        "claude_code/.claude/projects/-home-dev-weather/6a1d3b8f-2c45-4e9a-8f7b-0d1e2f3a4b5c.jsonl",
     ],
-    "qwen-code": ["qwen/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl"],
+    "qwen-code": ["qwen_code/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl"],
     "openclaw": ["openclaw/.openclaw/agents/main/sessions/0f3a9c27-6b1d-4e58-8a40-d5c2b7e91f36.jsonl"],
     "codex": [str(relative) for relative in CODEX_LOGS],
 }
@@ -493,7 +493,7 @@ def test_each_tools_lines_have_the_shape_of_that_tool_only(tool, relative, tmp_p
             data = json.loads(text)
         except ValueError:
             continue  # the fixtures' deliberately corrupt lines
-        shapes.add(_shape_of(data) if isinstance(data, dict) else None)
+        shapes.add(shape_of(data) if isinstance(data, dict) else None)
     assert shapes - {None} == {tool}
     exported = tmp_path / "exported.jsonl"
     shutil.copy(DATA / relative, exported)

@@ -2,7 +2,7 @@
 exact counts per docs/accounting.md ("Gemini CLI", "Qwen Code"), incremental reads, detection that never
 takes one fork for the other, and input that is not a log.
 
-Pure parsing: no database (the imports are in test_imports_gemini.py). The samples in tests/data/agent_logs/
+Pure parsing: no database (the imports are in test_imports_gemini.py). The samples of both tools
 reproduce the records of Gemini CLI's chatRecordingService and of Qwen Code's session reader.
 """
 
@@ -16,12 +16,12 @@ import pytest
 
 from ingest_app.importers import describe_layout, explain_detection, parse_file
 from ingest_app.importers.detect import is_log_name
-from ingest_app.importers.gemini_cli import gemini_tokens
+from ingest_app.importers.gemini_cli.parser import gemini_tokens
 from sessions_app.accounting import count_usage
 from sessions_app.api.serializers import MessageInSerializer
+from tests.support.agent_logs import DATA
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
-GEMINI_HOME = Path("gemini/.gemini/tmp")
+GEMINI_HOME = Path("gemini_cli/.gemini/tmp")
 GEMINI_JSON = (
     GEMINI_HOME
     / "79b1946573b55334fbdb6d41866f54789477fe12ecee2ed364ceea086a02ef82/chats/session-2026-02-10T17-27-08c1f87b.json"
@@ -32,11 +32,11 @@ GEMINI_AGENT_ID = "2b7f9c1e-4a6d-4c8b-9e3f-5d1a7c9b3e2f"
 GEMINI_JSONL = GEMINI_CHATS / "session-2026-05-15T20-55-5c9e2a4b.jsonl"
 GEMINI_AGENT = GEMINI_CHATS / GEMINI_SESSION / f"{GEMINI_AGENT_ID}.jsonl"
 QWEN_JSON = Path(
-    "qwen/.qwen/tmp/4f1c8e2a9b7d6c5e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e/chats/"
+    "qwen_code/.qwen/tmp/4f1c8e2a9b7d6c5e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e/chats/"
     "session-2025-09-12T08-14-3b9c1d2e.json"
 )
-QWEN_JSONL = Path("qwen/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl")
-CLAUDE = Path("claude/.claude/projects/-home-dev-weather/5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11.jsonl")
+QWEN_JSONL = Path("qwen_code/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl")
+CLAUDE = Path("claude_code/.claude/projects/-home-dev-weather/5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11.jsonl")
 OPENCLAW = Path("openclaw/.openclaw/agents/main/sessions/0f3a9c27-6b1d-4e58-8a40-d5c2b7e91f36.jsonl")
 SAMPLES = [GEMINI_JSON, GEMINI_JSONL, GEMINI_AGENT, QWEN_JSON]
 TOTALS = ("requests", "conversations", "messages", "input_tokens", "output_tokens", "cache_read_tokens", "total_tokens")

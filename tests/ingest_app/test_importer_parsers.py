@@ -1,6 +1,6 @@
 """The agent-log parsers: exact counts per docs/accounting.md, incremental reads, bad input, detection.
 
-Pure parsing: no database. Fixtures in tests/data/agent_logs/ reproduce the tools' real record shapes.
+Pure parsing: no database. The importers' samples (tests/agent_logs.py) reproduce the tools' real record shapes.
 """
 
 import json
@@ -17,8 +17,8 @@ from ingest_app.importers import (
     parse_file,
 )
 from ingest_app.importers.base import as_int
-from ingest_app.importers.openclaw import feishu_context, parse_inbound_metadata
-from ingest_app.importers.qwen_code import normalise_usage
+from ingest_app.importers.openclaw.parser import feishu_context, parse_inbound_metadata
+from ingest_app.importers.qwen_code.parser import normalise_usage
 from sessions_app.accounting import count_usage
 from sessions_app.api.serializers import MessageInSerializer
 from sessions_app.schema import TOKEN_FIELDS
@@ -26,11 +26,11 @@ from sessions_app.services.messages import AMENDED_FIELDS
 from tests.support.agent_logs import DATA, copy_log
 
 CLAUDE_SESSION = "5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11"
-CLAUDE_DIR = Path("claude/.claude/projects/-home-dev-weather")
+CLAUDE_DIR = Path("claude_code/.claude/projects/-home-dev-weather")
 CLAUDE = CLAUDE_DIR / f"{CLAUDE_SESSION}.jsonl"
 CLAUDE_AGENT = CLAUDE_DIR / CLAUDE_SESSION / "subagents" / "agent-a1b2c3d.jsonl"
 CLAUDE_STREAMING = CLAUDE_DIR / "6a1d3b8f-2c45-4e9a-8f7b-0d1e2f3a4b5c.jsonl"
-QWEN = Path("qwen/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl")
+QWEN = Path("qwen_code/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl")
 OPENCLAW = Path("openclaw/.openclaw/agents/main/sessions/0f3a9c27-6b1d-4e58-8a40-d5c2b7e91f36.jsonl")
 SEED = Path("seed/weather-openclaw.jsonl")
 FEISHU_CHAT = "oc_84f2a1c9d3e5b7a6f0c2d4e6a8b0c1d2"

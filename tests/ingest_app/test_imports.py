@@ -1,8 +1,8 @@
 """Importing agent logs into sessions: exact counts through the API, incremental and idempotent re-imports,
 bad input, sub-agents, the command, the upload endpoint and the collector (with a real Celery worker).
 
-The fixtures in tests/data/agent_logs/ reproduce the tools' real record shapes; every test imports a copy
-under tmp_path, so files can grow, shrink and be replaced.
+The samples (each tool's `samples/`, as one tree: tests/agent_logs.py) reproduce the tools' real record shapes;
+every test imports a copy under tmp_path, so files can grow, shrink and be replaced.
 """
 
 import io
@@ -32,11 +32,11 @@ from tests.support.api import make_client, upload
 from tests.support.waiting import wait_for
 
 CLAUDE_SESSION = "5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11"
-CLAUDE_DIR = Path("claude/.claude/projects/-home-dev-weather")
+CLAUDE_DIR = Path("claude_code/.claude/projects/-home-dev-weather")
 CLAUDE = CLAUDE_DIR / f"{CLAUDE_SESSION}.jsonl"
 CLAUDE_AGENT = CLAUDE_DIR / CLAUDE_SESSION / "subagents" / "agent-a1b2c3d.jsonl"
 CLAUDE_STREAMING = CLAUDE_DIR / "6a1d3b8f-2c45-4e9a-8f7b-0d1e2f3a4b5c.jsonl"
-QWEN = Path("qwen/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl")
+QWEN = Path("qwen_code/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl")
 OPENCLAW = Path("openclaw/.openclaw/agents/main/sessions/0f3a9c27-6b1d-4e58-8a40-d5c2b7e91f36.jsonl")
 SEED = Path("seed/weather-openclaw.jsonl")
 GARBAGE = Path("unknown/garbage.jsonl")
@@ -531,7 +531,7 @@ def test_uploads_keep_subagent_paths_and_attribute_the_agent_to_its_parent(api, 
         api,
         ("main.jsonl", (DATA / CLAUDE).read_bytes()),
         ("agent.jsonl", (DATA / CLAUDE_AGENT).read_bytes()),
-        paths=[str(CLAUDE.relative_to("claude")), str(CLAUDE_AGENT.relative_to("claude"))],
+        paths=[str(CLAUDE.relative_to("claude_code")), str(CLAUDE_AGENT.relative_to("claude_code"))],
         user_id="carol",
     )
     assert response.status_code == 201, response.json()
@@ -655,13 +655,13 @@ def test_a_source_whose_directory_is_gone_says_so_in_its_last_summary(api, tmp_p
 
 def test_bootstrap_registers_the_directories_of_ace_import_dirs_once(db, settings, tmp_path, capsys):
     settings.ACE_DATA_DIR = tmp_path
-    settings.ACE_IMPORT_DIRS = [str(tmp_path / "claude"), str(tmp_path / "qwen")]
+    settings.ACE_IMPORT_DIRS = [str(tmp_path / "claude_code"), str(tmp_path / "qwen_code")]
     call_command("ace_bootstrap", "--tenant", "bootstrapped")
     call_command("ace_bootstrap", "--tenant", "bootstrapped")
     sources = ImportSource.objects.filter(tenant__name="bootstrapped").order_by("path")
     assert [(s.path, s.enabled, s.tool) for s in sources] == [
-        (str(tmp_path / "claude"), True, "auto"),
-        (str(tmp_path / "qwen"), True, "auto"),
+        (str(tmp_path / "claude_code"), True, "auto"),
+        (str(tmp_path / "qwen_code"), True, "auto"),
     ]
     assert capsys.readouterr().out.count("Import source added") == 2
 

@@ -1,7 +1,7 @@
 """Nothing pending in silence: an import stores every response in the bytes it read, at once, and completes it in
 place when its later lines arrive — exact after every import, never a second message or request.
 
-A live Claude Code session is imported as it is written: the real-shaped fixtures of tests/data/agent_logs/
+A live Claude Code session is imported as it is written: the real-shaped samples (tests/agent_logs.py)
 cut at every line boundary, in the middle of every line and just before every newline (inside streamed
 responses too), and imported after each cut. The oracle is `accounting.count_usage` over a one-pass parse
 of the bytes written so far.

@@ -1,7 +1,7 @@
 """Nothing pending in silence, for Codex CLI and OpenCode: a session imported while it is written is exact after
 every import — every call in what was read is stored at once and completed in place later, never twice.
 
-Codex: the real-shaped rollouts of tests/data/agent_logs/codex (and a totals-only and a fork variant) cut at
+Codex: the real-shaped rollouts of ingest_app/importers/codex/samples (and a totals-only and a fork variant) cut at
 every line boundary, in the middle of every line and just before every newline, imported after each cut. A
 call is stored as soon as its first item is read (a request with no tokens yet) and grows when its
 `token_count` arrives. OpenCode: the fixture database's rows written again one by one as OpenCode writes them

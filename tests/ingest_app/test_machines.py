@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import os
 import time
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -18,11 +17,11 @@ from ingest_app.models import ImportedFile
 from ingest_app.pipeline import local_machine
 from sessions_app.models import Session, UsageDaily
 from sessions_app.selectors.recount import rollup_drift
+from tests.support.agent_logs import DATA
 from tests.support.api import upload
 from tests.support.factories import SessionFactory
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
-QWEN = DATA / "qwen/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl"
+QWEN = DATA / "qwen_code/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl"
 SEED = DATA / "seed/weather-openclaw.jsonl"
 
 

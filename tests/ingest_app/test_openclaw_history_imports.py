@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from ingest_app.importers import parse_file
+from ingest_app.importers import openclaw, parse_file
 from ingest_app.models import ImportedFile
 from ingest_app.pipeline import import_files, import_path
 from sessions_app.models import Conversation, Session
 from sessions_app.selectors.recount import session_count_drift
 from tests.ingest_app.test_imports import COUNTERS, expected, line_start, stats
 
-BACKUP = Path(__file__).resolve().parent.parent / "data" / "agent_logs" / "openclaw" / "backup"
+BACKUP = openclaw.TOOL.samples / "backup"
 SESSIONS = Path(".openclaw/agents/main/sessions")
 EARLIER, LIVE, DELETED, TOPIC = (
     "2b4e7a91-3c5d-4f6e-8a9b-0c1d2e3f4a5b",

@@ -1,22 +1,21 @@
 """OpenClaw lines and file names, parsed (no database): which assistant lines are API calls, failed calls that
 billed tokens, the Feishu metadata of every OpenClaw version, and the names of a session's history files.
 
-The backup in tests/data/agent_logs/openclaw/backup/ is shaped after OpenClaw's own writers (see
+The backup in ingest_app/importers/openclaw/samples/backup/ is shaped after OpenClaw's own writers (see
 docs/accounting.md, "OpenClaw"): a live transcript, its pre-compaction checkpoint, a reset and a deleted
 archive, a thread's session and sessions.json.
 """
 
 import random
-from pathlib import Path
 
 import pytest
 
-from ingest_app.importers import describe_layout, parse_file
+from ingest_app.importers import describe_layout, openclaw, parse_file
 from ingest_app.importers.detect import is_log_name
-from ingest_app.importers.openclaw import feishu_context, no_call_kind, parse_inbound_metadata, transcript_name
+from ingest_app.importers.openclaw.parser import feishu_context, no_call_kind, parse_inbound_metadata, transcript_name
 from sessions_app.accounting import count_usage
 
-SESSIONS = Path(__file__).resolve().parent.parent / "data" / "agent_logs" / "openclaw" / "backup" / ".openclaw"
+SESSIONS = openclaw.TOOL.samples / "backup" / ".openclaw"
 SESSIONS = SESSIONS / "agents" / "main" / "sessions"
 EARLIER, LIVE, DELETED, TOPIC = (
     "2b4e7a91-3c5d-4f6e-8a9b-0c1d2e3f4a5b",

@@ -1,8 +1,8 @@
 """OpenCode: its SQLite database (v1.2+) and its earlier JSON storage, read as one source per session.
 
-The database is built from tests/data/agent_logs/opencode/opencode.sql (OpenCode's own schema, rows shaped like
+The database is built from ingest_app/importers/opencode/samples/opencode.sql (OpenCode's own schema, rows shaped like
 its MessageV2 objects) in WAL mode, as OpenCode keeps it; the legacy storage is copied from
-tests/data/agent_logs/opencode/storage.json. Parser tests need no database; import tests use the real PostgreSQL.
+ingest_app/importers/opencode/samples/storage.json. Parser tests need no database; import tests use the real PostgreSQL.
 """
 
 import hashlib
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest_app.importers import describe_layout, parse_file
+from ingest_app.importers import describe_layout, opencode, parse_file
 from ingest_app.importers.detect import is_log_name
-from ingest_app.importers.opencode import normalise_tokens, split_source
+from ingest_app.importers.opencode.parser import normalise_tokens, split_source
 from ingest_app.models import ImportedFile
 from ingest_app.pipeline import import_path, plan
 from sessions_app.accounting import count_usage
@@ -26,7 +26,7 @@ from sessions_app.selectors.recount import session_count_drift
 from tests.ingest_app.test_imports import expected, stats
 from tests.support.api import upload
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs" / "opencode"
+DATA = opencode.TOOL.samples
 TOP = "ses_1d9f2c0b7ffeQm3Zt8Kx2Lr5Vw"
 CHILD = "ses_1d9f2a4e1ffe7nP4cS9dHx3Jq1"
 LEGACY = "ses_5a8e0c3d2ffeHt6Vp1Rz4Wm9Qa"
@@ -226,7 +226,7 @@ def test_detection_never_takes_other_files_for_opencode(tmp_path):
 
 
 def test_a_sessions_stat_follows_every_change_even_right_after_all_were_measured(tmp_path):
-    from ingest_app.importers.opencode import source_stat
+    from ingest_app.importers.opencode.parser import source_stat
 
     data = home(tmp_path)
     top, child = sources(data)[TOP], sources(data)[CHILD]
@@ -462,7 +462,7 @@ def test_an_uploaded_database_is_refused_with_what_to_do_instead(api, settings, 
 def test_random_mutations_of_a_session_never_raise(tmp_path):
     """Any value of any field replaced by junk (what a newer or broken OpenCode could write): issues, no exception."""
     from ingest_app.importers.base import SourceFile
-    from ingest_app.importers.opencode import OpenCodeParser, _read_database
+    from ingest_app.importers.opencode.parser import OpenCodeParser, _read_database
 
     data = home(tmp_path)
     document = _read_database(split_source(sources(data)[TOP]), [])

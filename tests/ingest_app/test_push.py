@@ -2,8 +2,8 @@
 real server (pytest-django's live_server) with real API keys, the upload endpoint's append semantics, and
 sessions, stats and the admin by machine.
 
-The logs are copies of tests/data/agent_logs/ (real record shapes), dated an hour back so that every import
-reads them through (no response waits for the file to go idle).
+The logs are copies of the importers' samples (tests/agent_logs.py: real record shapes), dated an hour back so
+that every import reads them through (no response waits for the file to go idle).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from ingest_app import push_client
+from ingest_app import push_client, push_rules
 from ingest_app.api.imports import clean_relative_path
+from ingest_app.importers import registry
 from ingest_app.importers.detect import is_log_name
 from ingest_app.models import ImportedFile
 from ingest_app.pipeline import import_path, local_machine
@@ -32,13 +33,13 @@ from sessions_app.models import Message, Session, Tenant
 from sessions_app.schema import MACHINE_PATTERN
 from sessions_app.selectors.recount import rollup_drift
 from tests.ingest_app.test_imports import COUNTERS
+from tests.support.agent_logs import DATA
 from tests.support.api import TenantClient
 from tests.support.factories import api_key_for
 from tests.support.http import FakeServer
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ace-push.py"
-QWEN = Path("qwen/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl")
+QWEN = Path("qwen_code/.qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl")
 QWEN_NAME = ".qwen/projects/-home-dev-weather/chats/8e6b3f2a-51c4-4d7e-a9b0-c2d4e6f80a12.jsonl"
 
 
@@ -123,6 +124,20 @@ NAMES = [
     "/h/.gemini/settings.json",
     "/h/.gemini/tmp/5a1b/logs.json",
 ]
+
+
+def test_the_clients_tool_layouts_are_written_from_the_registry():
+    """The push client is one standalone file: its copy of the tools' layouts is written from the registry
+    (`manage.py ace_push_rules`), and this fails when they drift."""
+    assert push_rules.written() == push_rules.render(), "run manage.py ace_push_rules"
+    rules = registry.push_rules()
+    assert {name: getattr(push_client, name) for name in rules} == rules
+    assert {"~/.claude/projects", "~/.codex/sessions"} <= set(rules["DEFAULT_PATHS"])
+    drifted = push_rules.PUSH_CLIENT.read_text(encoding="utf-8").replace('    "~/.codex/sessions",\n', "", 1)
+    assert push_rules.written(drifted) != push_rules.render()
+    out = io.StringIO()
+    call_command("ace_push_rules", "--check", stdout=out)
+    assert "are the registry's" in out.getvalue()
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -2,7 +2,7 @@
 because a provider reused an id (OpenAI-compatible servers such as Ollama answer `chatcmpl-<small number>`),
 the same bytes give the same ids however they are read, and a copy of a call in another file counts once.
 
-The sessions are the real-shaped fixtures of tests/data/agent_logs/, their ids re-drawn from a small range.
+The sessions are the real-shaped samples of the importers (tests/agent_logs.py), their ids re-drawn from a small range.
 """
 
 import json

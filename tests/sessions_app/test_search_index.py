@@ -89,11 +89,10 @@ def test_changing_a_message_rebuilds_its_vector(api, session):
 
 
 def test_an_import_leaves_text_analysis_to_the_indexer_and_is_then_searchable(api):
-    from pathlib import Path
-
     from ingest_app.pipeline import import_path
+    from tests.support.agent_logs import DATA
 
-    logs = Path(__file__).resolve().parent.parent / "data" / "agent_logs" / "claude"
+    logs = DATA / "claude_code"
     import_path(tenant=api.tenant, path=logs, user_id="dev")
     session = Session.objects.get(tenant=api.tenant, agent_session_id="5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11")
     imported = Message.objects.filter(session=session)

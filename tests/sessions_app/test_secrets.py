@@ -8,9 +8,9 @@ from pathlib import Path
 from ingest_app.models import ImportedFile
 from ingest_app.pipeline import import_path
 from sessions_app.models import Message, Session, StateVersion
+from tests.support.agent_logs import DATA
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "agent_logs"
-CLAUDE = Path("claude/.claude/projects/-home-dev-weather/5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11.jsonl")
+CLAUDE = Path("claude_code/.claude/projects/-home-dev-weather/5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11.jsonl")
 
 OPENAI_KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

@@ -13,7 +13,9 @@ EXIT_FAILED = 1  # nothing was imported: the path or the database could not be u
 EXIT_USAGE = 2  # the arguments were wrong (argparse's status)
 EXIT_REFUSED = 3  # the import ran, but files were refused or lines skipped: each is named on stderr
 
-# Where each tool keeps its logs by default, as the help lists them (README's "Importing agent logs" too).
+# Where each tool keeps its logs by default, as the help lists them (README's "Importing agent logs" too). A copy of
+# the registry's (`Tool.where`), kept here so that `--help` starts without loading the importers (test_startup);
+# tests/ingest_app/test_registry.py fails when they drift.
 TOOL_LOGS = (
     ("Claude Code", "~/.claude/projects (sessions and their sub-agents)"),
     ("Qwen Code", "~/.qwen/projects (JSONL), ~/.qwen/tmp (older JSON)"),

@@ -12,7 +12,7 @@ records `thoughts`, `toolCalls`, `tokens`, `model`).
   the last version wins. `{"$set": {...}}` lines update the session, `{"$rewindTo": id}` lines mark a rewind.
 
 Sub-agents have their own file, `chats/<parent session id>/<agent id>.json(l)`, with `kind: "subagent"`.
-Older Qwen Code (`~/.qwen/tmp/<hash>/chats/*.json`, `qwen_code_json`) wrote the same documents with `qwen`
+Older Qwen Code (`~/.qwen/tmp/<hash>/chats/*.json`, `qwen_code/parser_json`) wrote the same documents with `qwen`
 for the model. How records become messages, requests and tokens: docs/accounting.md, "Gemini CLI".
 """
 

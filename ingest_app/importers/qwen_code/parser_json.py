@@ -9,7 +9,7 @@ Gemini CLI's JSON form is (`gemini_cli`), under the tool "qwen-code". See docs/a
 
 from __future__ import annotations
 
-from ingest_app.importers.gemini_cli import GeminiCliParser
+from ingest_app.importers.gemini_cli.parser import GeminiCliParser
 
 
 class QwenCodeJsonParser(GeminiCliParser):
