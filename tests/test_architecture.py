@@ -168,3 +168,39 @@ def test_aceproject_holds_only_the_wiring():
     }
     assert sorted(found - ACEPROJECT_WIRING) == []
     assert "settings.py" in found  # the walk found the project
+
+
+def _raw_imports(path: Path) -> set[str]:
+    """Every absolute module name a file imports, third-party ones too (a relative import: its package's name)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            names |= {node.module or ""} if not node.level else set()
+            names |= (
+                {f"{node.module}.{alias.name}" for alias in node.names} if node.module and not node.level else set()
+            )
+        elif isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+    return names
+
+
+def test_the_parsers_never_touch_the_database():
+    """ingest_app/importers reads bytes into records and nothing else: neither it nor anything it imports, however
+    far, loads Django's database layer, a database driver or a model (the pipeline writes; the parsers do not).
+    Settings they may read (the import limits)."""
+    modules = _modules()
+    graph = _imports(modules)
+    seen, todo = set(), [name for name in modules if name.startswith("ingest_app.importers")]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(graph[name])
+    touching = sorted(
+        f"{name} imports {raw}"
+        for name in seen
+        for raw in _raw_imports(modules[name])
+        if raw.split(".")[0] in ("django", "psycopg", "psycopg2", "rest_framework", "celery") or ".models" in f".{raw}"
+    )
+    assert touching == []
+    assert "ingest_app.importers.registry" in seen and len(seen) > 15  # the walk found the parsers
