@@ -98,31 +98,21 @@ def session(api):
 TEST_BROKER_URL = __import__("os").environ.get("CELERY_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
 
 
-@contextlib.contextmanager
 def on_test_broker():
     """This process publishes to the test broker (Redis at CELERY_TEST_BROKER_URL) while inside."""
-    from aceproject.celery import app
+    from tests.burst import broker_swapped
 
-    names = ("broker_url", "broker_write_url", "broker_read_url", "broker_transport_options")
-    saved = {name: app.conf[name] for name in names}
+    return broker_swapped(TEST_BROKER_URL, result_backend=TEST_BROKER_URL)
 
-    def reset_connections():
-        from kombu import pools
 
-        pools.reset()  # closes every pooled connection and forgets the pools
-        app._pool = None  # a new pool for the new broker
-        app.amqp._producer_pool = None  # whose producers held the old pool's connections
+@pytest.fixture
+def burst(transactional_db):
+    """The tasks this test queues wait in memory; `burst()` runs them here, as a worker would, until none is left
+    (tests/burst.py). Transactional: tasks are queued on commit, and run in transactions of their own."""
+    from tests.burst import bursting
 
-    url = TEST_BROKER_URL
-    app.conf.update(
-        broker_url=url, broker_write_url=url, broker_read_url=url, broker_transport_options={}, result_backend=url
-    )
-    reset_connections()
-    try:
-        yield url
-    finally:
-        app.conf.update(saved)
-        reset_connections()
+    with bursting() as runner:
+        yield runner
 
 
 @pytest.fixture
