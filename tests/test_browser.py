@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -129,8 +128,8 @@ DRAWS_CHINESE = """() => {
 
 
 @pytest.fixture
-def sample_data(transactional_db, celery_worker, django_user_model):
-    """ace_bootstrap's sample data, with the strategy runs the worker makes of it."""
+def sample_data(transactional_db, burst, django_user_model):
+    """ace_bootstrap's sample data, with the strategy runs (and the other work) it queues, run."""
     demo = tenant_get_or_create(name="demo")
     sample_data_create(tenant=demo)
     memory_sample_create(tenant=demo)
@@ -138,12 +137,7 @@ def sample_data(transactional_db, celery_worker, django_user_model):
     # Agent logs of every tool (and a file that is no tool's), imported by a source as the collector does.
     source = ImportSource.objects.create(tenant=demo, path=str(AGENT_LOGS), user_id="dev")
     assert import_source_scan(source=source).files_imported > 0
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        runs = StrategyRun.objects.filter(tenant=demo)
-        if runs.exists() and not runs.filter(status__in=("queued", "running")).exists():
-            break
-        time.sleep(0.5)
+    burst()
     assert StrategyRun.objects.filter(tenant=demo, status="succeeded").exists()
     django_user_model.objects.create_superuser("auditor", "auditor@example.com", "browse-the-admin-1")
 

@@ -3,7 +3,6 @@ downloaded as a zip whose manifest counts the tenant's rows, with every table an
 
 import io
 import json
-import time
 import zipfile
 from pathlib import Path
 
@@ -15,15 +14,6 @@ from webhooks_app.models import Webhook
 
 HOOK = "http://127.0.0.1:9/hook"
 FEISHU = "https://open.feishu.cn/open-apis/bot/v2/hook/abc-123"
-
-
-def wait_until_finished(read, seconds: float = 60.0) -> dict:
-    deadline = time.monotonic() + seconds
-    while True:
-        body = read()
-        if body["status"] in (ExportStatus.SUCCEEDED, ExportStatus.FAILED) or time.monotonic() > deadline:
-            return body
-        time.sleep(0.2)
 
 
 def fill(api, user_id: str) -> dict:
@@ -69,8 +59,8 @@ def open_zip(content: bytes) -> tuple[dict, dict[str, list[dict]]]:
     return manifest, files
 
 
-def test_an_export_from_the_api_is_the_tenants_data_without_secrets(celery_worker, settings, tmp_path):
-    settings.ACE_DATA_DIR = tmp_path  # the worker is a thread of this process: it writes there too
+def test_an_export_from_the_api_is_the_tenants_data_without_secrets(burst, settings, tmp_path):
+    settings.ACE_DATA_DIR = tmp_path  # the task runs in this process: it writes there too
     api, other = make_client("acme"), make_client("globex")
     secrets = fill(api, "xiaoming")
     other_secrets = fill(other, "zhangsan")
@@ -78,7 +68,8 @@ def test_an_export_from_the_api_is_the_tenants_data_without_secrets(celery_worke
     early = api.post("/api/v1/exports/")
     assert early.status_code == 202, early.json()
     assert early.json()["status"] == "queued"
-    finished = wait_until_finished(lambda: api.get(f"/api/v1/exports/{early.json()['id']}/").json())
+    burst()
+    finished = api.get(f"/api/v1/exports/{early.json()['id']}/").json()
     assert finished["status"] == "succeeded", finished
     assert finished["requested_by"].startswith("api:")
     assert finished["size"] > 0
@@ -154,7 +145,7 @@ def test_a_task_run_twice_writes_the_export_once(db, settings, tmp_path):
     assert first.counts["webhooks"] == 1
 
 
-def test_the_admin_action_queues_exports_and_staff_download_them(celery_worker, django_user_model, settings, tmp_path):
+def test_the_admin_action_queues_exports_and_staff_download_them(burst, django_user_model, settings, tmp_path):
     settings.ACE_DATA_DIR = tmp_path
     api = make_client("acme")
     fill(api, "xiaoming")
@@ -169,11 +160,9 @@ def test_the_admin_action_queues_exports_and_staff_download_them(celery_worker, 
     export = TenantExport.objects.get(tenant=tenant)
     assert export.requested_by == "admin:auditor"
 
-    def read():
-        export.refresh_from_db()
-        return {"status": export.status}
-
-    assert wait_until_finished(read)["status"] == "succeeded", export.error
+    burst()
+    export.refresh_from_db()
+    assert export.status == "succeeded", export.error
     listing = admin.get("/admin/sessions_app/tenantexport/").content.decode()
     url = f"/admin/sessions_app/tenantexport/{export.pk}/download/"
     assert url in listing
@@ -194,7 +183,7 @@ def test_the_admin_action_queues_exports_and_staff_download_them(celery_worker, 
     assert Webhook.objects.filter(tenant=tenant).count() == 1
 
 
-def test_the_sweep_queues_a_stranded_export_again_and_fails_one_whose_worker_went_away(celery_worker):
+def test_the_sweep_queues_a_stranded_export_again_and_fails_one_whose_worker_went_away(burst):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -216,7 +205,8 @@ def test_the_sweep_queues_a_stranded_export_again_and_fails_one_whose_worker_wen
 
     assert sweep_tenant_exports() == {"requeued": 1, "failed": 1}
 
-    finished = wait_until_finished(lambda: api.get(f"/api/v1/exports/{stranded.pk}/").json())
+    burst()
+    finished = api.get(f"/api/v1/exports/{stranded.pk}/").json()
     assert finished["status"] == "succeeded"
     lost.refresh_from_db()
     assert lost.status == ExportStatus.FAILED and "request another export" in lost.error

@@ -1,7 +1,5 @@
 """Recall and context injection: hybrid, filtered, tenant-scoped, degrading to keywords."""
 
-import time
-
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -321,14 +319,7 @@ def test_context_of_another_tenants_session_is_404(api, other_api):
     assert other_api.get(f"/api/v1/sessions/{session.pk}/context/").status_code == 404
 
 
-def wait_for(condition, seconds=30):
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the worker did not do it in time"
-        time.sleep(0.1)
-
-
-def test_a_worker_embeds_records_and_messages_after_commit(celery_worker):
+def test_a_worker_embeds_records_and_messages_after_commit(burst):
     api = make_client("embedding-worker")
     session = SessionFactory(tenant=api.tenant, user_id="xiaoming")
     record = api.post(
@@ -337,16 +328,18 @@ def test_a_worker_embeds_records_and_messages_after_commit(celery_worker):
     message = api.post(
         f"/api/v1/sessions/{session.pk}/messages/", {"role": "user", "content": "我喜欢博物馆"}, format="json"
     ).json()
-    wait_for(lambda: Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists())
+    burst()
+    assert Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists()
     from memory_app.models import MessageEmbedding
 
-    wait_for(lambda: MessageEmbedding.objects.filter(message_id=message["id"]).exists())
+    assert MessageEmbedding.objects.filter(message_id=message["id"]).exists()
     # An edit re-embeds the new content.
     api.patch(f"/api/v1/records/{record['id']}/", {"content": "偏好历史博物馆"}, format="json")
-    wait_for(lambda: Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists())
+    burst()
+    assert Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists()
 
 
-def test_the_worker_embeds_the_conversation_not_the_tool_output(celery_worker, settings):
+def test_the_worker_embeds_the_conversation_not_the_tool_output(burst, settings):
     from memory_app.embedders import get_embedder
     from memory_app.models import MessageEmbedding
     from memory_app.selectors.records import pending_messages
@@ -365,7 +358,8 @@ def test_the_worker_embeds_the_conversation_not_the_tool_output(celery_worker, s
     assert response.status_code == 201, response.content
     ids = {item["role"] + str(n): item["id"] for n, item in enumerate(response.json())}
     # One task embeds the whole append: once the conversation's vectors are there, it has run.
-    wait_for(lambda: MessageEmbedding.objects.filter(message_id=ids["assistant5"]).exists())
+    burst()
+    assert MessageEmbedding.objects.filter(message_id=ids["assistant5"]).exists()
     embedded = set(MessageEmbedding.objects.filter(session=session).values_list("message_id", flat=True))
     assert {str(pk) for pk in embedded} == {ids["user0"], ids["assistant5"]}  # the empty assistant has no text
     assert pending_messages(embedder=get_embedder(), limit=100) == []  # nor does the sweep come back for them
