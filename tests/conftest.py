@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from sessions_app.models import Tenant
 from tests.factories import SessionFactory, api_key_for
 from tests.fake_dns import FakeDNS
+from tests.parallel import pytest_xdist_setupnodes, real_broker_url  # noqa: F401 - a hook, for pytest
 
 # Test servers answer at once: Django's live server and the fakes built on http.server write a response's headers
 # and body in two sends, and with Nagle's algorithm on, the body waited for the client's delayed ACK of the headers
@@ -95,7 +96,7 @@ def session(api):
     return SessionFactory(tenant=api.tenant, name="杭州三日游计划", tool="chat", user_id="xiaoming")
 
 
-TEST_BROKER_URL = __import__("os").environ.get("CELERY_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+TEST_BROKER_URL = real_broker_url()  # CELERY_TEST_BROKER_URL, one database per xdist worker (tests/parallel.py)
 
 
 def on_test_broker():
@@ -118,8 +119,8 @@ def burst(transactional_db):
 @pytest.fixture
 def celery_worker(transactional_db):
     """A real Celery worker (in a thread of this process, so it uses the test database) on a real broker:
-    Redis at CELERY_TEST_BROKER_URL (default redis://127.0.0.1:6379/15), consuming every queue. Tests wait
-    for a task's effect."""
+    Redis at TEST_BROKER_URL, consuming every queue. Tests wait for a task's effect. For the tests whose point is
+    the worker or the broker; the others run their tasks with `burst` (tests/burst.py)."""
     from celery.contrib.testing.worker import start_worker
     from celery.signals import task_postrun
     from django.db import connection
