@@ -23,7 +23,7 @@ def worker_number() -> int | None:
 
 
 def real_broker_url() -> str:
-    """Redis at CELERY_TEST_BROKER_URL (default redis://127.0.0.1:6379/15); xdist worker n uses the database n
+    """Redis at CELERY_TEST_BROKER_URL (default redis://127.0.0.1:6379/15); xdist worker gwN uses the database N
     after it (wrapping around), so that two workers' real Celery workers never take each other's tasks."""
     url = os.environ.get("CELERY_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
     number = worker_number()
@@ -42,5 +42,5 @@ def pytest_xdist_setupnodes(config, specs):
     from django.conf import settings
 
     base = Path(settings.ACE_DATA_DIR).resolve()
-    for number, spec in enumerate(specs):  # the workers are named in this order: gw0, gw1, ...
+    for number, spec in enumerate(specs):  # gw0, gw1, ... here (xdist's own names for them may differ)
         specs[number] = execnet.XSpec(f"{spec}//env:ACE_DATA_DIR={base / f'gw{number}'}")

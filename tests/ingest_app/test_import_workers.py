@@ -20,8 +20,8 @@ from tests.ingest_app.test_imports import (
     SEED,
     copy,
     stats,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 LOGS = (CLAUDE, CLAUDE_AGENT, CLAUDE_STREAMING, QWEN, OPENCLAW, SEED)
 
@@ -119,7 +119,7 @@ def test_what_worker_processes_queue_reaches_the_worker(celery_worker, in_proces
     assert in_processes == [2]
     imported = Message.objects.filter(tenant=api.tenant)
     # The indexing tasks the worker processes queued after their commits fill every search vector.
-    wait_for(lambda: not imported.filter(search_vector__isnull=True).exists())
+    assert wait_for(lambda: not imported.filter(search_vector__isnull=True).exists(), 30)
     assert messages_index(imported.values_list("pk", flat=True)) == 0
     found = api.get("/api/v1/messages/", {"q": "Hangzhou", "page_size": 100}).json()["results"]
     assert {m["id"] for m in found} == {
