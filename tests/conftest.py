@@ -1,12 +1,13 @@
 """The suite's settings for every test, and the test broker. The shared helpers and fixtures live in tests/support/
 (its fixtures are registered here, once)."""
 
-import contextlib
 import http.server
 
 import pytest
 
 pytest_plugins = ["tests.support.fixtures"]
+
+from tests.support.parallel import pytest_xdist_setupnodes, real_broker_url  # noqa: E402, F401 - a hook, for pytest
 
 # Test servers answer at once: Django's live server and the fakes built on http.server write a response's headers
 # and body in two sends, and with Nagle's algorithm on, the body waited for the client's delayed ACK of the headers
@@ -37,41 +38,31 @@ def _outbound_to_loopback_fakes(settings):
     settings.ACE_OUTBOUND_ALLOW = "127.0.0.1,::1"
 
 
-TEST_BROKER_URL = __import__("os").environ.get("CELERY_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+TEST_BROKER_URL = real_broker_url()  # CELERY_TEST_BROKER_URL, one database per xdist worker (tests/support/parallel.py)
 
 
-@contextlib.contextmanager
 def on_test_broker():
     """This process publishes to the test broker (Redis at CELERY_TEST_BROKER_URL) while inside."""
-    from aceproject.celery import app
+    from tests.support.burst import broker_swapped
 
-    names = ("broker_url", "broker_write_url", "broker_read_url", "broker_transport_options")
-    saved = {name: app.conf[name] for name in names}
+    return broker_swapped(TEST_BROKER_URL, result_backend=TEST_BROKER_URL)
 
-    def reset_connections():
-        from kombu import pools
 
-        pools.reset()  # closes every pooled connection and forgets the pools
-        app._pool = None  # a new pool for the new broker
-        app.amqp._producer_pool = None  # whose producers held the old pool's connections
+@pytest.fixture
+def burst(transactional_db):
+    """The tasks this test queues wait in memory; `burst()` runs them here, as a worker would, until none is left
+    (tests/support/burst.py). Transactional: tasks are queued on commit, and run in transactions of their own."""
+    from tests.support.burst import bursting
 
-    url = TEST_BROKER_URL
-    app.conf.update(
-        broker_url=url, broker_write_url=url, broker_read_url=url, broker_transport_options={}, result_backend=url
-    )
-    reset_connections()
-    try:
-        yield url
-    finally:
-        app.conf.update(saved)
-        reset_connections()
+    with bursting() as runner:
+        yield runner
 
 
 @pytest.fixture
 def celery_worker(transactional_db):
     """A real Celery worker (in a thread of this process, so it uses the test database) on a real broker:
-    Redis at CELERY_TEST_BROKER_URL (default redis://127.0.0.1:6379/15), consuming every queue. Tests wait
-    for a task's effect."""
+    Redis at TEST_BROKER_URL, consuming every queue. Tests wait for a task's effect. For the tests whose point is
+    the worker or the broker; the others run their tasks with `burst` (tests/support/burst.py)."""
     from celery.contrib.testing.worker import start_worker
     from celery.signals import task_postrun
     from django.db import connection

@@ -30,7 +30,6 @@ from sessions_app.services.apikeys import tenant_get_or_create
 from strategies_app.models import StrategyRun
 from tests.support.agent_logs import DATA
 from tests.support.realistic_usage import SECOND_TENANT, realistic_usage_create
-from tests.support.waiting import wait_for
 
 CHROMIUM = Path(os.environ.get("ACE_CHROMIUM", "/usr/bin/chromium"))
 SCREENSHOTS = Path(
@@ -129,8 +128,8 @@ DRAWS_CHINESE = """() => {
 
 
 @pytest.fixture
-def sample_data(transactional_db, celery_worker, django_user_model):
-    """ace_bootstrap's sample data, with the strategy runs the worker makes of it."""
+def sample_data(transactional_db, burst, django_user_model):
+    """ace_bootstrap's sample data, with the strategy runs (and the other work) it queues, run."""
     demo = tenant_get_or_create(name="demo")
     sample_data_create(tenant=demo)
     memory_sample_create(tenant=demo)
@@ -138,8 +137,7 @@ def sample_data(transactional_db, celery_worker, django_user_model):
     # Agent logs of every tool (and a file that is no tool's), imported by a source as the collector does.
     source = ImportSource.objects.create(tenant=demo, path=str(DATA), user_id="dev")
     assert import_source_scan(source=source).files_imported > 0
-    runs = StrategyRun.objects.filter(tenant=demo)
-    wait_for(lambda: runs.exists() and not runs.filter(status__in=("queued", "running")).exists(), 60)
+    burst()
     assert StrategyRun.objects.filter(tenant=demo, status="succeeded").exists()
     django_user_model.objects.create_superuser("auditor", "auditor@example.com", "browse-the-admin-1")
 

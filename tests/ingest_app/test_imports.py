@@ -29,7 +29,6 @@ from sessions_app.models import Conversation, Message, Session
 from sessions_app.selectors.recount import session_count_drift
 from tests.support.agent_logs import DATA, copy_log
 from tests.support.api import make_client, upload
-from tests.support.waiting import wait_for
 
 CLAUDE_SESSION = "5f0c2a9e-7d41-4c8e-9b1a-3e2f6d8c0a11"
 CLAUDE_DIR = Path("claude_code/.claude/projects/-home-dev-weather")
@@ -619,7 +618,7 @@ def test_the_collector_is_scheduled_every_five_minutes_and_editable_in_the_admin
     assert task.enabled and (task.interval.every, task.interval.period) == (5, "minutes")
 
 
-def test_a_worker_collects_new_lines_from_every_enabled_source(celery_worker, tmp_path):
+def test_a_worker_collects_new_lines_from_every_enabled_source(burst, tmp_path):
     api = make_client("collector")
     logs = tmp_path / "logs"
     cut = line_start(DATA / QWEN, 10)
@@ -628,7 +627,8 @@ def test_a_worker_collects_new_lines_from_every_enabled_source(celery_worker, tm
     ImportSource.objects.create(tenant=api.tenant, path=str(tmp_path / "elsewhere"), enabled=False)
 
     collect_imports.delay()
-    assert wait_for(lambda: ImportSource.objects.get(pk=source.pk).last_scan_at is not None)
+    burst()
+    assert ImportSource.objects.get(pk=source.pk).last_scan_at is not None
     session = Session.objects.get(tenant=api.tenant)
     assert session.user_id == "dave" and session.messages > 0
     assert ImportedFile.objects.get(tenant=api.tenant).source_id == source.pk
@@ -637,7 +637,8 @@ def test_a_worker_collects_new_lines_from_every_enabled_source(celery_worker, tm
         handle.write((DATA / QWEN).read_bytes()[cut:])
     scanned = ImportSource.objects.get(pk=source.pk).last_scan_at
     collect_imports.delay()
-    assert wait_for(lambda: ImportSource.objects.get(pk=source.pk).last_scan_at != scanned)
+    burst()
+    assert ImportSource.objects.get(pk=source.pk).last_scan_at != scanned
     assert stats(api, session) == expected(parse_file(DATA / QWEN).messages)
     report = ImportSource.objects.get(pk=source.pk).last_summary
     assert SUMMARY_LINE.match(report["summary"]) and report["files_imported"] == 1

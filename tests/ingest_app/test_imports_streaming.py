@@ -33,7 +33,6 @@ from tests.ingest_app.test_importer_parsers import (
 from tests.ingest_app.test_imports import COUNTERS, SUMMARY_LINE, stats
 from tests.support.agent_logs import copy_log
 from tests.support.api import make_client
-from tests.support.waiting import wait_for
 
 
 def account_of(messages) -> SessionAccount:
@@ -255,7 +254,7 @@ def test_through_the_api_a_repeated_external_id_still_returns_the_stored_row_unt
     assert api.get(f"{url[: -len('messages/')]}stats/").json()["output_tokens"] == 5
 
 
-def test_a_response_completed_in_place_is_embedded_again(celery_worker, settings, tmp_path):
+def test_a_response_completed_in_place_is_embedded_again(burst, settings, tmp_path):
     settings.ACE_EMBED_MESSAGES = True
     settings.ACE_IMPORT_IDLE_SECONDS = 3600
     tenant = make_client("embedding-amend").tenant
@@ -264,7 +263,8 @@ def test_a_response_completed_in_place_is_embedded_again(celery_worker, settings
     import_path(tenant=tenant, path=path)
     response = Message.objects.get(tenant=tenant, request_id="msg_P1")
     assert response.content == "Checking both cities."
-    assert wait_for(lambda: MessageEmbedding.objects.filter(message_id=response.pk).exists())
+    burst()
+    assert MessageEmbedding.objects.filter(message_id=response.pk).exists()
     before = list(MessageEmbedding.objects.get(message_id=response.pk).embedding)
 
     # Its last line says more: the stored message is completed, its old vector dropped and made again.
@@ -276,10 +276,9 @@ def test_a_response_completed_in_place_is_embedded_again(celery_worker, settings
     import_path(tenant=tenant, path=path)
     response.refresh_from_db()
     assert response.content == "Checking both cities.\n\nShanghai next."
-    assert wait_for(
-        lambda: MessageEmbedding.objects.filter(message_id=response.pk).exists()
-        and list(MessageEmbedding.objects.get(message_id=response.pk).embedding) != before
-    )
+    burst()
+    assert MessageEmbedding.objects.filter(message_id=response.pk).exists()
+    assert list(MessageEmbedding.objects.get(message_id=response.pk).embedding) != before
 
 
 def test_a_record_rewritten_twice_in_one_read_is_one_message_with_its_last_version(api):

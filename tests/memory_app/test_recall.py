@@ -11,7 +11,6 @@ from sessions_app.services.messages import messages_append
 from sessions_app.services.state import state_merge
 from tests.support.api import make_client
 from tests.support.factories import SessionFactory
-from tests.support.waiting import wait_for
 
 
 def remember(tenant, content, *, user_id="xiaoming", type="profile", **kwargs):
@@ -343,7 +342,7 @@ def test_context_of_another_tenants_session_is_404(api, other_api):
     assert other_api.get(f"/api/v1/sessions/{session.pk}/context/").status_code == 404
 
 
-def test_a_worker_embeds_records_and_messages_after_commit(celery_worker):
+def test_a_worker_embeds_records_and_messages_after_commit(burst):
     api = make_client("embedding-worker")
     session = SessionFactory(tenant=api.tenant, user_id="xiaoming")
     record = api.post(
@@ -352,16 +351,18 @@ def test_a_worker_embeds_records_and_messages_after_commit(celery_worker):
     message = api.post(
         f"/api/v1/sessions/{session.pk}/messages/", {"role": "user", "content": "我喜欢博物馆"}, format="json"
     ).json()
-    assert wait_for(lambda: Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists())
+    burst()
+    assert Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists()
     from memory_app.models import MessageEmbedding
 
-    assert wait_for(lambda: MessageEmbedding.objects.filter(message_id=message["id"]).exists())
+    assert MessageEmbedding.objects.filter(message_id=message["id"]).exists()
     # An edit re-embeds the new content.
     api.patch(f"/api/v1/records/{record['id']}/", {"content": "偏好历史博物馆"}, format="json")
-    assert wait_for(lambda: Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists())
+    burst()
+    assert Record.objects.filter(pk=record["id"]).exclude(embedding_key="").exists()
 
 
-def test_the_worker_embeds_the_conversation_not_the_tool_output(celery_worker, settings):
+def test_the_worker_embeds_the_conversation_not_the_tool_output(burst, settings):
     from memory_app.embedders import get_embedder
     from memory_app.models import MessageEmbedding
     from memory_app.selectors.records import pending_messages
@@ -380,7 +381,8 @@ def test_the_worker_embeds_the_conversation_not_the_tool_output(celery_worker, s
     assert response.status_code == 201, response.content
     ids = {item["role"] + str(n): item["id"] for n, item in enumerate(response.json())}
     # One task embeds the whole append: once the conversation's vectors are there, it has run.
-    assert wait_for(lambda: MessageEmbedding.objects.filter(message_id=ids["assistant5"]).exists())
+    burst()
+    assert MessageEmbedding.objects.filter(message_id=ids["assistant5"]).exists()
     embedded = set(MessageEmbedding.objects.filter(session=session).values_list("message_id", flat=True))
     assert {str(pk) for pk in embedded} == {ids["user0"], ids["assistant5"]}  # the empty assistant has no text
     assert pending_messages(embedder=get_embedder(), limit=100) == []  # nor does the sweep come back for them

@@ -11,17 +11,10 @@ from django.test import Client
 from portability_app.models import ExportStatus, TenantExport
 from sessions_app.models import Message, Session, Tenant
 from tests.support.api import make_client
-from tests.support.waiting import wait_for
 from webhooks_app.models import Webhook
 
 HOOK = "http://127.0.0.1:9/hook"
 FEISHU = "https://open.feishu.cn/open-apis/bot/v2/hook/abc-123"
-
-
-def wait_until_finished(read, seconds: float = 60.0) -> dict:
-    """The export as `read()` gives it, once finished (or as it is after `seconds`)."""
-    finished = (ExportStatus.SUCCEEDED, ExportStatus.FAILED)
-    return wait_for(lambda: (body := read())["status"] in finished and body, seconds) or read()
 
 
 def fill(api, user_id: str) -> dict:
@@ -67,8 +60,8 @@ def open_zip(content: bytes) -> tuple[dict, dict[str, list[dict]]]:
     return manifest, files
 
 
-def test_an_export_from_the_api_is_the_tenants_data_without_secrets(celery_worker, settings, tmp_path):
-    settings.ACE_DATA_DIR = tmp_path  # the worker is a thread of this process: it writes there too
+def test_an_export_from_the_api_is_the_tenants_data_without_secrets(burst, settings, tmp_path):
+    settings.ACE_DATA_DIR = tmp_path  # the task runs in this process: it writes there too
     api, other = make_client("acme"), make_client("globex")
     secrets = fill(api, "xiaoming")
     other_secrets = fill(other, "zhangsan")
@@ -76,7 +69,8 @@ def test_an_export_from_the_api_is_the_tenants_data_without_secrets(celery_worke
     early = api.post("/api/v1/exports/")
     assert early.status_code == 202, early.json()
     assert early.json()["status"] == "queued"
-    finished = wait_until_finished(lambda: api.get(f"/api/v1/exports/{early.json()['id']}/").json())
+    burst()
+    finished = api.get(f"/api/v1/exports/{early.json()['id']}/").json()
     assert finished["status"] == "succeeded", finished
     assert finished["requested_by"].startswith("api:")
     assert finished["size"] > 0
@@ -152,7 +146,7 @@ def test_a_task_run_twice_writes_the_export_once(db, settings, tmp_path):
     assert first.counts["webhooks"] == 1
 
 
-def test_the_admin_action_queues_exports_and_staff_download_them(celery_worker, django_user_model, settings, tmp_path):
+def test_the_admin_action_queues_exports_and_staff_download_them(burst, django_user_model, settings, tmp_path):
     settings.ACE_DATA_DIR = tmp_path
     api = make_client("acme")
     fill(api, "xiaoming")
@@ -167,11 +161,9 @@ def test_the_admin_action_queues_exports_and_staff_download_them(celery_worker, 
     export = TenantExport.objects.get(tenant=tenant)
     assert export.requested_by == "admin:auditor"
 
-    def read():
-        export.refresh_from_db()
-        return {"status": export.status}
-
-    assert wait_until_finished(read)["status"] == "succeeded", export.error
+    burst()
+    export.refresh_from_db()
+    assert export.status == "succeeded", export.error
     listing = admin.get("/admin/portability_app/tenantexport/").content.decode()
     url = f"/admin/portability_app/tenantexport/{export.pk}/download/"
     assert url in listing
@@ -192,7 +184,7 @@ def test_the_admin_action_queues_exports_and_staff_download_them(celery_worker, 
     assert Webhook.objects.filter(tenant=tenant).count() == 1
 
 
-def test_the_sweep_queues_a_stranded_export_again_and_fails_one_whose_worker_went_away(celery_worker):
+def test_the_sweep_queues_a_stranded_export_again_and_fails_one_whose_worker_went_away(burst):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -214,7 +206,8 @@ def test_the_sweep_queues_a_stranded_export_again_and_fails_one_whose_worker_wen
 
     assert sweep_tenant_exports() == {"requeued": 1, "failed": 1}
 
-    finished = wait_until_finished(lambda: api.get(f"/api/v1/exports/{stranded.pk}/").json())
+    burst()
+    finished = api.get(f"/api/v1/exports/{stranded.pk}/").json()
     assert finished["status"] == "succeeded"
     lost.refresh_from_db()
     assert lost.status == ExportStatus.FAILED and "request another export" in lost.error

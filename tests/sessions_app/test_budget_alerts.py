@@ -15,7 +15,6 @@ from sessions_app.signals import budget_crossed
 from tests.support.api import make_client
 from tests.support.factories import SessionFactory
 from tests.support.http import FakeServer, Request
-from tests.support.waiting import wait_for
 
 FEISHU_SECRET = "feishu-secret"
 DINGTALK_SECRET = "SECdingtalk"
@@ -55,7 +54,7 @@ def bots():
         yield fake
 
 
-def test_each_crossing_alerts_once_by_email_feishu_dingtalk_and_the_signal(celery_worker, bots):
+def test_each_crossing_alerts_once_by_email_feishu_dingtalk_and_the_signal(burst, bots):
     api = make_client("acme")
     session = SessionFactory(tenant=api.tenant, tool="chat", user_id="xiaoming")
     signalled = []
@@ -84,8 +83,9 @@ def test_each_crossing_alerts_once_by_email_feishu_dingtalk_and_the_signal(celer
             assert response.status_code == 201
             if tokens == 1:  # the write that reached 80 % alerts; the first did not
                 assert [s["threshold"] for s in signalled] == [80]
-        assert wait_for(lambda: len(bots.of("feishu")) == 2 and len(bots.of("dingtalk")) == 2 and len(mail.outbox) == 2)
-        time.sleep(0.5)  # nothing more arrives
+        burst()
+        assert burst.queued() == []  # nothing more will arrive
+        assert len(bots.of("feishu")) == 2 and len(bots.of("dingtalk")) == 2 and len(mail.outbox) == 2
         assert len(bots.received) == 4 and len(mail.outbox) == 2
     finally:
         budget_crossed.disconnect(listen)
@@ -107,15 +107,13 @@ def test_each_crossing_alerts_once_by_email_feishu_dingtalk_and_the_signal(celer
         "[Open ACE] Budget team month: 80% used",
     ]
     assert mail.outbox[0].to == ["ops@example.com"] and "of 1000 tokens used" in mail.outbox[0].body
-    assert wait_for(
-        lambda: all(
-            c.alerts == {"email": "sent", "feishu": "sent", "dingtalk": "sent"}
-            for c in BudgetCrossing.objects.filter(budget_id=budget["id"])
-        )
+    assert all(
+        c.alerts == {"email": "sent", "feishu": "sent", "dingtalk": "sent"}
+        for c in BudgetCrossing.objects.filter(budget_id=budget["id"])
     )
 
 
-def test_a_bot_that_refuses_is_recorded_and_tried_again_by_the_sweep(celery_worker, bots):
+def test_a_bot_that_refuses_is_recorded_and_tried_again_by_the_sweep(burst, bots):
     from sessions_app.tasks import send_pending_budget_alerts
 
     api = make_client("acme")
@@ -137,17 +135,18 @@ def test_a_bot_that_refuses_is_recorded_and_tried_again_by_the_sweep(celery_work
         format="json",
     )
     crossing = BudgetCrossing.objects.get(budget_id=budget["id"])
-    assert wait_for(lambda: BudgetCrossing.objects.get(pk=crossing.pk).alerts)
+    burst()
     assert BudgetCrossing.objects.get(pk=crossing.pk).alerts == {"feishu": "failed: sign match fail"}
     # The secret is corrected; the sweep sends what did not go out, once.
     api.patch(f"/api/v1/budgets/{budget['id']}/", {"feishu_secret": FEISHU_SECRET}, format="json")
     assert send_pending_budget_alerts() == 1
-    assert wait_for(lambda: BudgetCrossing.objects.get(pk=crossing.pk).alerts == {"feishu": "sent"})
+    burst()
+    assert BudgetCrossing.objects.get(pk=crossing.pk).alerts == {"feishu": "sent"}
     assert [r["signed"] for r in bots.of("feishu")] == [False, True]
     assert send_pending_budget_alerts() == 0
 
 
-def test_a_budget_saved_over_its_thresholds_alerts_at_once_and_once(celery_worker):
+def test_a_budget_saved_over_its_thresholds_alerts_at_once_and_once(burst):
     api = make_client("acme")
     session = SessionFactory(tenant=api.tenant, tool="chat", user_id="xiaoming")
     url = f"/api/v1/sessions/{session.pk}/messages/"
@@ -175,7 +174,8 @@ def test_a_budget_saved_over_its_thresholds_alerts_at_once_and_once(celery_worke
         budget = created.json()
         assert [c["threshold"] for c in budget["crossings"]] == [50, 80]  # the answer says so at once
         assert sorted(s["threshold"] for s in signalled) == [50, 80]
-        assert wait_for(lambda: len(mail.outbox) == 2)
+        burst()
+        assert len(mail.outbox) == 2
         assert all("already over this threshold when the budget was created" in m.body for m in mail.outbox)
         # Writes while over, and a change that moves no threshold, alert nobody again.
         spend(50)
@@ -186,8 +186,9 @@ def test_a_budget_saved_over_its_thresholds_alerts_at_once_and_once(celery_worke
         lowered = api.patch(f"/api/v1/budgets/{budget['id']}/", {"limit": 950}, format="json").json()
         assert [c["threshold"] for c in lowered["crossings"]] == [50, 80, 100]
         spend(10)
-        assert wait_for(lambda: len(mail.outbox) == 3)
-        time.sleep(0.5)  # nothing more arrives
+        burst()
+        assert burst.queued() == []  # nothing more will arrive
+        assert len(mail.outbox) == 3
     finally:
         budget_crossed.disconnect(listen)
     assert [s["threshold"] for s in signalled] == [50, 80, 100]

@@ -35,7 +35,6 @@ def _say(api, session, text):
     assert api.post(f"/api/v1/sessions/{session}/messages/", body, format="json").status_code == 201
 
 
-@pytest.mark.usefixtures("celery_worker")
 @pytest.mark.parametrize(
     ("user", "before", "change", "old_word", "new_word", "query"),
     [
@@ -51,16 +50,16 @@ def _say(api, session, text):
     ],
 )
 def test_a_changed_preference_replaces_the_old_one_in_the_next_context(
-    api, user, before, change, old_word, new_word, query
+    api, burst, user, before, change, old_word, new_word, query
 ):
     first = _session(api, user, "one")
     _say(api, first, before)
-    settled(api.tenant)
+    settled(burst, api.tenant)
     records = api.get("/api/v1/records/", {"user_id": user}).json()["results"]
     old = next(r for r in records if old_word in r["content"].lower())
     second = _session(api, user, "two")
     _say(api, second, change)
-    settled(api.tenant)
+    settled(burst, api.tenant)
     third = _session(api, user, "three")
     block = context(api, third, query)
     texts = " | ".join(r["text"].lower() for r in block["records"])
@@ -73,8 +72,7 @@ def test_a_changed_preference_replaces_the_old_one_in_the_next_context(
     assert history[0]["change"] == "invalidate"
 
 
-@pytest.mark.usefixtures("celery_worker")
-def test_a_chat_between_people_names_the_speaker_and_keeps_no_small_talk(api):
+def test_a_chat_between_people_names_the_speaker_and_keeps_no_small_talk(api, burst):
     session = _session(api, "conv-1", "LoCoMo-like session")
     turns = [
         ("Caroline", "Hey Mel! Good to see you! How have you been?"),
@@ -92,11 +90,11 @@ def test_a_chat_between_people_names_the_speaker_and_keeps_no_small_talk(api):
         for who, text in turns
     ]
     assert api.post(f"/api/v1/sessions/{session}/messages/", body, format="json").status_code == 201
-    settled(api.tenant)
+    settled(burst, api.tenant)
     for strategy in api.get("/api/v1/strategies/").json()["results"]:
         run = api.post(f"/api/v1/strategies/{strategy['id']}/run/", {"session": session}, format="json")
         assert run.status_code == 202, run.content
-    settled(api.tenant)
+    settled(burst, api.tenant)
     records = api.get("/api/v1/records/", {"user_id": "conv-1"}).json()["results"]
     contents = [r["content"] for r in records]
     assert any(c.startswith("Melanie") and "painting" in c for c in contents), contents

@@ -10,7 +10,6 @@ from sessions_app.services.messages import messages_append
 from strategies_app.models import RunStatus, Strategy, StrategyRun, Trigger, Watermark
 from strategies_app.services.runs import run_execute, run_request
 from tests.support.fake_llm import FakeLLM
-from tests.support.waiting import wait_for
 
 
 def append(session, *texts, role="user"):
@@ -151,7 +150,7 @@ def test_a_disabled_strategy_never_runs(api, session):
     assert not Record.objects.filter(tenant=api.tenant).exists()
 
 
-def test_a_failing_run_is_retried_by_the_worker_until_the_llm_answers(api, session, settings, celery_worker):
+def test_a_failing_run_is_retried_by_the_worker_until_the_llm_answers(api, session, settings, burst, monkeypatch):
     import strategies_app.tasks as tasks
 
     with FakeLLM() as llm:
@@ -160,15 +159,12 @@ def test_a_failing_run_is_retried_by_the_worker_until_the_llm_answers(api, sessi
         llm.script = [503]
         strategy = profile(api.tenant, extractor="llm")
         append(session, "I prefer window seats.")
-        saved = tasks.BACKOFF
-        # No delay: a retry with a countdown becomes an ETA message, and an in-thread test worker started after
-        # another one in the same process never fires ETA timers (the production backoff is BACKOFF·2^n).
-        tasks.BACKOFF = 0
-        try:
-            run = run_request(strategy=strategy, trigger=Trigger.MANUAL, session=session)
-            assert wait_for(lambda: StrategyRun.objects.get(pk=run.pk).status == RunStatus.SUCCEEDED, 30)
-        finally:
-            tasks.BACKOFF = saved
+        # A short delay: the retry is a message with a countdown, run when it is due (in production BACKOFF·2^n).
+        monkeypatch.setattr(tasks, "BACKOFF", 0.1)
+        run = run_request(strategy=strategy, trigger=Trigger.MANUAL, session=session)
+        states = [ran.state for ran in burst() if ran.name == "strategies_app.tasks.run_strategy"]
+        assert states == ["RETRY", "SUCCESS"]
+        assert StrategyRun.objects.get(pk=run.pk).status == RunStatus.SUCCEEDED
         run.refresh_from_db()
         assert run.attempts == 2 and run.added == 1
         assert Record.objects.get(tenant=api.tenant, valid=True).content == "Prefers window seats"

@@ -10,7 +10,6 @@ from memory_app.models import Record
 from strategies_app.models import RunStatus, Strategy, StrategyRun
 from tests.support.factories import SessionFactory
 from tests.support.fake_llm import FakeLLM
-from tests.support.waiting import wait_for
 
 OPENAI_KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
@@ -31,11 +30,12 @@ def only(tenant, name, **changes) -> Strategy:
     return Strategy.objects.get(tenant=tenant, name=name)
 
 
-def run_by_hand(api, strategy, session) -> StrategyRun:
+def run_by_hand(api, burst, strategy, session) -> StrategyRun:
     response = api.post(f"/api/v1/strategies/{strategy.pk}/run/", {"session": str(session.pk)}, format="json")
     assert response.status_code in (200, 201, 202), response.content
     run_id = response.json()["run"]
-    assert wait_for(lambda: StrategyRun.objects.get(pk=run_id).status == RunStatus.SUCCEEDED)
+    burst()
+    assert StrategyRun.objects.get(pk=run_id).status == RunStatus.SUCCEEDED
     return StrategyRun.objects.get(pk=run_id)
 
 
@@ -44,8 +44,7 @@ def chat(api):
     return SessionFactory(tenant=api.tenant, user_id="xiaoming", name="travel")
 
 
-@pytest.mark.usefixtures("celery_worker")
-def test_the_facts_strategy_never_remembers_a_key_or_a_password_and_the_context_never_shows_one(api, chat):
+def test_the_facts_strategy_never_remembers_a_key_or_a_password_and_the_context_never_shows_one(api, burst, chat):
     strategy = only(api.tenant, "facts-experience")
     said = [
         f"Remember that my OpenAI API key is {OPENAI_KEY} and my password is hunter2.",
@@ -57,7 +56,7 @@ def test_the_facts_strategy_never_remembers_a_key_or_a_password_and_the_context_
         f"/api/v1/sessions/{chat.pk}/messages/", [{"role": "user", "content": text} for text in said], format="json"
     )
     assert posted.status_code == 201, posted.content
-    run = run_by_hand(api, strategy, chat)
+    run = run_by_hand(api, burst, strategy, chat)
     assert run.messages_processed == 4
 
     records = list(Record.objects.filter(tenant=api.tenant).values("content", "fields"))

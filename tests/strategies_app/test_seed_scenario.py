@@ -2,26 +2,18 @@
 preferences stated in two sessions are recalled and injected when the user opens a third one; a preference
 changed later replaces the old one. Once with the `rules` extractor, once with an LLM (the fake server)."""
 
-import time
-
-import pytest
-
 from strategies_app.models import RunStatus, StrategyRun
 from tests.support.fake_llm import FakeLLM
 
-pytestmark = pytest.mark.usefixtures("celery_worker")
 
-
-def settled(tenant, timeout=30.0) -> None:
-    """Wait until every run asked for so far has finished (they are queued on commit)."""
-    deadline = time.monotonic() + timeout
-    time.sleep(0.2)
-    while time.monotonic() < deadline:
-        runs = StrategyRun.objects.filter(tenant=tenant)
-        if runs.exists() and not runs.exclude(status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED]).exists():
-            return
-        time.sleep(0.05)
-    raise AssertionError(list(StrategyRun.objects.filter(tenant=tenant).values("trigger", "status", "error")))
+def settled(burst, tenant) -> None:
+    """Run what the writes so far queued (on commit: the runs they asked for, and what those queue): every run has
+    finished."""
+    burst()
+    runs = StrategyRun.objects.filter(tenant=tenant)
+    assert runs.exists() and not runs.exclude(status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED]).exists(), list(
+        runs.values("trigger", "status", "error")
+    )
 
 
 def new_session(api, name):
@@ -41,7 +33,7 @@ def context(api, session, query):
     return response.json()
 
 
-def scenario(api):
+def scenario(api, burst):
     # Session 1: debugging the devices; a preference is stated.
     first = new_session(api, "客厅设备调试")
     say(api, first, "Help me set up the living room lights.", "At night I prefer soft lighting.")
@@ -49,7 +41,7 @@ def scenario(api):
     second = new_session(api, "家庭网络配置")
     say(api, second, "我想把家里的网络配置好。", "I prefer soft lighting at night.")
     assert api.put(f"/api/v1/sessions/{second}/state/", {"stage": "网络配置完成"}, format="json").status_code == 200
-    settled(api.tenant)
+    settled(burst, api.tenant)
     # Session 3: "adjust the living room lights" — both memories are recalled and injected.
     third = new_session(api, "调整客厅灯光")
     block = context(api, third, "adjust the living room lights")
@@ -62,7 +54,7 @@ def scenario(api):
     assert f"[record:{soft[0]['id']}]" in block["prompt"]
     # Later the preference changes: the old one is replaced.
     say(api, third, "Actually, I now prefer bright lighting.")
-    settled(api.tenant)
+    settled(burst, api.tenant)
     fourth = new_session(api, "晚上")
     block = context(api, fourth, "what lighting does he like")
     texts = " | ".join(r["text"].lower() for r in block["records"])
@@ -74,12 +66,12 @@ def scenario(api):
     return block
 
 
-def test_the_seed_scenario_with_the_rules_extractor(api):
-    scenario(api)
+def test_the_seed_scenario_with_the_rules_extractor(api, burst):
+    scenario(api, burst)
     assert set(StrategyRun.objects.filter(tenant=api.tenant).values_list("extractor", flat=True)) <= {"rules", ""}
 
 
-def test_the_seed_scenario_with_an_llm(api, settings):
+def test_the_seed_scenario_with_an_llm(api, burst, settings):
     with FakeLLM() as llm:
         settings.ACE_LLM_BASE_URL, settings.ACE_LLM_MODEL = llm.base_url, "fake-model"
         llm.remember = {
@@ -90,7 +82,7 @@ def test_the_seed_scenario_with_an_llm(api, settings):
             "网络配置": {"content": "家庭网络配置完成", "about": "task", "value": "网络配置完成", "kind": "task",
                      "when": "Summarise the task"},
         }  # fmt: skip
-        scenario(api)
+        scenario(api, burst)
         assert llm.requests and all(r["model"] == "fake-model" for r in llm.requests)
     runs = StrategyRun.objects.filter(tenant=api.tenant, status=RunStatus.SUCCEEDED, extractor="llm")
     assert runs.exists() and all(r.input_tokens > 0 for r in runs)

@@ -1,7 +1,7 @@
-"""Each trigger end to end: a real Celery worker on a real broker runs the strategy the trigger asked for."""
+"""Each trigger end to end: the strategy run the trigger asked for is queued, then run as a worker runs it
+(tests/support/burst.py)."""
 
 import json
-import time
 
 import pytest
 from django_celery_beat.models import PeriodicTask
@@ -10,9 +10,8 @@ from memory_app.models import Record
 from strategies_app.models import RunStatus, Strategy, StrategyRun, Trigger
 from tests.support.api import post_messages
 from tests.support.factories import SessionFactory
-from tests.support.waiting import wait_for
 
-pytestmark = pytest.mark.usefixtures("celery_worker")
+pytestmark = pytest.mark.usefixtures("burst")  # every task these tests queue waits for their burst()
 
 
 def only(tenant, name, **settings) -> Strategy:
@@ -37,7 +36,7 @@ def post(api, session, *messages):
     return post_messages(api, session, list(messages))
 
 
-def test_tool_result_message_triggers_a_run(api, chat):
+def test_tool_result_message_triggers_a_run(api, burst, chat):
     strategy = only(api.tenant, "facts-experience", on_tool_result=True)
     post(
         api,
@@ -47,13 +46,14 @@ def test_tool_result_message_triggers_a_run(api, chat):
     )
     assert not StrategyRun.objects.filter(strategy=strategy).exists()  # no tool result yet
     post(api, chat, {"role": "toolResult", "content": "saved", "tool_name": "note"})
-    assert wait_for(lambda: succeeded(strategy, Trigger.TOOL_RESULT).exists())
+    burst()
+    assert succeeded(strategy, Trigger.TOOL_RESULT).exists()
     run = succeeded(strategy, Trigger.TOOL_RESULT).get()
     assert run.trigger_detail.startswith("toolResult message seq 3") and run.added == 1
     assert "router is in the hallway closet" in Record.objects.get(tenant=api.tenant, valid=True).content
 
 
-def test_a_completed_turn_with_tool_calls_triggers_a_run(api, chat):
+def test_a_completed_turn_with_tool_calls_triggers_a_run(api, burst, chat):
     strategy = only(api.tenant, "facts-experience", on_tool_result=True)
     started = api.post(
         f"/api/v1/sessions/{chat.pk}/turns/", {"content": "Remember that my car is a blue Tesla."}, format="json"
@@ -71,7 +71,8 @@ def test_a_completed_turn_with_tool_calls_triggers_a_run(api, chat):
         },  # fmt: skip
         format="json",
     )
-    assert wait_for(lambda: succeeded(strategy, Trigger.TOOL_RESULT).filter(added=1).exists())
+    burst()
+    assert succeeded(strategy, Trigger.TOOL_RESULT).filter(added=1).exists()
     assert "blue Tesla" in Record.objects.get(tenant=api.tenant, valid=True).content
 
 
@@ -82,13 +83,15 @@ def merge_patch(api, session, patch):
     assert response.status_code == 200, response.content
 
 
-def test_a_task_stage_change_triggers_the_task_strategy(api, chat):
+def test_a_task_stage_change_triggers_the_task_strategy(api, burst, chat):
     strategy = only(api.tenant, "task-progress", on_state_keys=["stage"])
     post(api, chat, {"role": "user", "content": "帮我配置家里的智能家居"})
     api.put(f"/api/v1/sessions/{chat.pk}/state/", {"stage": "设备调试"}, format="json")
-    assert wait_for(lambda: succeeded(strategy, Trigger.STATE_CHANGE).exists())
+    burst()
+    assert succeeded(strategy, Trigger.STATE_CHANGE).exists()
     merge_patch(api, chat, {"stage": "网络配置完成"})
-    assert wait_for(lambda: succeeded(strategy, Trigger.STATE_CHANGE).count() == 2)
+    burst()
+    assert succeeded(strategy, Trigger.STATE_CHANGE).count() == 2
     last = succeeded(strategy, Trigger.STATE_CHANGE).order_by("-queued_at").first()
     assert last.state_changes == {"stage": ["设备调试", "网络配置完成"]}
     task = Record.objects.get(tenant=api.tenant, valid=True, type="task")
@@ -96,33 +99,35 @@ def test_a_task_stage_change_triggers_the_task_strategy(api, chat):
     assert task.fields["slot"] == f"task:{chat.pk}"
     # a change to a key nobody watches starts nothing
     merge_patch(api, chat, {"theme": "dark"})
-    time.sleep(0.5)
+    burst()
     assert StrategyRun.objects.filter(strategy=strategy).count() == 2
 
 
-def test_a_message_scoring_above_the_threshold_triggers_a_run(api, chat):
+def test_a_message_scoring_above_the_threshold_triggers_a_run(api, burst, chat):
     strategy = only(api.tenant, "user-profile", message_threshold=0.6)
     post(api, chat, {"role": "user", "content": "ok thanks"})
-    time.sleep(0.3)
+    burst()
     assert not StrategyRun.objects.filter(strategy=strategy).exists()  # chit-chat scores low
     post(api, chat, {"role": "user", "content": "I prefer soft lighting at night."})
-    assert wait_for(lambda: succeeded(strategy, Trigger.THRESHOLD).exists())
+    burst()
+    assert succeeded(strategy, Trigger.THRESHOLD).exists()
     run = succeeded(strategy, Trigger.THRESHOLD).get()
     assert "scored" in run.trigger_detail and run.added == 1 and run.from_seq == 1 and run.to_seq == 2
 
 
-def test_accumulated_scores_trigger_a_run(api, chat):
+def test_accumulated_scores_trigger_a_run(api, burst, chat):
     strategy = only(api.tenant, "user-profile", accumulated_threshold=1.0)
     post(api, chat, {"role": "user", "content": "I prefer soft lighting at night."})
-    time.sleep(0.3)
+    burst()
     started = StrategyRun.objects.filter(strategy=strategy).count()
     for text in ("I like jasmine tea.", "I live in Hangzhou.", "My budget is 3000 yuan."):
         post(api, chat, {"role": "user", "content": text})
-    assert wait_for(lambda: succeeded(strategy, Trigger.THRESHOLD).count() > started)
+    burst()
+    assert succeeded(strategy, Trigger.THRESHOLD).count() > started
     assert "unread messages scored" in succeeded(strategy, Trigger.THRESHOLD).first().trigger_detail
 
 
-def test_the_schedule_runs_over_sessions_with_unread_messages(api, chat):
+def test_the_schedule_runs_over_sessions_with_unread_messages(api, burst, chat):
     from strategies_app.tasks import strategy_scheduled
 
     strategy = only(api.tenant, "user-profile")
@@ -132,12 +137,13 @@ def test_the_schedule_runs_over_sessions_with_unread_messages(api, chat):
     assert task.task == "strategies_app.tasks.strategy_scheduled"
     # what beat sends when the interval is due (the periodic task's own kwargs)
     strategy_scheduled.apply_async(kwargs=json.loads(task.kwargs))
-    assert wait_for(lambda: succeeded(strategy, Trigger.SCHEDULE).exists())
+    burst()
+    assert succeeded(strategy, Trigger.SCHEDULE).exists()
     assert not StrategyRun.objects.filter(session=idle).exists()
     assert strategy_scheduled(str(strategy.pk)) == 0  # everything read
 
 
-def test_one_write_to_many_sessions_queues_few_tasks_and_triggers_each_session(api):
+def test_one_write_to_many_sessions_queues_few_tasks_and_triggers_each_session(api, burst):
     """An import stores a batch of files (sessions) in one write: their follow-up work goes out as a few
     tasks for the whole write, and every session's trigger still runs."""
     from celery.signals import before_task_publish
@@ -174,7 +180,8 @@ def test_one_write_to_many_sessions_queues_few_tasks_and_triggers_each_session(a
     embeds = [name for name in published if name.endswith("embed_messages")]
     assert len(triggers) == 2  # 55 sessions: one task of 50, one of 5 — not one per session
     assert len(embeds) == 1  # 110 messages: one embedding task
-    assert wait_for(lambda: succeeded(strategy, Trigger.TOOL_RESULT).count() == count, seconds=60)
+    burst()
+    assert succeeded(strategy, Trigger.TOOL_RESULT).count() == count
     assert set(succeeded(strategy, Trigger.TOOL_RESULT).values_list("session_id", flat=True)) == {
         s.pk for s in sessions
     }

@@ -1,6 +1,7 @@
-"""Deliveries end to end: a real Celery worker posts to a real HTTP receiver on loopback; the receiver checks the
-signature as docs/webhooks.md tells it to; failures are retried with backoff or given up, and can be redelivered
-from the API and the admin."""
+"""Deliveries end to end: the delivery tasks, run as a worker runs them (tests/support/burst.py), post to a real HTTP
+receiver on
+loopback; the receiver checks the signature as docs/webhooks.md tells it to; failures are retried with backoff or
+given up, and can be redelivered from the API and the admin."""
 
 import hashlib
 import hmac
@@ -11,7 +12,6 @@ import pytest
 
 from sessions_app.signals import budget_crossed
 from tests.support.api import make_client
-from tests.support.waiting import wait_for
 from tests.webhooks_app.receiver import receiving
 from webhooks_app.models import DeliveryStatus, WebhookDelivery
 from webhooks_app.services.signing import signature_verify
@@ -29,11 +29,11 @@ def subscribe(client, url, events=("record.created",)):
     return answer.json()
 
 
-def settled(delivery_id):
-    return lambda: WebhookDelivery.objects.get(pk=delivery_id).status != DeliveryStatus.PENDING
+def settled(delivery_id) -> bool:
+    return WebhookDelivery.objects.get(pk=delivery_id).status != DeliveryStatus.PENDING
 
 
-def test_a_record_created_through_the_api_arrives_signed_once_and_only_at_its_tenant(celery_worker, fast_retries):
+def test_a_record_created_through_the_api_arrives_signed_once_and_only_at_its_tenant(burst, fast_retries):
     api, other = make_client("acme"), make_client("globex")
     with receiving() as ours, receiving() as theirs:
         webhook = subscribe(api, ours.url)
@@ -41,9 +41,10 @@ def test_a_record_created_through_the_api_arrives_signed_once_and_only_at_its_te
         created = api.post(
             "/api/v1/records/", {"user_id": "xiaoming", "type": "profile", "content": "Prefers museums"}, format="json"
         ).json()
-        (request,) = ours.wait_for(1)
-        time.sleep(0.5)  # nothing else arrives: one delivery, none to the other tenant
-        assert len(ours.received) == 1 and theirs.received == []
+        burst()
+        assert burst.queued() == []  # nothing else will arrive: one delivery, none to the other tenant
+        (request,) = ours.received
+        assert theirs.received == []
 
     headers = request.headers
     assert request.path == "/hooks/ace" and headers["Content-Type"] == "application/json"
@@ -81,23 +82,24 @@ def test_a_record_created_through_the_api_arrives_signed_once_and_only_at_its_te
     assert record["id"] == created["id"] and record["content"] == "Prefers museums" and record["revision"] == 1
     assert record["created_at"] == created["created_at"]
 
-    assert wait_for(lambda: WebhookDelivery.objects.filter(status=DeliveryStatus.SUCCEEDED).count() == 1)
+    assert WebhookDelivery.objects.filter(status=DeliveryStatus.SUCCEEDED).count() == 1
     (delivery,) = api.get(f"/api/v1/webhooks/{webhook['id']}/deliveries/").json()["results"]
     assert delivery["id"] == headers["X-ACE-Delivery"] and delivery["status"] == "succeeded"
     assert delivery["attempts"] == 1 and delivery["response_status"] == 200 and delivery["delivered_at"]
     assert delivery["response_body"] == '{"status": 200}'
 
 
-def test_a_failing_receiver_is_retried_with_backoff_until_it_answers(celery_worker, fast_retries):
+def test_a_failing_receiver_is_retried_with_backoff_until_it_answers(burst, fast_retries):
     api = make_client("acme")
     with receiving([500, 503, 200]) as receiver:
         webhook = subscribe(api, receiver.url, events=["record.created", "record.updated", "record.invalidated"])
         created = api.post(
             "/api/v1/records/", {"user_id": "u1", "type": "fact", "content": "Lives in Hangzhou"}, format="json"
         ).json()
-        requests = receiver.wait_for(3)
+        burst()
+        requests = receiver.received
         delivery = WebhookDelivery.objects.get(webhook_id=webhook["id"])
-        assert wait_for(settled(delivery.pk))
+        assert settled(delivery.pk)
     assert len(requests) == 3
     assert {r.headers["X-ACE-Delivery"] for r in requests} == {str(delivery.pk)}
     assert [r.headers["X-ACE-Attempt"] for r in requests] == ["1", "2", "3"]
@@ -116,7 +118,8 @@ def test_a_failing_receiver_is_retried_with_backoff_until_it_answers(celery_work
         api.patch(f"/api/v1/webhooks/{webhook['id']}/", {"url": receiver.url}, format="json")
         api.patch(f"/api/v1/records/{created['id']}/", {"content": "Lives in Shanghai"}, format="json")
         api.delete(f"/api/v1/records/{created['id']}/")
-        requests = receiver.wait_for(2)
+        burst()
+        requests = receiver.received
     assert sorted(r.headers["X-ACE-Event"] for r in requests) == ["record.invalidated", "record.updated"]
     invalidated = WebhookDelivery.objects.get(event="record.invalidated").payload["data"]
     assert invalidated["record"]["valid"] is False and invalidated["reason"] == "deleted"
@@ -124,48 +127,51 @@ def test_a_failing_receiver_is_retried_with_backoff_until_it_answers(celery_work
 
 
 @pytest.mark.parametrize("status", [410, 400])
-def test_an_answer_not_worth_retrying_fails_at_once(celery_worker, fast_retries, status):
+def test_an_answer_not_worth_retrying_fails_at_once(burst, fast_retries, status):
     api = make_client("acme")
     with receiving([status]) as receiver:
         webhook = subscribe(api, receiver.url)
         api.post("/api/v1/records/", {"user_id": "u", "type": "fact", "content": "Gone"}, format="json")
-        receiver.wait_for(1)
+        burst()
         delivery = WebhookDelivery.objects.get(webhook_id=webhook["id"])
-        assert wait_for(settled(delivery.pk))
-        time.sleep(0.6)  # longer than the first backoff: no second attempt comes
+        assert settled(delivery.pk)
+        assert burst.queued() == []  # no second attempt will come
         assert len(receiver.received) == 1
     delivery.refresh_from_db()
     assert delivery.status == DeliveryStatus.FAILED and delivery.attempts == 1
     assert delivery.response_status == status and delivery.error == f"HTTP {status}"
 
 
-def test_attempts_stop_at_the_maximum(celery_worker, fast_retries, settings):
+def test_attempts_stop_at_the_maximum(burst, fast_retries, settings):
     settings.ACE_WEBHOOKS_MAX_ATTEMPTS = 2
     api = make_client("acme")
     with receiving([502]) as receiver:
         webhook = subscribe(api, receiver.url)
         api.post("/api/v1/records/", {"user_id": "u", "type": "fact", "content": "Never"}, format="json")
+        burst()
         delivery = WebhookDelivery.objects.get(webhook_id=webhook["id"])
-        assert wait_for(settled(delivery.pk))
-        time.sleep(0.8)
+        assert settled(delivery.pk)
+        assert burst.queued() == []  # no third attempt will come
         assert len(receiver.received) == 2
     delivery.refresh_from_db()
     assert delivery.status == DeliveryStatus.FAILED and delivery.attempts == 2
     assert delivery.error == "HTTP 502; gave up after 2 attempts"
 
 
-def test_redeliver_from_the_api_and_the_admin(celery_worker, fast_retries, client, django_user_model):
+def test_redeliver_from_the_api_and_the_admin(burst, fast_retries, client, django_user_model):
     api = make_client("acme")
     with receiving([410, 200]) as receiver:
         webhook = subscribe(api, receiver.url)
         api.post("/api/v1/records/", {"user_id": "u", "type": "fact", "content": "Again"}, format="json")
         original = WebhookDelivery.objects.get(webhook_id=webhook["id"])
-        assert wait_for(settled(original.pk))
+        burst()
+        assert settled(original.pk)
         answer = api.post(f"/api/v1/webhook-deliveries/{original.pk}/redeliver/")
         assert answer.status_code == 202, answer.json()
         again = answer.json()
         assert again["redelivery_of"] == str(original.pk) and again["event_id"] == str(original.event_id)
-        assert wait_for(settled(again["id"]))
+        burst()
+        assert settled(again["id"])
         assert WebhookDelivery.objects.get(pk=again["id"]).status == DeliveryStatus.SUCCEEDED
 
         staff = django_user_model.objects.create_superuser(username="ops", password="x", email="")
@@ -177,9 +183,10 @@ def test_redeliver_from_the_api_and_the_admin(celery_worker, fast_retries, clien
         client.post(
             "/admin/webhooks_app/webhookdelivery/", {"action": "redeliver", "_selected_action": [str(original.pk)]}
         )
-        assert wait_for(lambda: len(receiver.received) == 3)
+        burst()
+        assert len(receiver.received) == 3
         third = WebhookDelivery.objects.filter(redelivery_of=original, requested_by="admin:ops").get()
-        assert wait_for(settled(third.pk))
+        assert settled(third.pk)
     assert len({r.headers["X-ACE-Event-Id"] for r in receiver.received}) == 1
     assert len({r.headers["X-ACE-Delivery"] for r in receiver.received}) == 3
     actions = api.get(f"/api/v1/webhooks/{webhook['id']}/changes/").json()["results"]
@@ -190,7 +197,7 @@ def test_redeliver_from_the_api_and_the_admin(celery_worker, fast_retries, clien
     ]
 
 
-def test_ping_budget_and_import_events_and_no_delivery_to_an_inactive_webhook(celery_worker, fast_retries, tmp_path):
+def test_ping_budget_and_import_events_and_no_delivery_to_an_inactive_webhook(burst, fast_retries, tmp_path):
     api = make_client("acme")
     with receiving() as receiver:
         webhook = subscribe(api, receiver.url, events=["budget.crossed", "import.finished"])
@@ -206,8 +213,9 @@ def test_ping_budget_and_import_events_and_no_delivery_to_an_inactive_webhook(ce
         log = tmp_path / "empty"
         log.mkdir()
         import_path(tenant=api.tenant, path=log)
-        received = receiver.wait_for(3)
-        time.sleep(0.3)
+        burst()
+        assert burst.queued() == []
+        received = receiver.received
     by_event = {r.headers["X-ACE-Event"]: json.loads(r.body) for r in received}
     assert sorted(by_event) == ["budget.crossed", "import.finished", "ping"] and len(receiver.received) == 3
     assert by_event["ping"]["data"]["webhook"] == webhook["id"]
@@ -218,7 +226,7 @@ def test_ping_budget_and_import_events_and_no_delivery_to_an_inactive_webhook(ce
     assert not WebhookDelivery.objects.filter(webhook_id=muted["id"]).exists()
 
 
-def test_a_strategy_run_that_fails_for_good_is_announced(celery_worker, fast_retries):
+def test_a_strategy_run_that_fails_for_good_is_announced(burst, fast_retries):
     from django.db import transaction
 
     from strategies_app.models import Strategy, Trigger
@@ -233,7 +241,8 @@ def test_a_strategy_run_that_fails_for_good_is_announced(celery_worker, fast_ret
         with transaction.atomic():  # disabled before the worker starts it: the run fails
             run = run_request(strategy=strategy, trigger=Trigger.MANUAL, session=session)
             Strategy.objects.filter(pk=strategy.pk).update(enabled=False)
-        (request,) = receiver.wait_for(1)
+        burst()
+        (request,) = receiver.received
     data = json.loads(request.body)["data"]["run"]
     assert request.headers["X-ACE-Event"] == "strategy_run.failed"
     assert data["id"] == str(run.pk) and data["strategy"] == "user-profile" and data["session"] == str(session.pk)
