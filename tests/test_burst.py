@@ -1,6 +1,5 @@
-"""The burst runner the suite runs its background work with (tests/support/burst.py): tasks run as a worker runs
-them, after the
-commit that queued them, a countdown when it is due, the tasks they queue in the same burst."""
+"""The burst runner the suite runs its background work with (tests/support/burst.py): tasks run as a worker runs them,
+after the commit that queued them, a countdown when it is due, the tasks they queue in the same burst."""
 
 import time
 

@@ -1,7 +1,6 @@
 """Deliveries end to end: the delivery tasks, run as a worker runs them (tests/support/burst.py), post to a real HTTP
-receiver on
-loopback; the receiver checks the signature as docs/webhooks.md tells it to; failures are retried with backoff or
-given up, and can be redelivered from the API and the admin."""
+receiver on loopback; the receiver checks the signature as docs/webhooks.md tells it to; failures are retried with
+backoff or given up, and can be redelivered from the API and the admin."""
 
 import hashlib
 import hmac
