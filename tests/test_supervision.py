@@ -93,6 +93,10 @@ def test_scripts_up_restarts_a_killed_worker_and_ctrl_c_stops_everything_databas
         started = time.monotonic()
         for name in ("web", "worker", "embedder", "beat"):
             output.wait_for(rf"success: {name} entered RUNNING state", seconds=150 if first_run else 60)
+        # supervisord calls a program RUNNING after 3 s; a Celery worker handles SIGTERM (a warm shutdown, exit
+        # status 0) only once it has booted, which on a busy machine takes far longer: wait for it to say so.
+        for name in ("worker", "embedder", "webhooks"):
+            output.wait_for(rf"{name}@\S+ ready\.", seconds=150 if first_run else 60)
         worker_pid = int(output.wait_for(r"spawned: 'worker' with pid (\d+)", seconds=1).group(1))
         web_pid = int(output.wait_for(r"spawned: 'web' with pid (\d+)", seconds=1).group(1))
         assert wait_for(lambda: _healthy(port)), output.text()[-4000:]
@@ -105,6 +109,7 @@ def test_scripts_up_restarts_a_killed_worker_and_ctrl_c_stops_everything_databas
         new_pid = int(output.wait_for(r"spawned: 'worker' with pid (\d+)", since=mark, seconds=15).group(1))
         assert new_pid != worker_pid
         output.wait_for(r"success: worker entered RUNNING state", since=mark, seconds=30)
+        output.wait_for(r"worker@\S+ ready\.", since=mark, seconds=60)
         assert _healthy(port)  # web kept serving
         assert not any(f"exited: {name}" in output.text(mark) for name in ("web", "embedder", "beat"))
         os.kill(web_pid, 0)  # the same web process
