@@ -2,7 +2,9 @@
 
 1. **Messages.** Every message adds 1 to `messages` and 1 to its role's counter (`schema.ROLE_COUNTERS`).
 2. **Tokens.** A message's tokens are what it reports; its `total_tokens`, when it gives none but gives input
-   or output tokens, is input + output (cache reads and writes are counted on their own).
+   or output tokens, is input + output (cache reads and writes are counted on their own). Cache writes are
+   counted by lifetime too: `cache_creation_tokens` is the sum of `cache_creation_5m_tokens` and
+   `cache_creation_1h_tokens`; a write whose lifetime is not reported is a 5-minute one (`cache_writes`).
 3. **Requests.** A message with a `request_id` or an `auth_type` is (part of) an LLM request. Messages sharing
    a `request_id` in a session are one request, counted once, with its first message. For each token kind a
    request keeps the largest value any of its messages reported, and a message adds only how much it grew
@@ -75,12 +77,31 @@ def total_tokens(input_tokens: int | None, output_tokens: int | None, total: int
     return total
 
 
+def cache_writes(
+    written: int | None, five_minutes: int | None, one_hour: int | None
+) -> tuple[int | None, int | None, int | None]:
+    """Rule 2's cache writes: (all, 5-minute, 1-hour), all being their sum. A message that reports only the sum
+    wrote for 5 minutes (the API's default lifetime: Anthropic's `cache_control` "ephemeral" lasts 5 minutes
+    unless it says `"ttl": "1h"`); one that reports only the lifetimes has their sum. None: no cache write
+    reported. The messages API refuses lifetimes that add up to more than the sum it is given."""
+    if written is None and five_minutes is None and one_hour is None:
+        return None, None, None
+    one_hour = one_hour or 0
+    if written is None:
+        written = (five_minutes or 0) + one_hour
+    return written, max(written - one_hour, 0), min(one_hour, written)
+
+
 def message_tokens(message: Mapping) -> tuple[int | None, ...]:
-    """A message's tokens in TOKEN_FIELDS order (None where it reports nothing), its total by rule 2."""
+    """A message's tokens in TOKEN_FIELDS order (None where it reports nothing), its total and cache writes by
+    rule 2."""
     get = message.get
     input_tokens, output_tokens = get("input_tokens"), get("output_tokens")
     total = total_tokens(input_tokens, output_tokens, get("total_tokens"))
-    return input_tokens, output_tokens, get("cache_read_tokens"), get("cache_creation_tokens"), total
+    written, five_minutes, one_hour = cache_writes(
+        get("cache_creation_tokens"), get("cache_creation_5m_tokens"), get("cache_creation_1h_tokens")
+    )
+    return input_tokens, output_tokens, get("cache_read_tokens"), written, five_minutes, one_hour, total
 
 
 def is_request(message: Mapping) -> bool:

@@ -1,9 +1,10 @@
 """Prices and cost: which ModelPrice row prices a model name, and what token sums cost.
 
-Cost is never stored. It is computed when usage is read, from token sums per model (the hourly roll-ups,
-or a session's usage by model) times the model's price, so a corrected price is reflected at once
-everywhere, past usage included. Cost is linear in tokens, so the cost of a sum of requests is the sum
-of their costs: pricing the roll-ups prices every request.
+Cost is never stored. It is computed when usage is read, from token sums per model and day (the roll-ups,
+or a session's usage by model and day) times the model's price in force that day, so a corrected price is
+reflected at once everywhere, past usage included, and a new price applies from the day it took effect. Cost
+is linear in tokens, so the cost of a sum of requests is the sum of their costs: pricing the roll-ups prices
+every request.
 
 Tokens of a model without a price are never priced as zero silently: they are counted in
 `unpriced_tokens`, and the model is listed in `unpriced_models`.
@@ -13,18 +14,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from decimal import ROUND_HALF_UP, Decimal
 
 from sessions_app.models import ModelPrice, PriceMatch
 
-# The token kinds a price applies to, with the ModelPrice field that prices each.
-PRICED_TOKENS = (
-    ("input_tokens", "input_usd_per_mtok"),
-    ("output_tokens", "output_usd_per_mtok"),
-    ("cache_read_tokens", "cache_read_usd_per_mtok"),
-    ("cache_creation_tokens", "cache_write_usd_per_mtok"),
+# The token kinds of a usage row a cost is computed from, and how: each term is (tokens, minus these tokens,
+# the ModelPrice rate). A cache write is priced by its lifetime: the 1-hour writes at the 1-hour rate, the
+# rest of `cache_creation_tokens` (5-minute writes, and writes whose lifetime was not reported: the API's
+# default lifetime) at the 5-minute rate.
+COST_TERMS = (
+    ("input_tokens", None, "input_usd_per_mtok"),
+    ("output_tokens", None, "output_usd_per_mtok"),
+    ("cache_read_tokens", None, "cache_read_usd_per_mtok"),
+    ("cache_creation_tokens", "cache_creation_1h_tokens", "cache_write_usd_per_mtok"),
+    ("cache_creation_1h_tokens", None, "cache_write_1h_usd_per_mtok"),
 )
-PRICED_TOKEN_FIELDS = tuple(tokens for tokens, _ in PRICED_TOKENS)
+PRICE_RATES = tuple(rate for _, _, rate in COST_TERMS)
+# What a cost is computed from (what a usage row must carry to be priced).
+PRICED_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "cache_creation_1h_tokens")
+# Every token once: input, output, cache reads and cache writes (of either lifetime).
+ALL_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
 MILLION = Decimal(1_000_000)
 MICRO_DOLLAR = Decimal("0.000001")
 # Routing prefixes some tools put before the model's own name (Bedrock, Vertex, OpenRouter).
@@ -49,6 +59,16 @@ def money(value: Decimal) -> Decimal:
     return value.quantize(MICRO_DOLLAR, rounding=ROUND_HALF_UP)
 
 
+def cost_sql(usage: str, price: str, cast: str = "") -> str:
+    """The COST_TERMS as SQL: the cost in USD per million tokens of the usage row aliased `usage` at the rates of
+    the price row aliased `price` (`cast` e.g. "::float8" on each term, for ranking)."""
+    terms = []
+    for tokens, minus, rate in COST_TERMS:
+        amount = f"({usage}.{tokens} - {usage}.{minus})" if minus else f"{usage}.{tokens}"
+        terms.append(f"{amount}{cast} * {price}.{rate}{cast}")
+    return " + ".join(terms)
+
+
 @dataclass(frozen=True)
 class Price:
     price_id: int
@@ -57,78 +77,131 @@ class Price:
     output_usd_per_mtok: Decimal
     cache_read_usd_per_mtok: Decimal
     cache_write_usd_per_mtok: Decimal
+    cache_write_1h_usd_per_mtok: Decimal
+    effective_from: date | None = None
 
     def cost(self, tokens: Mapping[str, int]) -> Decimal:
-        return (
-            sum((Decimal(tokens.get(kind) or 0) * getattr(self, rate) for kind, rate in PRICED_TOKENS), Decimal(0))
-            / MILLION
-        )
+        total = Decimal(0)
+        for kind, minus, rate in COST_TERMS:
+            amount = int(tokens.get(kind) or 0) - (int(tokens.get(minus) or 0) if minus else 0)
+            if amount:
+                total += Decimal(amount) * getattr(self, rate)
+        return total / MILLION
+
+
+_PRICE_COLUMNS = ("pk", "model", "match", *PRICE_RATES, "effective_from")
 
 
 class PriceBook:
-    """All prices, read once (one query); `price_for` resolves a model name: the exact row, else the longest
-    prefix row, else None."""
+    """All prices, read once (one query). `price_for(model, day)` resolves a model name on a UTC day: among the
+    prices in force that day (taken effect on or before it, or undated), the exact name wins over prefixes and
+    the longest prefix over shorter ones; of one name's dated prices, the latest in force."""
 
     def __init__(self, prices: Iterable):
         """`prices`: ModelPrice rows, or rows of the same attributes (`load` reads tuples: a statistics call would
         otherwise spend more CPU building a hundred model instances than in its own query)."""
-        self.exact: dict[str, Price] = {}
-        self.prefixes: list[tuple[str, Price]] = []
+        exact: dict[str, list[Price]] = {}
+        prefixes: dict[str, list[Price]] = {}
         for row in prices:
             price = Price(
                 price_id=row.pk,
                 pattern=row.model + ("*" if row.match == PriceMatch.PREFIX else ""),  # as ModelPrice.__str__
-                input_usd_per_mtok=row.input_usd_per_mtok,
-                output_usd_per_mtok=row.output_usd_per_mtok,
-                cache_read_usd_per_mtok=row.cache_read_usd_per_mtok,
-                cache_write_usd_per_mtok=row.cache_write_usd_per_mtok,
+                **{rate: getattr(row, rate) for rate in PRICE_RATES},
+                effective_from=row.effective_from,
             )
-            if row.match == PriceMatch.PREFIX:
-                self.prefixes.append((row.model, price))
-            else:
-                self.exact[row.model] = price
-        self.prefixes.sort(key=lambda item: -len(item[0]))
-        self._resolved: dict[str, Price | None] = {}
+            (prefixes if row.match == PriceMatch.PREFIX else exact).setdefault(row.model, []).append(price)
+        for dated in (*exact.values(), *prefixes.values()):
+            dated.sort(key=_since)
+        self.exact = exact
+        self.prefixes = sorted(prefixes.items(), key=lambda item: -len(item[0]))
+        self._candidates: dict[str, list[list[Price]]] = {}
+        self._resolved: dict[tuple[str, date], Price | None] = {}
 
     @classmethod
     def load(cls) -> PriceBook:
-        return cls(
-            ModelPrice.objects.values_list(
-                "pk",
-                "model",
-                "match",
-                "input_usd_per_mtok",
-                "output_usd_per_mtok",
-                "cache_read_usd_per_mtok",
-                "cache_write_usd_per_mtok",
-                named=True,
-            )
-        )
+        return cls(ModelPrice.objects.values_list(*_PRICE_COLUMNS, named=True))
 
-    def price_for(self, model: str) -> Price | None:
-        if model not in self._resolved:
+    def _candidates_for(self, model: str) -> list[list[Price]]:
+        """The price lists that may price `model`, best first: its exact name's, then its prefixes', longest first."""
+        candidates = self._candidates.get(model)
+        if candidates is None:
             name = normalize_model(model)
-            price = self.exact.get(name)
-            if price is None and name:
-                price = next((p for prefix, p in self.prefixes if name.startswith(prefix)), None)
-            self._resolved[model] = price
-        return self._resolved[model]
+            candidates = [self.exact[name]] if name in self.exact else []
+            if name:
+                candidates += [dated for prefix, dated in self.prefixes if name.startswith(prefix)]
+            self._candidates[model] = candidates
+        return candidates
+
+    def price_for(self, model: str, day: date | None = None) -> Price | None:
+        """The price of `model` in force on `day` (UTC; None: today)."""
+        day = day or datetime.now(UTC).date()
+        key = (model, day)
+        if key not in self._resolved:
+            self._resolved[key] = next(
+                (price for dated in self._candidates_for(model) if (price := _in_force(dated, day)) is not None), None
+            )
+        return self._resolved[key]
+
+    def epochs_sql(self, day: str) -> tuple[str, list]:
+        """SQL (and its parameters) of the price epoch of a usage row whose UTC day is the SQL `day`: the latest day
+        on which any price took effect, on or before it (NULL before the first). Every model's price is the same
+        all through an epoch, so usage summed per (model, epoch) is priced exactly by `price_for(model, epoch)`;
+        with no dated price, one epoch (NULL) for all."""
+        changes = sorted({p.effective_from for dated in self._all() for p in dated} - {None}, reverse=True)
+        if not changes:
+            return "NULL::date", []
+        cases = " ".join(f"WHEN {day} >= %s THEN %s::date" for _ in changes)
+        return f"(CASE {cases} END)", [value for change in changes for value in (change, change)]
+
+    def _all(self) -> list[list[Price]]:
+        return [*self.exact.values(), *(dated for _, dated in self.prefixes)]
+
+    def periods(self, model: str) -> list[tuple[date | None, date | None, Price]]:
+        """[(from, until, price)]: the prices of `model` over time, each in force from its day (None: always)
+        until the next one's (None: still in force). What SQL that prices many rows joins on."""
+        changes = sorted({p.effective_from for dated in self._candidates_for(model) for p in dated} - {None})
+        starts = [None, *changes]
+        periods = []
+        for index, start in enumerate(starts):
+            price = self.price_for(model, start or date.min)
+            until = starts[index + 1] if index + 1 < len(starts) else None
+            if price is None:
+                continue
+            if periods and periods[-1][2] == price:
+                periods[-1] = (periods[-1][0], until, price)  # the same price on both sides of another's change
+            else:
+                periods.append((start, until, price))
+        return periods
+
+
+def _since(price: Price) -> date:
+    return price.effective_from or date.min
+
+
+def _in_force(dated: list[Price], day: date) -> Price | None:
+    """The latest of one name's prices (sorted by effective_from) that has taken effect on `day`."""
+    in_force = None
+    for price in dated:
+        if _since(price) > day:
+            break
+        in_force = price
+    return in_force
 
 
 @dataclass
 class Cost:
-    """The cost of some usage, accumulated model by model."""
+    """The cost of some usage, accumulated model by model (and day by day, for prices that changed)."""
 
     usd: Decimal = Decimal(0)
     unpriced_tokens: int = 0
     unpriced_models: set[str] = field(default_factory=set)
 
-    def add(self, book: PriceBook, model: str, tokens: Mapping[str, int]) -> None:
-        price = book.price_for(model)
+    def add(self, book: PriceBook, model: str, tokens: Mapping[str, int], day: date | None = None) -> None:
+        price = book.price_for(model, day)
         if price is not None:
             self.usd += price.cost(tokens)
             return
-        unpriced = sum(int(tokens.get(kind) or 0) for kind in PRICED_TOKEN_FIELDS)
+        unpriced = sum(int(tokens.get(kind) or 0) for kind in ALL_TOKEN_FIELDS)
         if unpriced:
             self.unpriced_tokens += unpriced
             self.unpriced_models.add(model)

@@ -127,6 +127,8 @@ class ParsedMessage:
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
     cache_creation_tokens: int | None = None
+    cache_creation_5m_tokens: int | None = None
+    cache_creation_1h_tokens: int | None = None
     total_tokens: int | None = None
     finish_reason: str | None = None
     feishu_conversation_id: str | None = None

@@ -1,6 +1,8 @@
-"""LLM requests: read-only, with the most complete usage their messages reported and its cost at today's price."""
+"""LLM requests: read-only, with the most complete usage their messages reported and its cost at the price of its day."""
 
 from __future__ import annotations
+
+from datetime import UTC
 
 from django.contrib import admin
 from django.contrib.admin.utils import flatten_fieldsets
@@ -35,6 +37,7 @@ class LlmRequestAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, a
         "created_at",
         ("input_tokens_display", "output_tokens_display", "total_tokens_display"),
         ("cache_read_tokens_display", "cache_creation_tokens_display"),
+        ("cache_creation_5m_tokens_display", "cache_creation_1h_tokens_display"),
         "cost_display",
         "messages_list",
     )
@@ -42,7 +45,7 @@ class LlmRequestAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, a
 
     @admin.display(description="cost")
     def cost_display(self, obj):
-        price = PriceBook.load().price_for(obj.model)
+        price = PriceBook.load().price_for(obj.model, obj.created_at.astimezone(UTC).date())
         if price is None:
             return format_html("no price for <code>{}</code>", obj.model or "(no model)")
         return format_html("USD {} (price {})", f"{price.cost(obj.__dict__):,.6f}", price.pattern)
@@ -52,6 +55,8 @@ class LlmRequestAdmin(ReadOnlyAdminMixin, BigTableAdminMixin, UuidSearchMixin, a
     total_tokens_display = counter_display("total_tokens", "total tokens")
     cache_read_tokens_display = counter_display("cache_read_tokens", "cache read tokens")
     cache_creation_tokens_display = counter_display("cache_creation_tokens", "cache write tokens")
+    cache_creation_5m_tokens_display = counter_display("cache_creation_5m_tokens", "of which 5-minute writes")
+    cache_creation_1h_tokens_display = counter_display("cache_creation_1h_tokens", "of which 1-hour writes")
 
     @admin.display(description="request")
     def display_name(self, obj):

@@ -7,6 +7,7 @@ app, project and metadata are edited, through the same locked update as the API.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import flatten_fieldsets, unquote
@@ -145,30 +146,36 @@ class SessionAdmin(CounterColumns, BigTableAdminMixin, UuidSearchMixin, admin.Mo
 
     @admin.display(description="cost")
     def cost_display(self, obj):
-        """The session's usage by model, priced with today's model prices."""
+        """The session's usage by model, each day's priced at the prices in force that day."""
         if obj.pk is None:
             return EMPTY
-        rows = list(SessionModelUsage.objects.filter(session=obj).order_by("-total_tokens"))
+        rows = SessionModelUsage.objects.filter(session=obj).order_by("model", "day")
         if not rows:
             return EMPTY
         book = PriceBook.load()
-        lines = []
-        total = 0
+        by_model: dict[str, list] = {}
         for row in rows:
-            price = book.price_for(row.model)
-            cost = price.cost(row.__dict__) if price else None
-            total += cost or 0
-            lines.append(
-                (
-                    row.model or "(no model)",
-                    number(row.requests),
-                    number(row.total_tokens),
-                    f"{cost:,.4f}" if cost is not None else "no price",
-                )
+            price = book.price_for(row.model, row.day)
+            entry = by_model.setdefault(row.model, [0, 0, Decimal(0), True])
+            entry[0] += row.requests
+            entry[1] += row.total_tokens
+            if price is None:
+                entry[3] = False
+            else:
+                entry[2] += price.cost(row.__dict__)
+        total = sum((entry[2] for entry in by_model.values()), Decimal(0))
+        lines = [
+            (
+                model or "(no model)",
+                number(requests),
+                number(tokens),
+                f"{cost:,.4f}" if priced else "no price",
             )
+            for model, (requests, tokens, cost, priced) in sorted(by_model.items(), key=lambda item: -item[1][1])
+        ]
         table = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", lines)
         return format_html(
-            "<strong>USD {}</strong> at today's prices"
+            "<strong>USD {}</strong> at the prices of the days it was used"
             "<table><thead><tr><th>model</th><th>requests</th><th>tokens</th><th>USD</th></tr></thead>"
             "<tbody>{}</tbody></table>",
             f"{total:,.4f}",

@@ -83,6 +83,29 @@ class SessionUpdateSerializer(SessionSerializer):
 
 
 # -- messages ---------------------------------------------------------------------------------------
+CACHE_WRITE_HELP = {
+    "5m": "Of cache_creation_tokens, those written to a 5-minute cache (the default lifetime).",
+    "1h": "Of cache_creation_tokens, those written to a 1-hour cache (priced higher).",
+}
+
+
+def validate_cache_writes(attrs: dict) -> dict:
+    """Cache writes by lifetime add up to no more than the cache writes they are part of (accounting.cache_writes
+    fills in what is left out)."""
+    written = attrs.get("cache_creation_tokens")
+    lifetimes = (attrs.get("cache_creation_5m_tokens") or 0) + (attrs.get("cache_creation_1h_tokens") or 0)
+    if written is not None and lifetimes > written:
+        raise serializers.ValidationError(
+            {
+                "cache_creation_tokens": [
+                    f"Must be at least cache_creation_5m_tokens + cache_creation_1h_tokens ({lifetimes}): "
+                    "it is their sum, or leave it out."
+                ]
+            }
+        )
+    return attrs
+
+
 class MessageInSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     role = serializers.ChoiceField(
         choices=Role.choices,
@@ -107,6 +130,12 @@ class MessageInSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     output_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
     cache_read_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
     cache_creation_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
+    cache_creation_5m_tokens = StrictIntegerField(
+        required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS, help_text=CACHE_WRITE_HELP["5m"]
+    )
+    cache_creation_1h_tokens = StrictIntegerField(
+        required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS, help_text=CACHE_WRITE_HELP["1h"]
+    )
     total_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
     elapsed_ms = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=INT32_MAX)
     finish_reason = StrictCharField(required=False, max_length=MESSAGE_TEXT_LIMITS["finish_reason"], allow_blank=True)
@@ -114,6 +143,9 @@ class MessageInSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         required=False, max_length=MESSAGE_TEXT_LIMITS["feishu_conversation_id"], allow_blank=True
     )
     metadata = JSONObjectField(required=False)
+
+    def validate(self, attrs):
+        return validate_cache_writes(attrs)
 
     def validate_tool_calls(self, value):
         if value is not None and not isinstance(value, list | dict):
@@ -172,6 +204,8 @@ class StatsSerializer(serializers.Serializer):
     output_tokens = serializers.IntegerField()
     cache_read_tokens = serializers.IntegerField()
     cache_creation_tokens = serializers.IntegerField()
+    cache_creation_5m_tokens = serializers.IntegerField(help_text=CACHE_WRITE_HELP["5m"])
+    cache_creation_1h_tokens = serializers.IntegerField(help_text=CACHE_WRITE_HELP["1h"])
     total_tokens = serializers.IntegerField()
 
 
@@ -365,6 +399,12 @@ class TurnCompleteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     total_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
     cache_read_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
     cache_creation_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
+    cache_creation_5m_tokens = StrictIntegerField(
+        required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS, help_text=CACHE_WRITE_HELP["5m"]
+    )
+    cache_creation_1h_tokens = StrictIntegerField(
+        required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS, help_text=CACHE_WRITE_HELP["1h"]
+    )
     elapsed_ms = StrictIntegerField(min_value=0, max_value=INT32_MAX)
     skill_names = NameListField(required=False)
     available_tool_names = NameListField(required=False, help_text="Tools offered to the model this turn")
@@ -375,6 +415,9 @@ class TurnCompleteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     tool_schema = serializers.JSONField(
         required=False, help_text="The tools' function schema: traced as the ai:ToolSchema span, never stored"
     )
+
+    def validate(self, attrs):
+        return validate_cache_writes(attrs)
 
 
 class TurnSerializer(ModelSerializer):

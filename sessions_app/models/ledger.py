@@ -50,6 +50,8 @@ class UsageCounters(models.Model):
     output_tokens = models.BigIntegerField(default=0)
     cache_read_tokens = models.BigIntegerField(default=0)
     cache_creation_tokens = models.BigIntegerField(default=0)
+    cache_creation_5m_tokens = models.BigIntegerField("5-minute cache writes", default=0)
+    cache_creation_1h_tokens = models.BigIntegerField("1-hour cache writes", default=0)
     total_tokens = models.BigIntegerField(default=0)
 
     class Meta:
@@ -178,6 +180,8 @@ class LlmRequest(models.Model):
     output_tokens = models.BigIntegerField(default=0)
     cache_read_tokens = models.BigIntegerField(default=0)
     cache_creation_tokens = models.BigIntegerField(default=0)
+    cache_creation_5m_tokens = models.BigIntegerField("5-minute cache writes", default=0)
+    cache_creation_1h_tokens = models.BigIntegerField("1-hour cache writes", default=0)
     total_tokens = models.BigIntegerField(default=0)
     created_at = models.DateTimeField()
 
@@ -248,6 +252,8 @@ class Message(models.Model):
     output_tokens = models.BigIntegerField(null=True, blank=True)
     cache_read_tokens = models.BigIntegerField(null=True, blank=True)
     cache_creation_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_creation_5m_tokens = models.BigIntegerField("5-minute cache writes", null=True, blank=True)
+    cache_creation_1h_tokens = models.BigIntegerField("1-hour cache writes", null=True, blank=True)
     total_tokens = models.BigIntegerField(null=True, blank=True)
     elapsed_ms = models.IntegerField("elapsed (ms)", null=True, blank=True)
     external_id = models.CharField("external ID", max_length=MESSAGE_TEXT_LIMITS["external_id"], null=True, blank=True)

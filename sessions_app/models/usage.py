@@ -1,5 +1,7 @@
 """Usage roll-ups (hourly, daily, per session and model) and the model prices costs are computed from."""
 
+from decimal import Decimal
+
 from django.db import models
 from django.db.models import Q
 
@@ -71,24 +73,27 @@ class UsageDaily(UsageRollup):
 
 
 class SessionModelUsage(models.Model):
-    """A session's requests and tokens per model, kept beside the hourly roll-ups: what a session's cost
-    is computed from (a price applies per model), without reading its requests."""
+    """A session's requests and tokens per model and UTC day, kept beside the hourly roll-ups: what a session's
+    cost is computed from (a price applies per model, as it was on the day), without reading its requests."""
 
     id = models.BigAutoField("ID", primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="model_usage", db_index=False)
     model = models.CharField(max_length=255, blank=True)
+    day = models.DateField(help_text="The UTC day the usage happened (a price applies as it was that day)")
     requests = models.BigIntegerField(default=0)
     input_tokens = models.BigIntegerField(default=0)
     output_tokens = models.BigIntegerField(default=0)
     cache_read_tokens = models.BigIntegerField(default=0)
     cache_creation_tokens = models.BigIntegerField(default=0)
+    cache_creation_5m_tokens = models.BigIntegerField("5-minute cache writes", default=0)
+    cache_creation_1h_tokens = models.BigIntegerField("1-hour cache writes", default=0)
     total_tokens = models.BigIntegerField(default=0)
 
     class Meta:
         verbose_name = "session usage by model"
         verbose_name_plural = "session usage by model"
-        constraints = [models.UniqueConstraint(fields=["session", "model"], name="session_model_usage_key")]
+        constraints = [models.UniqueConstraint(fields=["session", "model", "day"], name="session_model_day_usage_key")]
         # The models a tenant used, to price them: an index-only scan, not a read of the table.
         indexes = [models.Index(fields=["tenant", "model"], name="session_model_usage_tenant")]
 
@@ -122,22 +127,43 @@ class ModelPrice(models.Model):
     )
     output_usd_per_mtok = models.DecimalField("output", max_digits=12, decimal_places=6)
     cache_read_usd_per_mtok = models.DecimalField("cache read", max_digits=12, decimal_places=6)
-    cache_write_usd_per_mtok = models.DecimalField("cache write", max_digits=12, decimal_places=6)
+    cache_write_usd_per_mtok = models.DecimalField(
+        "cache write (5 minutes)",
+        max_digits=12,
+        decimal_places=6,
+        help_text="USD per million tokens written to a 5-minute cache (and writes whose lifetime is not reported)",
+    )
+    cache_write_1h_usd_per_mtok = models.DecimalField(
+        "cache write (1 hour)",
+        max_digits=12,
+        decimal_places=6,
+        blank=True,
+        help_text="USD per million tokens written to a 1-hour cache; empty: 2x input, as Anthropic prices them",
+    )
+    effective_from = models.DateField(
+        null=True,
+        blank=True,
+        help_text="The UTC day this price took effect; empty: since always. Usage is priced at the price in force on "
+        "the day it happened.",
+    )
     source = models.URLField(max_length=500, blank=True, help_text="Where the price was published")
     checked_on = models.DateField(null=True, blank=True, help_text="When the price was last compared with the source")
     notes = models.TextField(blank=True, help_text="Tiers not modelled, uncertainty, aliases")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["provider", "model"]
+        ordering = ["provider", "model", "match", models.F("effective_from").asc(nulls_first=True)]
         verbose_name = "model price"
         constraints = [
-            models.UniqueConstraint(fields=["model", "match"], name="model_price_key"),
+            models.UniqueConstraint(
+                fields=["model", "match", "effective_from"], name="model_price_key", nulls_distinct=False
+            ),
             models.CheckConstraint(
                 condition=Q(input_usd_per_mtok__gte=0)
                 & Q(output_usd_per_mtok__gte=0)
                 & Q(cache_read_usd_per_mtok__gte=0)
-                & Q(cache_write_usd_per_mtok__gte=0),
+                & Q(cache_write_usd_per_mtok__gte=0)
+                & Q(cache_write_1h_usd_per_mtok__gte=0),
                 name="model_price_not_negative",
             ),
             # A numeric column holds NaN too (never Infinity: it has a precision), and NaN is above every bound.
@@ -145,14 +171,18 @@ class ModelPrice(models.Model):
                 condition=Q(input_usd_per_mtok__lt=PRICE_MAX)
                 & Q(output_usd_per_mtok__lt=PRICE_MAX)
                 & Q(cache_read_usd_per_mtok__lt=PRICE_MAX)
-                & Q(cache_write_usd_per_mtok__lt=PRICE_MAX),
+                & Q(cache_write_usd_per_mtok__lt=PRICE_MAX)
+                & Q(cache_write_1h_usd_per_mtok__lt=PRICE_MAX),
                 name="model_price_finite",
             ),
         ]
 
     def __str__(self):
-        return self.model + ("*" if self.match == PriceMatch.PREFIX else "")
+        name = self.model + ("*" if self.match == PriceMatch.PREFIX else "")
+        return f"{name} from {self.effective_from:%Y-%m-%d}" if self.effective_from else name
 
     def save(self, *args, **kwargs):
         self.model = self.model.strip().lower()
+        if self.cache_write_1h_usd_per_mtok is None and self.input_usd_per_mtok is not None:
+            self.cache_write_1h_usd_per_mtok = Decimal(self.input_usd_per_mtok) * 2
         super().save(*args, **kwargs)

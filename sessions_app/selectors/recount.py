@@ -16,22 +16,18 @@ from sessions_app.models import Session, SessionModelUsage, Tenant, UsageDaily, 
 from sessions_app.schema import ROLLUP_FIELDS, STATS_FIELDS, TOKEN_FIELDS
 from sessions_app.selectors.usage import session_stats
 
-_RECOUNT_SQL = """
+_COALESCED = ", ".join(f"COALESCE({field}, 0) AS {field}" for field in TOKEN_FIELDS)
+_RECOUNT_SQL = f"""
 WITH m AS (
     SELECT * FROM sessions_app_message WHERE session_id = %(session)s
 ), per_request AS (
     -- lines of one response share a request_id: the request counts once, with its most complete usage
-    SELECT 1 AS requests, MAX(COALESCE(input_tokens, 0)) AS input_tokens,
-           MAX(COALESCE(output_tokens, 0)) AS output_tokens, MAX(COALESCE(cache_read_tokens, 0)) AS cache_read_tokens,
-           MAX(COALESCE(cache_creation_tokens, 0)) AS cache_creation_tokens,
-           MAX(COALESCE(total_tokens, 0)) AS total_tokens
+    SELECT 1 AS requests, {", ".join(f"MAX(COALESCE({field}, 0)) AS {field}" for field in TOKEN_FIELDS)}
     FROM m WHERE request_id <> '' AND api_calls IS NULL GROUP BY request_id
 ), single AS (
     -- a message with auth_type is one request; a completed turn says how many calls it made
     SELECT CASE WHEN api_calls IS NOT NULL THEN api_calls WHEN auth_type <> '' THEN 1 ELSE 0 END AS requests,
-           COALESCE(input_tokens, 0) AS input_tokens, COALESCE(output_tokens, 0) AS output_tokens,
-           COALESCE(cache_read_tokens, 0) AS cache_read_tokens,
-           COALESCE(cache_creation_tokens, 0) AS cache_creation_tokens, COALESCE(total_tokens, 0) AS total_tokens
+           {_COALESCED}
     FROM m WHERE request_id = '' OR api_calls IS NOT NULL
 ), usage AS (
     SELECT * FROM per_request UNION ALL SELECT * FROM single
@@ -45,11 +41,7 @@ SELECT
     (SELECT COUNT(*) FROM m WHERE role = 'toolResult') AS message_toolresult,
     (SELECT COUNT(*) FROM m WHERE role = 'error') AS message_error,
     (SELECT COUNT(*) FROM m WHERE role = 'system') AS message_system,
-    (SELECT COALESCE(SUM(input_tokens), 0) FROM usage),
-    (SELECT COALESCE(SUM(output_tokens), 0) FROM usage),
-    (SELECT COALESCE(SUM(cache_read_tokens), 0) FROM usage),
-    (SELECT COALESCE(SUM(cache_creation_tokens), 0) FROM usage),
-    (SELECT COALESCE(SUM(total_tokens), 0) FROM usage)
+    {", ".join(f"(SELECT COALESCE(SUM({field}), 0) FROM usage)" for field in TOKEN_FIELDS)}
 """
 
 
@@ -77,17 +69,13 @@ def session_count_drift(*, session: Session) -> dict[str, tuple[int, int]]:
 _CONTRIBUTIONS_OF = """
 WITH m AS (
     SELECT tenant_id, session_id, seq, created_at, role, model, request_id, auth_type, api_calls,
-           COALESCE(input_tokens, 0) AS input_tokens, COALESCE(output_tokens, 0) AS output_tokens,
-           COALESCE(cache_read_tokens, 0) AS cache_read_tokens,
-           COALESCE(cache_creation_tokens, 0) AS cache_creation_tokens, COALESCE(total_tokens, 0) AS total_tokens,
+           {coalesced},
            (request_id <> '' AND api_calls IS NULL) AS in_request
     FROM sessions_app_message
     WHERE {messages}
 ), running AS (
     SELECT m.*, ROW_NUMBER() OVER w AS nth,
-           MAX(input_tokens) OVER w AS input_max, MAX(output_tokens) OVER w AS output_max,
-           MAX(cache_read_tokens) OVER w AS cache_read_max,
-           MAX(cache_creation_tokens) OVER w AS cache_creation_max, MAX(total_tokens) OVER w AS total_max,
+           {running_max},
            (ARRAY_REMOVE(ARRAY_AGG(NULLIF(model, '')) OVER w, NULL))[1] AS request_model
     FROM m
     WHERE in_request
@@ -95,22 +83,24 @@ WITH m AS (
 ), contribution AS (
     SELECT tenant_id, session_id, seq, created_at, role, COALESCE(NULLIF(model, ''), request_model, '') AS model,
            (nth = 1)::int AS requests,
-           input_max - COALESCE(LAG(input_max) OVER p, 0) AS input_tokens,
-           output_max - COALESCE(LAG(output_max) OVER p, 0) AS output_tokens,
-           cache_read_max - COALESCE(LAG(cache_read_max) OVER p, 0) AS cache_read_tokens,
-           cache_creation_max - COALESCE(LAG(cache_creation_max) OVER p, 0) AS cache_creation_tokens,
-           total_max - COALESCE(LAG(total_max) OVER p, 0) AS total_tokens
+           {growth}
     FROM running
     WINDOW p AS (PARTITION BY session_id, request_id ORDER BY seq)
     UNION ALL
     SELECT tenant_id, session_id, seq, created_at, role, model,
            CASE WHEN api_calls IS NOT NULL THEN api_calls WHEN auth_type <> '' THEN 1 ELSE 0 END,
-           input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, total_tokens
+           {tokens}
     FROM m
     WHERE NOT in_request
 )
 """
-_CONTRIBUTIONS_SQL = _CONTRIBUTIONS_OF.format(messages="tenant_id = %(tenant)s")
+_TOKEN_SQL = {
+    "coalesced": _COALESCED,
+    "running_max": ", ".join(f"MAX({field}) OVER w AS {field}_max" for field in TOKEN_FIELDS),
+    "growth": ", ".join(f"{field}_max - COALESCE(LAG({field}_max) OVER p, 0) AS {field}" for field in TOKEN_FIELDS),
+    "tokens": ", ".join(TOKEN_FIELDS),
+}
+_CONTRIBUTIONS_SQL = _CONTRIBUTIONS_OF.format(messages="tenant_id = %(tenant)s", **_TOKEN_SQL)
 _COUNTER_SUMS = ", ".join(f"SUM({field})::bigint AS {field}" for field in ROLLUP_FIELDS)
 _ANY_COUNTER = " OR ".join(f"SUM({field}) <> 0" for field in ROLLUP_FIELDS)
 # The hourly roll-up rows of a tenant: a message counts in its hour under its model; a conversation in the
@@ -124,13 +114,13 @@ ROLLUP_RECOUNT_SQL = (
            c.requests, 1 AS messages, (c.role = 'user')::int AS message_user,
            (c.role = 'assistant')::int AS message_assistant, (c.role = 'toolResult')::int AS message_toolresult,
            (c.role = 'error')::int AS message_error, (c.role = 'system')::int AS message_system,
-           c.input_tokens, c.output_tokens, c.cache_read_tokens, c.cache_creation_tokens, c.total_tokens,
+           {", ".join(f"c.{field}" for field in TOKEN_FIELDS)},
            0 AS conversations, (c.seq = 1)::int AS sessions
     FROM contribution c JOIN sessions_app_session s ON s.id = c.session_id
     UNION ALL
     SELECT s.tenant_id, date_trunc('hour', first.created_at, 'UTC'), s.tool, s.user_id, s.project, s.machine,
            first.model,
-           0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0
+           {", ".join(["0"] * (len(ROLLUP_FIELDS) - 2))}, 1, 0
     FROM sessions_app_conversation v
     JOIN sessions_app_session s ON s.id = v.session_id
     CROSS JOIN LATERAL (
@@ -148,9 +138,10 @@ _MODEL_FIELDS = ("requests", *TOKEN_FIELDS)
 SESSION_MODEL_RECOUNT_SQL = (
     _CONTRIBUTIONS_SQL
     + f"""
-SELECT tenant_id, session_id, model, {", ".join(f"SUM({f})::bigint AS {f}" for f in _MODEL_FIELDS)}
+SELECT tenant_id, session_id, model, (created_at AT TIME ZONE 'UTC')::date AS day,
+       {", ".join(f"SUM({f})::bigint AS {f}" for f in _MODEL_FIELDS)}
 FROM contribution
-GROUP BY tenant_id, session_id, model
+GROUP BY tenant_id, session_id, model, day
 HAVING {" OR ".join(f"SUM({f}) <> 0" for f in _MODEL_FIELDS)}
 """
 )
@@ -175,7 +166,7 @@ def rollup_drift(*, tenant: Tenant) -> dict[str, list]:
         cursor.execute(SESSION_MODEL_RECOUNT_SQL, {"tenant": tenant.pk})
         columns = [c.name for c in cursor.description]
         recounted_models = {
-            (row["session_id"], row["model"]): {f: int(row[f]) for f in _MODEL_FIELDS}
+            (row["session_id"], row["model"], row["day"]): {f: int(row[f]) for f in _MODEL_FIELDS}
             for row in (dict(zip(columns, values, strict=True)) for values in cursor.fetchall())
         }
     maintained = {
@@ -194,8 +185,8 @@ def rollup_drift(*, tenant: Tenant) -> dict[str, list]:
         if any(row[f] for f in _HOURLY_FIELDS)
     }
     maintained_models = {
-        (row["session_id"], row["model"]): {f: row[f] for f in _MODEL_FIELDS}
-        for row in SessionModelUsage.objects.filter(tenant=tenant).values("session_id", "model", *_MODEL_FIELDS)
+        (row["session_id"], row["model"], row["day"]): {f: row[f] for f in _MODEL_FIELDS}
+        for row in SessionModelUsage.objects.filter(tenant=tenant).values("session_id", "model", "day", *_MODEL_FIELDS)
         if any(row[f] for f in _MODEL_FIELDS)
     }
     return {
@@ -216,7 +207,7 @@ def _differences(maintained: dict, recounted: dict, fields) -> list:
 
 
 _SESSIONS_HOURLY_TOKENS_SQL = (
-    _CONTRIBUTIONS_OF.format(messages="tenant_id = %(tenant)s AND session_id = ANY(%(sessions)s)")
+    _CONTRIBUTIONS_OF.format(messages="tenant_id = %(tenant)s AND session_id = ANY(%(sessions)s)", **_TOKEN_SQL)
     + f"""
 SELECT session_id, date_trunc('hour', created_at, 'UTC') AS hour, model,
        {", ".join(f"SUM({field})::bigint" for field in TOKEN_FIELDS)}

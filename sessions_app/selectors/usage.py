@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from django.db import connection
 from django.db.models import Count, Sum
 
 from sessions_app.models import Session, SessionModelUsage, Tenant, UsageDaily, UsageHourly
 from sessions_app.models.ledger import ALL_TOKENS
-from sessions_app.pricing import PRICED_TOKEN_FIELDS, PRICED_TOKENS, Cost, PriceBook
+from sessions_app.pricing import ALL_TOKEN_FIELDS, PRICE_RATES, PRICED_TOKEN_FIELDS, Cost, PriceBook, cost_sql
 from sessions_app.schema import COUNTER_FIELDS, STATS_FIELDS
 
 GROUP_BY = ("day", "tool", "user_id", "project", "machine", "model", "session")
@@ -25,7 +25,7 @@ SESSION_TOKEN_FIELDS = ("requests", *PRICED_TOKEN_FIELDS)  # what a session's co
 def all_tokens(counters) -> int:
     """input + output + cache read + cache write of a usage row or a session."""
     get = counters.get if isinstance(counters, dict) else lambda field: getattr(counters, field, 0)
-    return sum(int(get(field) or 0) for field in PRICED_TOKEN_FIELDS)
+    return sum(int(get(field) or 0) for field in ALL_TOKEN_FIELDS)
 
 
 def counters_of(obj, *, conversations: int | None = None) -> dict[str, int]:
@@ -44,14 +44,14 @@ def session_stats(*, session: Session, with_cost: bool = False) -> dict:
 
 
 def session_costs(*, session_ids, book: PriceBook | None = None) -> dict:
-    """{session id: Cost} from the sessions' usage by model."""
+    """{session id: Cost} from the sessions' usage by model and day."""
     book = book or PriceBook.load()
     costs = defaultdict(Cost)
     rows = SessionModelUsage.objects.filter(session_id__in=session_ids).values(
-        "session_id", "model", *SESSION_TOKEN_FIELDS
+        "session_id", "model", "day", *SESSION_TOKEN_FIELDS
     )
     for row in rows:
-        costs[row["session_id"]].add(book, row["model"], row)
+        costs[row["session_id"]].add(book, row["model"], row, row["day"])
     return costs
 
 
@@ -166,15 +166,17 @@ _GROUP_KEYS = ("day", "tenant_id", "tool", "user_id", "project", "machine", "mod
 
 def usage_breakdowns(*, usage: UsageFilter, group_bys, book: PriceBook | None = None) -> dict[str, dict]:
     """Several groupings of the same roll-up rows in one scan (GROUP BY GROUPING SETS): {group_by: the body
-    of usage_grouped}. Each set sums per (key, model), so that each model's token sums can be priced;
-    the model grouping is summed from another set when there is one."""
+    of usage_grouped}. Each set sums per (key, model, price epoch), so that each model's token sums can be
+    priced at the prices in force when they were used; the model grouping is summed from another set when
+    there is one."""
     book = book or PriceBook.load()
     rows, window, day = usage.rollups()
     where, params = rows.query.where.as_sql(rows.query.get_compiler(connection=connection), connection)
+    epoch, epoch_params = book.epochs_sql(day)
     expressions = {name: name for name in _GROUP_KEYS} | {"day": day}
     scanned = [name for name in group_bys if name != "model"] or ["model"]
     names = [name for name in _GROUP_KEYS if name in scanned or name == "model"]
-    sets = ", ".join(f"({expressions[g]}, model)" if g != "model" else "(model)" for g in scanned)
+    sets = ", ".join(f"({expressions[g]}, model, epoch)" if g != "model" else "(model, epoch)" for g in scanned)
     # GROUPING(...) has a bit set for each key a row is not grouped by: it tells which set a row sums.
     grouping_of = {
         sum(1 << (len(names) - 1 - i) for i, other in enumerate(names) if other not in (name, "model")): name
@@ -182,12 +184,12 @@ def usage_breakdowns(*, usage: UsageFilter, group_bys, book: PriceBook | None = 
     }
     sql = f"""
         SELECT GROUPING({", ".join(expressions[n] for n in names)}) AS grouping_set,
-               {", ".join(f"{expressions[n]} AS {n}" for n in names)},
+               {", ".join(f"{expressions[n]} AS {n}" for n in names)}, epoch,
                {", ".join(f"SUM({f})::bigint AS {f}" for f in USAGE_FIELDS)}
-        FROM {rows.model._meta.db_table}
-        WHERE {where}
+        FROM (SELECT *, {epoch} AS epoch FROM {rows.model._meta.db_table} WHERE {where}) AS rollups
         GROUP BY GROUPING SETS ({sets})
     """
+    params = [*epoch_params, *params]
     folds = {name: _GroupSums() for name in group_bys}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -205,7 +207,8 @@ def usage_breakdowns(*, usage: UsageFilter, group_bys, book: PriceBook | None = 
 
 
 class _GroupSums:
-    """The rows of one grouping: counters summed per key; token sums per (key, model), priced once each."""
+    """The rows of one grouping: counters summed per key; token sums per (key, model, price epoch), priced once
+    each."""
 
     def __init__(self):
         self.counters: dict = defaultdict(lambda: dict.fromkeys(USAGE_FIELDS, 0))
@@ -216,14 +219,14 @@ class _GroupSums:
         counters = self.counters[key]
         for field in USAGE_FIELDS:
             counters[field] += row[field]
-        tokens = self.tokens[(key, row["model"])]
+        tokens = self.tokens[(key, row["model"], row["epoch"])]
         for field in PRICED_TOKEN_FIELDS:
             tokens[field] += row[field]
 
     def body(self, *, book: PriceBook, sort_by_key: bool) -> dict:
         costs: dict = defaultdict(Cost)
-        for (key, model), tokens in self.tokens.items():
-            costs[key].add(book, model, tokens)
+        for (key, model, epoch), tokens in self.tokens.items():
+            costs[key].add(book, model, tokens, epoch or date.min)
         total_counters = dict.fromkeys(USAGE_FIELDS, 0)
         total_cost = Cost()
         results = []
@@ -269,12 +272,12 @@ def _usage_by_session(*, usage: UsageFilter, limit: int, book: PriceBook) -> dic
     total_cost = Cost()
     by_model = (
         SessionModelUsage.objects.filter(session__in=sessions.values("pk"))
-        .values("model")
+        .values("model", "day")
         .annotate(**{field: Sum(field) for field in SESSION_TOKEN_FIELDS})
         .order_by()
     )
     for row in by_model:
-        total_cost.add(book, row["model"], row)
+        total_cost.add(book, row["model"], row, row["day"])
     return {
         "group_by": "session",
         "since": usage.since,
@@ -294,23 +297,26 @@ def top_sessions_by_cost(*, usage: UsageFilter, limit: int = 20, book: PriceBook
         models = SessionModelUsage.objects.filter(tenant=usage.tenant).values_list("model", flat=True).distinct()
     else:  # every tenant's models: the daily roll-ups name them in far fewer rows
         models = UsageDaily.objects.values_list("model", flat=True).distinct().order_by()
-    prices = [(model, book.price_for(model)) for model in models]
-    prices = [(model, price) for model, price in prices if price is not None]
+    # Each model's prices over time: (model, from, until, rates), joined on the day of the usage.
+    prices = [(model, start, until, price) for model in models for start, until, price in book.periods(model)]
     if not prices:
         return []
     sessions = usage.sessions().filter(deleted_at__isnull=True).order_by()
     session_sql, session_params = sessions.values("pk").query.sql_with_params()
-    values = ", ".join(["(%s, %s::float8, %s::float8, %s::float8, %s::float8)"] * len(prices))
+    row = "(%s, %s::date, %s::date, " + ", ".join(["%s::float8"] * len(PRICE_RATES)) + ")"
+    values = ", ".join([row] * len(prices))
     value_params = [
-        value for model, price in prices for value in (model, *(getattr(price, rate) for _, rate in PRICED_TOKENS))
+        value
+        for model, start, until, price in prices
+        for value in (model, start, until, *(getattr(price, rate) for rate in PRICE_RATES))
     ]
     # Ranked in floating point (numeric arithmetic over every row costs ~3x more); the costs shown are
     # then computed exactly for the sessions ranked.
-    cost = " + ".join(f"u.{tokens}::float8 * p.{rate}" for tokens, rate in PRICED_TOKENS)
     sql = f"""
-        SELECT u.session_id, SUM({cost}) AS cost
+        SELECT u.session_id, SUM({cost_sql("u", "p", cast="::float8")}) AS cost
         FROM {SessionModelUsage._meta.db_table} u
-        JOIN (VALUES {values}) AS p(model, {", ".join(rate for _, rate in PRICED_TOKENS)}) ON p.model = u.model
+        JOIN (VALUES {values}) AS p(model, since, until, {", ".join(PRICE_RATES)})
+          ON p.model = u.model AND (p.since IS NULL OR u.day >= p.since) AND (p.until IS NULL OR u.day < p.until)
         WHERE {"u.tenant_id = %s AND" if usage.tenant is not None else ""} u.session_id IN ({session_sql})
         GROUP BY u.session_id
         ORDER BY cost DESC
@@ -351,7 +357,7 @@ def sessions_by_model(*, usage: UsageFilter) -> dict[str | None, int]:
     rows = (
         SessionModelUsage.objects.filter(session__in=usage.sessions().values("pk"))
         .values("model")
-        .annotate(sessions=Count("session_id"))  # one row per (session, model): a count of distinct sessions
+        .annotate(sessions=Count("session_id", distinct=True))  # a row per (session, model, day)
         .order_by()
     )
     if usage.tenant is not None:

@@ -18,7 +18,7 @@ import re
 import uuid
 import zoneinfo
 from collections import defaultdict
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from urllib.parse import parse_qs, urlsplit
 
@@ -56,7 +56,7 @@ from sessions_app.models.budgets import (
     WINDOW_HOURS_MAX,
     WINDOW_HOURS_MIN,
 )
-from sessions_app.pricing import PriceBook, normalize_model
+from sessions_app.pricing import PRICED_TOKEN_FIELDS, PriceBook, cost_sql, normalize_model
 from sessions_app.selectors.budgets import (
     HOUR,
     amount,
@@ -418,13 +418,12 @@ def _recount(budget: Budget) -> None:
             rows = rows.filter(project=budget.scope_value)
         book = PriceBook.load() if budget.unit == BudgetUnit.USD else None
         used: dict[datetime, Decimal] = defaultdict(Decimal)
-        fields = ("hour", "model", "total_tokens", "input_tokens", "output_tokens")
-        for row in rows.values(*fields, "cache_read_tokens", "cache_creation_tokens"):
+        for row in rows.values("hour", "model", "total_tokens", *PRICED_TOKEN_FIELDS):
             bucket = row["hour"] if budget.period == BudgetPeriod.ROLLING else start
             if book is None:
                 used[bucket] += row["total_tokens"]
             else:
-                price = book.price_for(row["model"])
+                price = book.price_for(row["model"], row["hour"].astimezone(UTC).date())
                 used[bucket] += price.cost(row) if price else Decimal(0)
         BudgetUsage.objects.bulk_create(
             BudgetUsage(budget=budget, bucket=bucket, used=value) for bucket, value in used.items() if value
@@ -443,18 +442,17 @@ budget_deltas AS (
     CASE WHEN b.period = 'rolling' THEN v.hour
          ELSE date_trunc(b.period, v.hour AT TIME ZONE b.timezone) AT TIME ZONE b.timezone END AS bucket,
     SUM(CASE WHEN b.unit = 'tokens' THEN v.total_tokens::numeric
-        ELSE COALESCE((v.input_tokens * p.input_usd_per_mtok + v.output_tokens * p.output_usd_per_mtok
-          + v.cache_read_tokens * p.cache_read_usd_per_mtok
-          + v.cache_creation_tokens * p.cache_write_usd_per_mtok) / 1000000, 0) END) AS delta
+        ELSE COALESCE(({cost}) / 1000000, 0) END) AS delta
   FROM {budget} b
   JOIN (VALUES {values}) AS v(tenant_id, user_id, project, api_key_id, hour, model,
-    total_tokens, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens)
+    total_tokens, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cache_creation_1h_tokens)
     ON b.tenant_id = v.tenant_id::uuid
   LEFT JOIN LATERAL (
     SELECT * FROM {price} p
     WHERE b.unit = 'usd' AND ((p.match = 'exact' AND p.model = v.model)
       OR (p.match = 'prefix' AND v.model <> '' AND starts_with(v.model, p.model)))
-    ORDER BY p.match = 'exact' DESC, length(p.model) DESC LIMIT 1
+      AND (p.effective_from IS NULL OR p.effective_from <= (v.hour AT TIME ZONE 'UTC')::date)
+    ORDER BY p.match = 'exact' DESC, length(p.model) DESC, p.effective_from DESC NULLS LAST LIMIT 1
   ) p ON true
   WHERE b.active AND (b.scope = 'tenant' OR (b.scope = 'user_id' AND b.scope_value = v.user_id)
     OR (b.scope = 'project' AND b.scope_value = v.project)
@@ -477,7 +475,15 @@ SELECT a.budget_id, a.bucket, a.used, d.delta, b.limit, b.thresholds, b.period, 
     WHERE o.budget_id = a.budget_id AND o.bucket > %s - make_interval(hours => b.window_hours) AND o.bucket <= %s
       AND o.bucket NOT IN (SELECT d2.bucket FROM budget_deltas d2 WHERE d2.budget_id = a.budget_id)) END
 FROM budget_added a JOIN budget_deltas d USING (budget_id, bucket) JOIN {budget} b ON b.id = a.budget_id"""
-_VALUE_ROW = "(%s, %s, %s, %s, %s::timestamptz, %s, %s::bigint, %s::bigint, %s::bigint, %s::bigint, %s::bigint)"
+_VALUE_ROW = "(%s, %s, %s, %s, %s::timestamptz, %s, " + ", ".join(["%s::bigint"] * 6) + ")"
+_VALUE_TOKENS = (
+    "total_tokens",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "cache_creation_1h_tokens",
+)
 
 
 def usage_sql(*, entries: list[tuple[Session, dict]], now: datetime) -> tuple[str, list, str, list]:
@@ -488,8 +494,7 @@ def usage_sql(*, entries: list[tuple[Session, dict]], now: datetime) -> tuple[st
     for session, deltas in entries:
         api_key = str(session.api_key_id) if session.api_key_id else None
         for (hour, model), delta in deltas.items():
-            tokens = [delta.get(name, 0) for name in ("total_tokens", "input_tokens", "output_tokens")]
-            tokens += [delta.get("cache_read_tokens", 0), delta.get("cache_creation_tokens", 0)]
+            tokens = [delta.get(name, 0) for name in _VALUE_TOKENS]
             if any(tokens):
                 rows.append([str(session.tenant_id), session.user_id, session.project, api_key, hour, model, *tokens])
     if not rows:
@@ -501,7 +506,7 @@ def usage_sql(*, entries: list[tuple[Session, dict]], now: datetime) -> tuple[st
         "usage": BudgetUsage._meta.db_table,
         "price": ModelPrice._meta.db_table,
     }
-    clauses = _USAGE_SQL.format(values=", ".join([_VALUE_ROW] * len(rows)), **tables)
+    clauses = _USAGE_SQL.format(values=", ".join([_VALUE_ROW] * len(rows)), cost=cost_sql("v", "p"), **tables)
     current_hour = floor_hour(now)
     return clauses, [value for row in rows for value in row], _BUDGET_ROWS_SQL.format(**tables), [current_hour] * 2
 

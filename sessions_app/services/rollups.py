@@ -40,7 +40,7 @@ def _upsert_sql(table: str, key: tuple[str, ...], fields: tuple[str, ...], rows:
 def rollup_clauses(*, entries: list[tuple[Session, dict[tuple[datetime, str], dict]]]) -> list[Clause]:
     """The clauses that add `entries` ({(hour, model): counters} per session) to the roll-ups: the hourly and daily
     rows of each session's tenant/tool/user/project/machine, and the requests and tokens to the sessions' usage by
-    model. Sessions that share a tenant, tool, user, project and machine share roll-up rows: their deltas are
+    model and day. Sessions that share a tenant, tool, user, project and machine share roll-up rows: their deltas are
     summed. The rows go in one fixed order (sorted keys) for every writer, so writers sharing rows cannot
     deadlock. The ledger's unit of work (services.ledger) makes them WITH clauses of its one statement."""
     hourly: dict[tuple, Counter] = defaultdict(Counter)
@@ -53,7 +53,7 @@ def rollup_clauses(*, entries: list[tuple[Session, dict[tuple[datetime, str], di
             dimensions = (session.tool, session.user_id, session.project, session.machine, model)
             hourly[(session.tenant_id, hour, *dimensions)].update(delta)
             daily[(session.tenant_id, hour.astimezone(UTC).date(), *dimensions)].update(delta)
-            model_delta = by_model[(session.tenant_id, session.pk, model)]
+            model_delta = by_model[(session.tenant_id, session.pk, model, hour.astimezone(UTC).date())]
             for name in SESSION_MODEL_FIELDS:
                 model_delta[name] += delta.get(name, 0)
     if not hourly:
@@ -67,10 +67,10 @@ def rollup_clauses(*, entries: list[tuple[Session, dict[tuple[datetime, str], di
         clauses.append(
             _upsert_sql(
                 SessionModelUsage._meta.db_table,
-                ("tenant_id", "session_id", "model"),
+                ("tenant_id", "session_id", "model", "day"),
                 SESSION_MODEL_FIELDS,
                 model_rows,
-                conflict=("session_id", "model"),
+                conflict=("session_id", "model", "day"),
             )
         )
     return clauses
@@ -98,7 +98,7 @@ def rollups_rebuild(*, tenant: Tenant) -> dict[str, int]:
     rollup_columns = ", ".join([*ROLLUP_KEY, *ROLLUP_FIELDS])
     daily_columns = ", ".join([*DAILY_KEY, *ROLLUP_FIELDS])
     day_sums = ", ".join(f"SUM({field})" for field in ROLLUP_FIELDS)
-    model_columns = ", ".join(["tenant_id", "session_id", "model", *SESSION_MODEL_FIELDS])
+    model_columns = ", ".join(["tenant_id", "session_id", "model", "day", *SESSION_MODEL_FIELDS])
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"LOCK TABLE {hourly}, {daily}, {by_model} IN EXCLUSIVE MODE")
         for table in (hourly, daily, by_model):

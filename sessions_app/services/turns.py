@@ -33,7 +33,7 @@ from platform_kit.db import (
     update_rows_sql,
 )
 from platform_kit.redaction import redact, redact_text
-from sessions_app.accounting import total_tokens, turn_answer_usage
+from sessions_app.accounting import cache_writes, total_tokens, turn_answer_usage
 from sessions_app.models import (
     Budget,
     Conversation,
@@ -398,6 +398,11 @@ class TurnFinish(Change):
             if data.get(field) is not None:
                 setattr(assistant, field, data[field])
         assistant.total_tokens = total_tokens(assistant.input_tokens, assistant.output_tokens, assistant.total_tokens)
+        assistant.cache_creation_tokens, assistant.cache_creation_5m_tokens, assistant.cache_creation_1h_tokens = (
+            cache_writes(
+                assistant.cache_creation_tokens, assistant.cache_creation_5m_tokens, assistant.cache_creation_1h_tokens
+            )
+        )
         if "tool_calls" in data:
             assistant.tool_calls = redact(data["tool_calls"])
         if "tool_names" in data:

@@ -264,7 +264,7 @@ def test_a_corrupted_roll_up_is_reported_and_rebuilt(api, workload):
     def snapshot():
         hourly = UsageHourly.objects.filter(tenant=api.tenant).order_by("hour", "tool", "user_id", "project", "model")
         daily = UsageDaily.objects.filter(tenant=api.tenant).order_by("day", "tool", "user_id", "project", "model")
-        by_model = SessionModelUsage.objects.filter(tenant=api.tenant).order_by("session_id", "model")
+        by_model = SessionModelUsage.objects.filter(tenant=api.tenant).order_by("session_id", "model", "day")
         return [[r for r in rows.values() if r.pop("id")] for rows in (hourly, daily, by_model)]
 
     before = snapshot()

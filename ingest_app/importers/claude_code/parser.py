@@ -422,6 +422,9 @@ class ClaudeCodeParser(LogParser):
         if response["usage"] is not None:
             metadata["usage"] = {k: v for k, v in usage.items() if isinstance(v, int | str | dict)}
             metadata["usage_line"] = response["usage_line"]
+        # The cache writes by lifetime (`usage.cache_creation`: Claude Code 1.0.8x and later); their sum is
+        # `cache_creation_input_tokens` (accounting.cache_writes fills in either when only the other is there).
+        lifetimes = usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
         return ParsedMessage(
             role="assistant",
             content=join_texts(response["texts"]),
@@ -437,6 +440,8 @@ class ClaudeCodeParser(LogParser):
             output_tokens=output_tokens,
             cache_read_tokens=as_int(usage.get("cache_read_input_tokens")),
             cache_creation_tokens=as_int(usage.get("cache_creation_input_tokens")),
+            cache_creation_5m_tokens=as_int(lifetimes.get("ephemeral_5m_input_tokens")),
+            cache_creation_1h_tokens=as_int(lifetimes.get("ephemeral_1h_input_tokens")),
             total_tokens=total_of(input_tokens, output_tokens),
             finish_reason=response["stop_reason"],
             metadata=metadata,
