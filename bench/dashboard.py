@@ -192,13 +192,14 @@ GROUP BY 1, 2, 3, 4, 5, 6
 
 SESSION_MODEL_SQL = f"""
 INSERT INTO sessions_app_sessionmodelusage (
-    tenant_id, session_id, model, requests, input_tokens, output_tokens, cache_read_tokens,
-    cache_creation_tokens, total_tokens)
-SELECT %(tenant)s, session_id, model, count(*), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens),
-       sum(cache_creation_tokens), sum(input_tokens + output_tokens)
+    tenant_id, session_id, model, day, requests, input_tokens, output_tokens, cache_read_tokens,
+    cache_creation_tokens, cache_creation_5m_tokens, total_tokens)
+SELECT %(tenant)s, session_id, model, (created_at AT TIME ZONE 'UTC')::date, count(*), sum(input_tokens),
+       sum(output_tokens), sum(cache_read_tokens), sum(cache_creation_tokens), sum(cache_creation_tokens),
+       sum(input_tokens + output_tokens)
 FROM {SCRATCH}
 WHERE role IN ('assistant', 'error')
-GROUP BY session_id, model
+GROUP BY session_id, model, 4
 """
 
 SESSION_COUNTERS_SQL = f"""

@@ -68,7 +68,9 @@ TOKEN_HELP = {
     "input_tokens": "Tokens the model read that no cache served",
     "output_tokens": "Tokens the model wrote (reasoning included)",
     "cache_read_tokens": "Input tokens served from the prompt cache (cheap, and often 10-20x the input)",
-    "cache_creation_tokens": "Input tokens written to the prompt cache",
+    "cache_creation_tokens": "Input tokens written to the prompt cache (5-minute and 1-hour writes)",
+    "cache_creation_1h_tokens": "Of the cache writes, those kept for an hour (priced at 2x input, against 1.25x "
+    "for 5 minutes)",
     "all_tokens": TOTAL_TOKENS_HELP,
 }
 ALL_TENANTS = "all"
@@ -336,6 +338,7 @@ _COUNT_CELLS = (
     "output_tokens",
     "cache_read_tokens",
     "cache_creation_tokens",
+    "cache_creation_1h_tokens",
     "all_tokens",
 )
 

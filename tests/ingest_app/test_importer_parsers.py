@@ -72,6 +72,8 @@ def test_claude_code_counts_requests_messages_conversations_and_tokens_exactly(c
         "output_tokens": 61 + 15 + 40 + 10 + 12 + 4,
         "cache_read_tokens": 5000 + 5200 + 5300 + 0 + 5400 + 5500,
         "cache_creation_tokens": 200,
+        "cache_creation_5m_tokens": 200,  # these lines predate usage.cache_creation: 5-minute writes
+        "cache_creation_1h_tokens": 0,
         "total_tokens": 610 + 142,
     }
     assert by_role(claude.messages) == [
@@ -471,6 +473,8 @@ def test_qwen_code_counts_exactly(qwen):
         "output_tokens": 40 + 12 + 20 + 9,
         "cache_read_tokens": 1000 + 1100,
         "cache_creation_tokens": 0,
+        "cache_creation_5m_tokens": 0,
+        "cache_creation_1h_tokens": 0,
         "total_tokens": 240 + 212 + 1420 + 509,
     }
     assert by_role(qwen.messages) == [
@@ -583,6 +587,8 @@ def test_openclaw_counts_exactly(openclaw):
         "output_tokens": 50 + 20 + 30,
         "cache_read_tokens": 8000 + 8500,
         "cache_creation_tokens": 500 + 9000,
+        "cache_creation_5m_tokens": 500 + 9000,  # OpenClaw says no lifetime
+        "cache_creation_1h_tokens": 0,
         "total_tokens": 2050 + 2120 + 330,  # input + output; OpenClaw's totalTokens (cache included) is in metadata
     }
     assert by_role(openclaw.messages) == [

@@ -17,7 +17,7 @@ from django.core.management import call_command
 from ingest_app.importers import parse_file
 from ingest_app.pipeline import import_path
 from memory_app.models import MessageEmbedding
-from sessions_app.accounting import SessionAccount, count_usage, hour_of
+from sessions_app.accounting import SessionAccount, count_usage, hour_of, message_tokens
 from sessions_app.models import LlmRequest, Message, Session, UsageHourly
 from sessions_app.schema import ROLLUP_FIELDS, TOKEN_FIELDS
 from sessions_app.selectors.recount import rollup_drift, session_count_drift
@@ -75,8 +75,7 @@ def as_rows(items: list[dict]) -> list[dict]:
         row = {"external_id": item["external_id"], "role": item["role"], "metadata": item["metadata"]}
         for name, default in defaults.items():
             row[name] = item.get(name, default)
-        for name in TOKEN_FIELDS:
-            row[name] = item.get(name)
+        row.update(zip(TOKEN_FIELDS, message_tokens(item), strict=True))  # as stored: a lone write is 5-minute
         rows.append(row)
     return rows
 
