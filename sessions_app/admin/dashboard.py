@@ -338,7 +338,6 @@ _COUNT_CELLS = (
     "output_tokens",
     "cache_read_tokens",
     "cache_creation_tokens",
-    "cache_creation_1h_tokens",
     "all_tokens",
 )
 
@@ -347,6 +346,18 @@ _COUNT_CELLS = (
 _NO_CONVERSATIONS_BY_MODEL = (
     '<td class="n" title="A conversation starts with a prompt, which has no model: see the other tables">–</td>'
 )
+
+
+def _cache_write_cell(row: dict) -> str:
+    """The cache writes, and under them the 1-hour ones where there are any (priced at 2x input, not 1.25x)."""
+    one_hour = row.get("cache_creation_1h_tokens") or 0
+    if not one_hour:
+        return f'<td class="n">{thousands(row["cache_creation_tokens"])}</td>'
+    return (
+        f'<td class="n">{thousands(row["cache_creation_tokens"])}'
+        f'<br><small title="{TOKEN_HELP["cache_creation_1h_tokens"]}">1 h: {thousands(one_hour)}'
+        "</small></td>"
+    )
 
 
 def _number_cells(row: dict, *, by_model: bool = False) -> str:
@@ -358,6 +369,8 @@ def _number_cells(row: dict, *, by_model: bool = False) -> str:
         "".join(
             _NO_CONVERSATIONS_BY_MODEL
             if by_model and name == "conversations"
+            else _cache_write_cell(row)
+            if name == "cache_creation_tokens"
             else f'<td class="n">{thousands(row[name])}</td>'
             for name in _COUNT_CELLS
         )
