@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.db.models import URLField
+from django.template.response import TemplateResponse
 from django.urls import path
 
 from platform_kit.admin.display import EMPTY, count_hint, counter_display, text_column, truncated
@@ -11,6 +14,9 @@ from platform_kit.admin.mixins import ReadOnlyAdminMixin
 from sessions_app.admin.dashboard import dashboard_view
 from sessions_app.admin.display import SESSION_COUNTERS, CounterColumns
 from sessions_app.models import ModelPrice, UsageDaily, UsageHourly
+from sessions_app.price_lists import PriceListError
+from sessions_app.selectors.prices import unpriced_models
+from sessions_app.services.prices import price_import_lines, prices_import
 
 # What a roll-up row counts under, besides its tenant and its time bucket.
 ROLLUP_KEYS = ("tool", "user_id", "project", "machine", "model")
@@ -107,17 +113,42 @@ def usd_per_mtok(field: str, description: str):
     return display
 
 
+class PriceImportForm(forms.Form):
+    file = forms.FileField(help_text="LiteLLM's model_prices_and_context_window.json or models.dev's api.json")
+    effective_from = forms.DateField(
+        required=False,
+        help_text="The UTC day a changed price takes effect (YYYY-MM-DD); empty: today. Usage before keeps its price.",
+    )
+    scope = forms.ChoiceField(
+        choices=[
+            ("used", "the models this install has used or already prices"),
+            ("all", "every model of the list"),
+            ("known", "only models that already have a price"),
+        ],
+        initial="used",
+    )
+    providers = forms.CharField(
+        required=False,
+        help_text="Only these providers' listings, as the list names them, comma-separated (anthropic, bedrock…)",
+    )
+
+    MAX_BYTES = 32 * 1024 * 1024  # LiteLLM's list is about 1.6 MB
+
+
 @admin.register(ModelPrice)
 class ModelPriceAdmin(admin.ModelAdmin):
-    """List prices per model: edited here, they change every cost shown at once (costs are never stored)."""
+    """List prices per model: edited here, they change every cost shown at once (costs are never stored). A price
+    with a date applies from that UTC day on; the usage before it keeps the earlier price."""
 
     list_display = (
         "__str__",
         "provider",
+        "effective_from",
         "input_price",
         "output_price",
         "cache_read_price",
         "cache_write_price",
+        "cache_write_1h_price",
         "checked_on",
         "notes_preview",
     )
@@ -125,15 +156,15 @@ class ModelPriceAdmin(admin.ModelAdmin):
     list_filter = ("provider", "match")
     search_fields = ("model", "notes")
     search_help_text = "Part of the model name or of the notes."
-    ordering = ("provider", "model")
+    ordering = ("provider", "model", "effective_from")
     fieldsets = (
-        (None, {"fields": (("model", "match"), "provider")}),
+        (None, {"fields": (("model", "match"), "provider", "effective_from")}),
         (
             "USD per million tokens",
             {
                 "fields": (
                     ("input_usd_per_mtok", "output_usd_per_mtok"),
-                    ("cache_read_usd_per_mtok", "cache_write_usd_per_mtok"),
+                    ("cache_read_usd_per_mtok", "cache_write_usd_per_mtok", "cache_write_1h_usd_per_mtok"),
                 )
             },
         ),
@@ -141,6 +172,7 @@ class ModelPriceAdmin(admin.ModelAdmin):
     )
     readonly_fields = ("updated_at",)
     formfield_overrides = {URLField: {"assume_scheme": "https"}}
+    change_list_template = "admin/sessions_app/modelprice/change_list.html"
 
     @admin.display(description="notes")
     def notes_preview(self, obj):
@@ -150,3 +182,57 @@ class ModelPriceAdmin(admin.ModelAdmin):
     output_price = usd_per_mtok("output_usd_per_mtok", "output $/M")
     cache_read_price = usd_per_mtok("cache_read_usd_per_mtok", "cache read $/M")
     cache_write_price = usd_per_mtok("cache_write_usd_per_mtok", "cache write $/M")
+    cache_write_1h_price = usd_per_mtok("cache_write_1h_usd_per_mtok", "1-hour write $/M")
+
+    def get_urls(self):
+        return [
+            path("unpriced/", self.admin_site.admin_view(self.unpriced_view), name="sessions_app_modelprice_unpriced"),
+            path("import/", self.admin_site.admin_view(self.import_view), name="sessions_app_modelprice_import"),
+            *super().get_urls(),
+        ]
+
+    def unpriced_view(self, request):
+        """Every model of the usage without a price today, most tokens first, each with a link to price it."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Unpriced models",
+            "opts": self.opts,
+            "models": unpriced_models(),
+            "can_add": self.has_add_permission(request),
+        }
+        return TemplateResponse(request, "admin/sessions_app/modelprice/unpriced.html", context)
+
+    def import_view(self, request):
+        """Upload a price list: with "Preview" nothing is written; "Import" writes (sessions_app.services.prices)."""
+        if not (self.has_add_permission(request) and self.has_change_permission(request)):
+            raise PermissionDenied
+        form = PriceImportForm(request.POST or None, request.FILES or None)
+        lines = None
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            if upload.size > form.MAX_BYTES:
+                form.add_error("file", f"Larger than {form.MAX_BYTES // (1024 * 1024)} MB: not a price list.")
+            else:
+                providers = [name.strip() for name in form.cleaned_data["providers"].split(",") if name.strip()]
+                try:
+                    report = prices_import(
+                        data=upload.read(),
+                        effective_from=form.cleaned_data["effective_from"],
+                        providers=tuple(providers),
+                        everything=form.cleaned_data["scope"] == "all",
+                        only_known=form.cleaned_data["scope"] == "known",
+                        dry_run="import" not in request.POST,
+                    )
+                    lines = price_import_lines(report, limit=None)
+                except PriceListError as error:
+                    form.add_error("file", f"{error}. Nothing was written.")
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Import a price list",
+            "opts": self.opts,
+            "form": form,
+            "lines": lines,
+        }
+        return TemplateResponse(request, "admin/sessions_app/modelprice/import.html", context)

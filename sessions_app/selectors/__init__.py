@@ -1,1 +1,2 @@
-"""Reads: `usage` (counters, grouped usage, cost, top sessions) and `recount` (the audits against messages)."""
+"""Reads: `usage` (counters, grouped usage, cost, top sessions), `prices` (the models without a price) and `recount`
+(the audits against messages)."""
