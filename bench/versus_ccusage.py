@@ -247,6 +247,11 @@ def compare(*, tree: Path, files: list[Path], size: int, repeats: int, keep: boo
         )
     else:
         print("Token totals: equal.")
+    print(
+        "Requests are not compared: ccusage counts none. Failed calls (`isApiErrorMessage` and `api_error` lines) add "
+        "no tokens on either side; Open ACE counts each one the provider answered as a request of the model called, "
+        'ccusage leaves their model `<synthetic>` out of its model lists (docs/accounting.md, "Failed calls").'
+    )
     return {
         "ccusage_version": version,
         "tree_bytes": size,

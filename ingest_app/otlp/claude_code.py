@@ -9,8 +9,11 @@ What becomes what (docs/otel.md):
   `metadata.prompt_length`), opening the round named by `prompt.id` (as the log import names it).
 - `claude_code.api_request` → an assistant message that is one request: model, the four token kinds, time,
   `elapsed_ms`, and `metadata` {source: "otel", cost_usd, duration_ms, speed, query_source, …}.
-- Everything else (tool results, tool decisions, API errors, unknown events, and events a log import had
-  already stored: `pairing`) → a `TelemetryRecord`, never counted.
+- `claude_code.api_error` that the provider answered (a `status_code`; importers/failures.py) → an `error`
+  message that is one request of its model, without tokens (docs/accounting.md "Failed calls"); one without an
+  answer (`status_code` "undefined", a connection error) stays raw telemetry.
+- Everything else (tool results, tool decisions, unknown events, and events a log import had already stored:
+  `pairing`) → a `TelemetryRecord`, never counted.
 - Metric points → `TelemetryRecord`s (deltas), shown as "metered by Claude Code", never counted: the events
   carry the same calls, and counting both would count them twice.
 
@@ -31,6 +34,7 @@ from django.utils import timezone
 
 from ingest_app.importers.base import parse_timestamp
 from ingest_app.importers.claude_code.parser import prompt_round
+from ingest_app.importers.failures import http_status, provider_answered, status_in_text
 from ingest_app.models import ImportTool, TelemetryKind, TelemetryRecord
 from ingest_app.otlp.decode import LogRecord, MetricPoint
 from ingest_app.pipeline import pairing
@@ -43,7 +47,7 @@ from sessions_app.services.messages import messages_append_to_sessions
 
 TOOL = ImportTool.CLAUDE_CODE.value
 PREFIX = "claude_code."
-USER_PROMPT, API_REQUEST = "claude_code.user_prompt", "claude_code.api_request"
+USER_PROMPT, API_REQUEST, API_ERROR = "claude_code.user_prompt", "claude_code.api_request", "claude_code.api_error"
 TOKEN_ATTRIBUTES = {
     "input_tokens": "input_tokens",
     "output_tokens": "output_tokens",
@@ -159,7 +163,7 @@ class Event:
     time: datetime
     key: str
     session_id: str = ""
-    item: dict | None = None  # the message it becomes (user_prompt, api_request)
+    item: dict | None = None  # the message it becomes (user_prompt, api_request, an answered api_error)
     session: Session | None = None
     paired_with: Message | None = None
 
@@ -182,6 +186,8 @@ def read_event(record: LogRecord) -> Event:
         event.item = _api_request_item(event)
     elif name == USER_PROMPT:
         event.item = _user_prompt_item(event)
+    elif name == API_ERROR:
+        event.item = _api_error_item(event)
     return event
 
 
@@ -224,6 +230,38 @@ def _api_request_item(event: Event) -> dict:
     }
     if isinstance(duration, int) and 0 <= duration <= 2**31 - 1:
         item["elapsed_ms"] = duration
+    if prompt_id:
+        item["conversation"] = prompt_round(prompt_id)
+    return item
+
+
+def _api_error_item(event: Event) -> dict | None:
+    """A failed call, as Claude Code reports it once it gave up (`logAPIError`: the last attempt, `attempt` =
+    how many were made; the attempts before it are only in the log, as `api_error` lines). Answered by the
+    provider, it is an `error` message that is one request of its model, without tokens; else None (raw
+    telemetry)."""
+    attributes = event.record.attributes
+    error = attributes.get("error")
+    text = error if isinstance(error, str) else ""
+    status = http_status(attributes.get("status_code")) or status_in_text(text)
+    if not provider_answered(status, text):
+        return None
+    prompt_id = _text(attributes.get("prompt.id"))
+    metadata = _metadata(event, {"model", "prompt.id", "request_id", "error"})
+    metadata.update(kind="api_error", status=status, failed_call=True)
+    if attributes.get("request_id"):
+        metadata["api_request_id"] = _text(attributes["request_id"])
+    if prompt_id:
+        metadata["prompt_id"] = prompt_id
+    item = {
+        "role": "error",
+        "content": text.replace("\x00", "\ufffd") or "API error",
+        "external_id": f"otel:{event.key}",
+        "request_id": f"otel:{event.key}",
+        "model": _text(attributes.get("model"), MESSAGE_TEXT_LIMITS["model"]),
+        "created_at": event.time,
+        "metadata": metadata,
+    }
     if prompt_id:
         item["conversation"] = prompt_round(prompt_id)
     return item
@@ -409,7 +447,7 @@ def _pair_with_log(events: list[Event]) -> None:
     window = Q(created_at__gte=min(times) - pairing.WINDOW, created_at__lte=max(times) + pairing.WINDOW)
     stored = Message.objects.filter(session_id__in=session_ids).filter(
         Q(external_id__in=keys)
-        | (Q(role="assistant") & window & ~Q(request_id=""))
+        | (Q(role__in=("assistant", "error")) & window & ~Q(request_id=""))
         | Q(role="user", metadata__prompt_id__in=prompt_ids)
     )
     stored = list(
@@ -445,8 +483,14 @@ def _pair_with_log(events: list[Event]) -> None:
                 (m for m in messages if prompt_id and m.role == "user" and m.metadata.get("prompt_id") == prompt_id),
                 None,
             )
+        elif event.item["role"] == "error":
+            facts = pairing.item_facts(event.item)
+            match = next(
+                (m for m in messages if m.role == "error" and pairing.same_failure(facts, pairing.message_facts(m))),
+                None,
+            )
         else:
-            facts = {**event.item, "api_request_id": event.item["metadata"].get("api_request_id")}
+            facts = pairing.item_facts(event.item)
             match = next(
                 (m for m in messages if m.role == "assistant" and pairing.same_call(facts, pairing.message_facts(m))),
                 None,

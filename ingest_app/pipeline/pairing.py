@@ -8,8 +8,12 @@ a `prompt.id`, the call's `request_id` (newer versions only) and its usage. So a
 2. else its fingerprint: the same model; the same input, cache-read and cache-creation tokens; output tokens
    equal, or the log's fewer (a response the log is still streaming); times within `WINDOW`.
 
-A prompt is paired by its prompt id (the log's `promptId`, the event's `prompt.id`). Pairs are one-to-one:
-an item takes the first unpaired match, in time order.
+A prompt is paired by its prompt id (the log's `promptId`, the event's `prompt.id`). A failed call (an `error`
+message that is a request: docs/accounting.md "Failed calls") by the API request id when both give it, else its
+HTTP status and times within `WINDOW`; only with the log's last failed attempt (its `isApiErrorMessage` line):
+Claude Code sends the `api_error` event for that one alone, the attempts it retried before are the log's
+`api_error` lines (`retry_attempt`) and are calls of their own. Pairs are one-to-one: an item takes the first
+unpaired match, in time order.
 
 - Events first: a log response that pairs with a stored event's message is written as that message's
   completion (`pair_import_items`: the item takes the message's `external_id` and `request_id`, so the
@@ -46,6 +50,21 @@ def same_call(event: dict, logged: dict) -> bool:
     return isinstance(first, datetime) and isinstance(second, datetime) and abs(first - second) <= WINDOW
 
 
+def same_failure(event: dict, logged: dict) -> bool:
+    """Whether an event's failed call (`event`) and a log's (`logged`) are the same call: the log's is its last
+    failed attempt (no `retry_attempt`), and they have the same API request id when both give it, else the
+    same HTTP status and times within `WINDOW`."""
+    if logged.get("retry_attempt") is not None:
+        return False
+    event_id, log_id = event.get("api_request_id"), logged.get("api_request_id")
+    if event_id and log_id:
+        return event_id == log_id
+    if event.get("status") != logged.get("status"):
+        return False
+    first, second = event.get("created_at"), logged.get("created_at")
+    return isinstance(first, datetime) and isinstance(second, datetime) and abs(first - second) <= WINDOW
+
+
 def message_facts(message: Message) -> dict:
     """What pairing compares of a stored message."""
     metadata = message.metadata if isinstance(message.metadata, dict) else {}
@@ -58,12 +77,30 @@ def message_facts(message: Message) -> dict:
         "created_at": message.created_at,
         "api_request_id": metadata.get("api_request_id"),
         "prompt_id": metadata.get("prompt_id"),
+        "status": metadata.get("status"),
+        "retry_attempt": metadata.get("retry_attempt"),
+    }
+
+
+def item_facts(item: dict) -> dict:
+    """What pairing compares of a message item (an event's or a log's, not stored yet)."""
+    metadata = item.get("metadata") or {}
+    return {
+        **item,
+        "api_request_id": metadata.get("api_request_id"),
+        "status": metadata.get("status"),
+        "retry_attempt": metadata.get("retry_attempt"),
     }
 
 
 def _is_log_response(item: dict) -> bool:
     metadata = item.get("metadata") or {}
     return item.get("role") == "assistant" and bool(item.get("request_id")) and metadata.get("source") != SOURCE
+
+
+def _is_log_failure(item: dict) -> bool:
+    metadata = item.get("metadata") or {}
+    return item.get("role") == "error" and bool(item.get("request_id")) and metadata.get("source") != SOURCE
 
 
 def _is_log_prompt(item: dict) -> bool:
@@ -82,7 +119,8 @@ def pair_import_items(appends) -> None:
         item["created_at"]
         for items in sessions.values()
         for item in items
-        if isinstance(item.get("created_at"), datetime) and (_is_log_response(item) or _is_log_prompt(item))
+        if isinstance(item.get("created_at"), datetime)
+        and (_is_log_response(item) or _is_log_prompt(item) or _is_log_failure(item))
     ]
     log_ids = [item["external_id"] for items in sessions.values() for item in items if item.get("external_id")]
     if not times and not log_ids:
@@ -92,7 +130,9 @@ def pair_import_items(appends) -> None:
         unpaired &= Q(created_at__gte=min(times) - WINDOW, created_at__lte=max(times) + WINDOW)
     else:
         unpaired &= Q(pk__in=[])
-    stored = Message.objects.filter(session_id__in=sessions, metadata__source=SOURCE, role__in=("user", "assistant"))
+    stored = Message.objects.filter(
+        session_id__in=sessions, metadata__source=SOURCE, role__in=("user", "assistant", "error")
+    )
     stored = stored.filter(unpaired | Q(metadata__log_external_id__in=log_ids)).order_by("created_at", "seq")
     by_session: dict = {}
     for message in stored.only(
@@ -117,8 +157,11 @@ def _pair_items(items: list[dict], messages: list[Message]) -> None:
                 prompt_id = item["metadata"]["prompt_id"]
                 message = next((m for m in free if m.role == "user" and m.metadata.get("prompt_id") == prompt_id), None)
             elif _is_log_response(item):
-                facts = {**item, "api_request_id": (item.get("metadata") or {}).get("api_request_id")}
+                facts = item_facts(item)
                 message = next((m for m in free if m.role == "assistant" and same_call(message_facts(m), facts)), None)
+            elif _is_log_failure(item):
+                facts = item_facts(item)
+                message = next((m for m in free if m.role == "error" and same_failure(message_facts(m), facts)), None)
             if message is None:
                 continue
             free.remove(message)

@@ -99,7 +99,7 @@ def test_refused_files_and_skipped_lines_exit_3_and_are_named_on_stderr_with_the
 
     assert done.returncode == 3, done.stderr
     summary = SUMMARY_LINE.match(done.stdout.splitlines()[-1])
-    assert summary and summary.group("imported", "refused") == ("18", "2")
+    assert summary and summary.group("imported", "refused") == ("23", "2")
     errors = done.stderr.splitlines()
     garbage, other = tmp_path / "logs" / GARBAGE, tmp_path / "logs" / OTHER_TOOL
     assert f"{garbage}:0: error: not a recognised agent log: none of the first 6 non-blank lines is a JSON object" in (

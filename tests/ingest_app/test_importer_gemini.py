@@ -68,10 +68,11 @@ def gemini_json():
 
 def test_a_gemini_json_session_counts_each_call_once_with_gemini_token_semantics(gemini_json):
     assert (gemini_json.tool, gemini_json.issues) == ("gemini-cli", [])
-    # 4 `gemini` records with tokens; input = input − cached, output = output + thoughts (Gemini's total is
-    # input + output + thoughts + tool, so the cache is inside `input`).
+    # 4 `gemini` records with tokens, and the call that failed on the model's capacity (its `[API Error: …]`
+    # record, no tokens); input = input − cached, output = output + thoughts (Gemini's total is input + output +
+    # thoughts + tool, so the cache is inside `input`).
     assert counts(gemini_json.messages) == {
-        "requests": 4,
+        "requests": 5,
         "conversations": 2,
         "messages": 12,
         "input_tokens": 24265,
@@ -104,7 +105,9 @@ def test_gemini_json_tool_results_errors_and_system_records(gemini_json):
     assert results[0].external_id == "search_file_content-1770744484519-a47bac6cd4faf:result"
     (error,) = [m for m in gemini_json.messages if m.role == "error"]
     assert error.content.startswith("[API Error: You have exhausted your capacity")
-    assert error.request_id is None and error.input_tokens is None  # a failed call: Gemini CLI keeps no usage
+    # A failed call: a request of the model of the last response (the record names none), without tokens (Gemini
+    # CLI keeps no usage for it); its request id is the record's id, as for a response.
+    assert (error.request_id, error.model, error.input_tokens) == (error.external_id, "gemini-3-pro-preview", None)
     assert [(m.metadata["kind"], m.request_id) for m in gemini_json.messages if m.role == "system"] == [
         ("info", None),
         ("warning", None),

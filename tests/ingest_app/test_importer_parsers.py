@@ -60,7 +60,7 @@ def claude():
 def test_claude_code_counts_requests_messages_conversations_and_tokens_exactly(claude):
     assert claude.tool == "claude-code"
     assert count_usage(claude.messages) == {
-        "requests": 6,  # one per API response (message.id), the sidechain's included
+        "requests": 7,  # one per API response (message.id), the sidechain's included, and the failed call (529)
         "conversations": 3,  # 查看天气, 明天呢？, 谢谢
         "messages": 19,
         "message_user": 3,
@@ -154,10 +154,12 @@ def test_sidechain_work_is_flagged_and_stays_in_the_parent_session(claude):
     assert side[1].to_ingest()["metadata"]["sidechain"] is True
 
 
-def test_errors_are_errors_and_not_requests(claude):
+def test_a_failed_call_is_an_error_that_is_a_request_of_the_model_called(claude):
+    # The overloaded call's line names the model `<synthetic>`: the request is the model the session was calling.
     (error,) = [m for m in claude.messages if m.role == "error"]
     assert error.content.startswith("API Error: 529 Overloaded")
-    assert error.request_id is None and error.auth_type is None and error.input_tokens is None
+    assert (error.request_id, error.model, error.auth_type) == ("c0dee21", "claude-sonnet-4-5-20250929", None)
+    assert (error.input_tokens, error.output_tokens, error.total_tokens) == (0, 0, 0)  # the line's zero usage
     assert error.metadata["status"] == 529 and error.metadata["error"] == "server_error"
 
 
@@ -461,7 +463,7 @@ def qwen():
 def test_qwen_code_counts_exactly(qwen):
     assert qwen.tool == "qwen-code"
     assert count_usage(qwen.messages) == {
-        "requests": 4,  # one per assistant record (the api_error and the telemetry make none)
+        "requests": 5,  # one per assistant record and the failed call (its api_error); telemetry makes none
         "conversations": 2,
         "messages": 12,
         "message_user": 3,
@@ -520,7 +522,8 @@ def test_qwen_code_tool_results_errors_and_rounds(qwen):
     (result,) = [m for m in qwen.messages if m.role == "toolResult"]
     assert (result.tool_name, result.content) == ("web_fetch", "晴 25°C\ufffd")
     (error,) = [m for m in qwen.messages if m.role == "error"]
-    assert error.content == "Request failed with status 429" and error.request_id is None and error.auth_type is None
+    assert error.content == "Request failed with status 429" and error.request_id.startswith("api_error:")
+    assert (error.auth_type, error.model, error.input_tokens) == ("qwen-oauth", "qwen3-coder-plus", None)
     assert error.metadata["status"] == 429 and error.metadata["auth_type"] == "qwen-oauth"
     second_round = {m.conversation for m in qwen.messages if m.line >= 10}
     assert second_round == {"qwen-code:9e110010-0000-4000-8000-000000000010"}  # mid-turn text joins the round
@@ -575,7 +578,7 @@ def openclaw():
 def test_openclaw_counts_exactly(openclaw):
     assert openclaw.tool == "openclaw"
     assert count_usage(openclaw.messages) == {
-        "requests": 3,
+        "requests": 4,  # three responses and the call that failed with a 429
         "conversations": 2,
         "messages": 9,
         "message_user": 2,
@@ -628,7 +631,8 @@ def test_openclaw_models_errors_and_session(openclaw):
     models = [(m.line, m.model) for m in openclaw.messages if m.role in ("assistant", "error")]
     assert models == [(5, "qwen3-max"), (7, "qwen3-max"), (11, "claude-sonnet-4-5"), (12, "claude-sonnet-4-5")]
     error = next(m for m in openclaw.messages if m.role == "error")
-    assert error.request_id is None and "rate_limit_error" in error.content
+    assert error.request_id == "a0000010" and "rate_limit_error" in error.content  # a failed call: a request
+    assert (error.input_tokens, error.output_tokens, error.finish_reason) == (0, 0, "error")
     assert openclaw.messages[2].tool_name == "web_fetch"
     session = openclaw.session
     assert (session.agent_session_id, session.cwd, session.version) == (

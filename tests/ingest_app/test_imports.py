@@ -126,7 +126,7 @@ def test_a_claude_code_session_with_its_subagent_counts_both_in_the_parent_sessi
     sub = parse_file(agent, carry={"conversation": spawner.conversation})
     session = only_session(api)
     assert stats(api, session) == expected(parent.messages, sub.messages)
-    assert stats(api, session)["requests"] == 8 and stats(api, session)["conversations"] == 3
+    assert stats(api, session)["requests"] == 9 and stats(api, session)["conversations"] == 3  # a failed call in 9
     assert (summary.files_imported, summary.sessions_created) == (2, 1)
     assert session.agent_session_id == CLAUDE_SESSION
     assert session_count_drift(session=session) == {}
@@ -351,12 +351,12 @@ def test_a_directory_of_mixed_tools_imports_each_file_with_its_parser(api, tmp_p
     shutil.copytree(DATA, tmp_path / "logs")
     summary = import_path(tenant=api.tenant, path=tmp_path / "logs")
     # 8 files, the Codex samples (3), the OpenClaw backup (openclaw/backup/: 5 transcripts of 4 sessions,
-    # sessions.json not read) and the Gemini CLI / older Qwen Code samples (4 files, 3 sessions).
-    assert (summary.files_seen, summary.files_imported, summary.files_refused) == (20, 18, 2)
+    # sessions.json not read), the Gemini CLI / older Qwen Code samples (4 files, 3 sessions), and a session of
+    # failed calls per tool but OpenCode (5).
+    assert (summary.files_seen, summary.files_imported, summary.files_refused) == (25, 23, 2)
     tools = sorted(Session.objects.filter(tenant=api.tenant).values_list("tool", flat=True))
     assert tools == [
-        "claude-code", "claude-code", *["codex"] * 3, "gemini-cli", "gemini-cli", *["openclaw"] * 6,
-        "qwen-code", "qwen-code",
+        *["claude-code"] * 3, *["codex"] * 4, *["gemini-cli"] * 3, *["openclaw"] * 7, *["qwen-code"] * 3,
     ]  # fmt: skip
     by_file = {Path(f.path).name: f.tool for f in summary.files if f.status == "imported"}
     assert by_file[QWEN.name] == "qwen-code" and by_file[OPENCLAW.name] == by_file[SEED.name] == "openclaw"
@@ -474,14 +474,14 @@ def test_the_command_prints_the_issues_and_a_summary_line_and_imports_nothing_tw
     lines, problems = out.getvalue().splitlines(), err.getvalue()
     summary = SUMMARY_LINE.match(lines[-1])
     assert summary, lines[-1]
-    assert summary.group("imported", "unchanged", "refused", "sessions") == ("18", "0", "2", "15")
+    assert summary.group("imported", "unchanged", "refused", "sessions") == ("23", "0", "2", "20")
     assert int(summary.group("messages").replace(",", "")) == Message.objects.filter(tenant__name="cli").count()
     claude = tmp_path / "logs" / CLAUDE
     assert f"{claude}:14: error: not valid JSON (Expecting property name enclosed in double quotes" in problems
     assert f"{tmp_path / 'logs' / GARBAGE}:0: error: not a recognised" in problems
 
     again = SUMMARY_LINE.match(run_command(tmp_path / "logs", "--tenant", "cli", refused=True)[0])
-    assert again.group("imported", "unchanged", "refused", "sessions", "messages") == ("0", "18", "2", "0", "0")
+    assert again.group("imported", "unchanged", "refused", "sessions", "messages") == ("0", "23", "2", "0", "0")
 
 
 def test_the_command_takes_tool_and_user_and_refuses_a_missing_path(db, tmp_path):
@@ -535,7 +535,7 @@ def test_uploads_keep_subagent_paths_and_attribute_the_agent_to_its_parent(api, 
     )
     assert response.status_code == 201, response.json()
     session = only_session(api)
-    assert (session.user_id, session.messages, session.requests) == ("carol", 23, 8)
+    assert (session.user_id, session.messages, session.requests) == ("carol", 23, 9)
     spawner = Message.objects.get(session=session, metadata__spawned_agent_id="a1b2c3d")
     assert {m.conversation_id for m in Message.objects.filter(metadata__subagent=True)} == {spawner.conversation_id}
 

@@ -52,11 +52,11 @@ def test_each_form_is_imported_with_the_counts_its_parser_gives(api, relative, t
     assert (again.files_unchanged, again.messages) == (1, 0)
 
 
-def test_the_gemini_json_sample_counts_four_calls_with_the_cache_apart(api, tmp_path):
+def test_the_gemini_json_sample_counts_four_calls_and_a_failed_one_with_the_cache_apart(api, tmp_path):
     copy_to(GEMINI_JSON, tmp_path)
     import_path(tenant=api.tenant, path=tmp_path)
     counts = stats(api, only_session(api))
-    assert (counts["requests"], counts["conversations"], counts["messages"]) == (4, 2, 12)
+    assert (counts["requests"], counts["conversations"], counts["messages"]) == (5, 2, 12)
     assert (counts["input_tokens"], counts["output_tokens"], counts["cache_read_tokens"]) == (24265, 13094, 313340)
     assert (counts["message_toolresult"], counts["message_error"]) == (3, 1)
 
@@ -97,7 +97,7 @@ def test_a_json_session_migrated_to_jsonl_counts_each_call_once(api, tmp_path):
     session = only_session(api)
     counts = stats(api, session)
     assert summary.files_imported == 2
-    assert (counts["requests"], counts["conversations"]) == (5, 3)
+    assert (counts["requests"], counts["conversations"]) == (6, 3)
     assert counts["input_tokens"] == 24265 + 2000
     assert counts["messages"] == 12 + 2
     assert session_count_drift(session=session) == {}

@@ -79,7 +79,9 @@ def test_a_claude_code_fork_copies_its_parents_responses_without_calling_again(t
     assert (counts["requests"], counts["input_tokens"], counts["output_tokens"]) == (1, 120, 9)
 
 
-def test_a_claude_code_synthetic_message_is_no_request(tmp_path):
+def test_a_claude_code_synthetic_message_is_no_request_unless_it_is_a_failed_call(tmp_path):
+    # "You've hit your session limit" is the provider's answer (a 429): a failed call, one request (see
+    # test_failed_calls.py); "No response requested." after an interrupt was no call at all.
     synthetic = {"id": "6e0f", "role": "assistant", "model": "<synthetic>", "stop_reason": "stop_sequence",
                  "usage": {"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0},
                  "content": [{"type": "text", "text": "You've hit your session limit · resets 10:40am"}]}  # fmt: skip
@@ -93,7 +95,7 @@ def test_a_claude_code_synthetic_message_is_no_request(tmp_path):
     )  # fmt: skip
     result = parse_file(path)
     assert [(m.role, m.metadata["kind"], m.request_id) for m in result.messages] == [
-        ("error", "api_error", None),
+        ("error", "api_error", "6e0f"),
         ("system", "synthetic", None),
     ]
 

@@ -107,20 +107,25 @@ def test_a_failed_call_that_reports_usage_is_an_error_message_that_is_the_reques
     assert counts["total_tokens"] == (2210 + 37) + (2391 + 96) + (2710 + 8192) + (2733 + 412)
 
 
-def test_a_failed_call_without_usage_stays_an_error_without_request(tmp_path):
+@pytest.mark.parametrize(
+    ("error_message", "request_id"),
+    [("429 rate limited", "a1"), ("Connection error.", None)],
+    ids=["answered: a request", "no answer: no request"],
+)
+def test_a_failed_call_without_usage_is_a_request_when_the_provider_answered(tmp_path, error_message, request_id):
     path = tmp_path / "s.jsonl"
     path.write_text(
         '{"type":"session","version":3,"id":"s","timestamp":"2026-03-01T00:00:00Z","cwd":"/w"}\n'
         '{"type":"message","id":"a1","parentId":null,"timestamp":"2026-03-01T00:00:01Z","message":{"role":"assistant",'
         '"content":[],"model":"qwen3-max","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0},'
-        '"stopReason":"error","errorMessage":"429 rate limited"}}\n'
+        f'"stopReason":"error","errorMessage":"{error_message}"}}}}\n'
     )
     (error,) = parse_file(path).messages
-    assert (error.role, error.request_id, error.input_tokens, error.content) == (
+    assert (error.role, error.request_id, error.model, error.content) == (
         "error",
-        None,
-        None,
-        "429 rate limited",
+        request_id,
+        "qwen3-max",
+        error_message,
     )
 
 

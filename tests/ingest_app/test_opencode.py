@@ -123,10 +123,11 @@ def test_each_finished_step_is_one_request_with_the_tokens_of_its_own_call(tmp_p
     assert steps[0].thinking == "The user wants a CLI. Look at the project first."
     assert [c["name"] for m in steps for c in m.tool_calls] == ["read", "write"]
     counts = count_usage(parsed.messages)
-    assert (counts["requests"], counts["input_tokens"], counts["output_tokens"]) == (4, 2350, 673)
+    # 4 finished steps and 2 failed calls (a 529 and a 401; the missing key made no call): no tokens of their own
+    assert (counts["requests"], counts["input_tokens"], counts["output_tokens"]) == (6, 2350, 673)
     assert (counts["cache_read_tokens"], counts["cache_creation_tokens"], counts["total_tokens"]) == (53200, 950, 3023)
     assert (counts["message_user"], counts["message_toolresult"], counts["message_error"], counts["conversations"]) == (
-        3, 3, 1, 3,
+        4, 3, 3, 4,
     )  # fmt: skip
 
 
@@ -139,11 +140,17 @@ def test_every_message_is_a_valid_messages_api_item(tmp_path):
             json.dumps(item, ensure_ascii=False, allow_nan=False)
 
 
-def test_a_failed_call_is_an_error_and_an_interrupted_reply_is_kept_without_a_request(tmp_path):
+def test_a_failed_call_is_an_error_that_is_a_request_and_an_interrupted_reply_is_kept_without_one(tmp_path):
     parsed = parse_file(sources(home(tmp_path))[TOP])
-    error = next(m for m in parsed.messages if m.role == "error")
-    assert (error.content, error.request_id, error.metadata["status"]) == ("Overloaded", None, 529)
-    interrupted = parsed.messages[-1]
+    errors = [m for m in parsed.messages if m.role == "error"]
+    assert [(m.content[:20], m.request_id, m.model, m.metadata["name"], m.metadata.get("status")) for m in errors] == [
+        ("Overloaded", "msg_e2b0f3d5e1a006Pb8Sy1Gj5Lo2:error", "claude-sonnet-4-5", "APIError", 529),
+        # No API key: the AI SDK refused before sending anything (LoadAPIKeyError): no call, no request.
+        ("OpenAI API key is mi", None, None, "ProviderAuthError", None),
+        ("Incorrect API key pr", "msg_e2b0f3d5e1a011Uc3Me7Xz0Sy4:error", "gpt-5", "APIError", 401),
+    ]
+    assert all(m.input_tokens is None for m in errors)  # a failed call reports no usage
+    interrupted = next(m for m in parsed.messages if m.metadata.get("message_id") == "msg_e2b0f3d5e1a008Re9Ua3Jl7Nq5")
     assert (interrupted.role, interrupted.content, interrupted.request_id, interrupted.input_tokens) == (
         "assistant", "The CLI reads", None, None,
     )  # fmt: skip
@@ -231,8 +238,8 @@ def test_a_sessions_stat_follows_every_change_even_right_after_all_were_measured
     data = home(tmp_path)
     top, child = sources(data)[TOP], sources(data)[CHILD]
     before, child_before = source_stat(top), source_stat(child)
-    assert before.st_mtime_ns == (T0 + 95000) * 1_000_000 and before.st_size > 0
-    when = T0 + 100_000
+    assert before.st_mtime_ns == (T0 + 121_200) * 1_000_000 and before.st_size > 0
+    when = T0 + 130_000
     add_message(data / "opencode.db", "msg_e2b0f3d5e1a020Zz1Yy2Xx3Ww4", TOP, when, {"role": "user"}, [{"type": "text"}])
     after = source_stat(top)  # measured at once, not from the measure of all sessions taken a moment ago
     assert after.st_mtime_ns == when * 1_000_000 and after.st_size > before.st_size
@@ -326,7 +333,7 @@ def test_an_opencode_database_is_imported_exactly_with_its_subagent_in_the_round
     assert session.user_id == "dev" and session.metadata["cwd"] == "/home/dev/weather"
     top, child = (parse_file(path) for path in plan.log_files(tmp_path))
     assert stats(api, session) == expected(top.messages, child.messages)
-    assert (summary.requests, summary.tokens["input_tokens"]) == (5, 2350 + 1500)
+    assert (summary.requests, summary.tokens["input_tokens"]) == (7, 2350 + 1500)
     assert session_count_drift(session=session) == {}
     spawned = Message.objects.get(session=session, metadata__spawned_agent_id=CHILD).conversation_id
     assert set(
@@ -414,7 +421,7 @@ def test_a_database_another_process_is_writing_is_read_as_committed(api, tmp_pat
     finally:
         writer.rollback()
         writer.close()
-    assert (summary.files_imported, summary.requests) == (2, 5)
+    assert (summary.files_imported, summary.requests) == (2, 7)
     assert Session.objects.get(tenant=api.tenant).name == "Weather CLI for Paris"
 
 

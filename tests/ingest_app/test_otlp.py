@@ -64,20 +64,24 @@ def test_a_live_session_becomes_a_session_with_its_requests_and_tokens(acme, exp
     session = the_session(acme.tenant)
     assert session.user_id == "dev@example.com"
     stats = stats_of(acme, session.pk)
-    assert stats["requests"] == 3
+    assert stats["requests"] == 4  # three calls, and the one that failed with a 529 (docs/accounting.md)
     assert stats["conversations"] == 2
-    assert (stats["message_user"], stats["message_assistant"], stats["message_error"]) == (2, 3, 0)
+    assert (stats["message_user"], stats["message_assistant"], stats["message_error"]) == (2, 3, 1)
     for name, value in TOKENS.items():
         assert stats[name] == value, name
     assert stats["total_tokens"] == TOKENS["input_tokens"] + TOKENS["output_tokens"]
 
     usage = acme.get("/api/v1/stats/", {"group_by": "model", "tool": "claude-code"}).json()
-    assert usage["totals"]["requests"] == 3 and usage["totals"]["cache_read_tokens"] == TOKENS["cache_read_tokens"]
+    assert usage["totals"]["requests"] == 4 and usage["totals"]["cache_read_tokens"] == TOKENS["cache_read_tokens"]
     by_model = {row["key"]: row for row in usage["results"]}
-    assert by_model[MODEL]["requests"] == 3 and by_model[MODEL]["output_tokens"] == TOKENS["output_tokens"]
+    assert by_model[MODEL]["requests"] == 4 and by_model[MODEL]["output_tokens"] == TOKENS["output_tokens"]
 
     messages = acme.get(f"/api/v1/sessions/{session.pk}/messages/").json()["results"]
-    assert [m["role"] for m in messages] == ["user", "assistant", "assistant", "user", "assistant"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "assistant", "user", "error", "assistant"]
+    failed = messages[4]
+    assert (failed["content"], failed["model"], failed["input_tokens"]) == ("Overloaded", MODEL, None)
+    assert failed["metadata"]["status"] == 529 and failed["metadata"]["attempt"] == "1"
+    assert failed["conversation"] == messages[3]["conversation"]  # the round of its prompt.id
     first_call = messages[1]
     assert first_call["model"] == MODEL and first_call["input_tokens"] == 12 and first_call["output_tokens"] == 180
     assert first_call["created_at"].startswith("2026-03-02T10:00:06.18")
@@ -91,13 +95,8 @@ def test_a_live_session_becomes_a_session_with_its_requests_and_tokens(acme, exp
 
     # Nothing sent is lost: the other events are raw telemetry of the session, not counted.
     raw = TelemetryRecord.objects.filter(tenant=acme.tenant).order_by("time")
-    assert [r.name for r in raw] == [
-        "claude_code.tool_decision",
-        "claude_code.tool_result",
-        "claude_code.api_error",
-    ]
+    assert [r.name for r in raw] == ["claude_code.tool_decision", "claude_code.tool_result"]
     assert all(r.session_id == session.pk for r in raw)
-    assert raw[2].attributes["status_code"] == "529"
     assert session_count_drift(session=session) == {}
     assert rollup_drift(tenant=acme.tenant) == {"hourly": [], "daily": [], "session_model": []}
 
@@ -150,7 +149,7 @@ def test_tenants_never_share_a_session(acme, exporter):
     assert post(exporter, "/v1/logs", only(logs_payload(), "api_request"), key=globex.key).status_code == 200
     ours, theirs = the_session(acme.tenant), the_session(globex.tenant)
     assert ours.pk != theirs.pk
-    assert stats_of(acme, ours.pk)["messages"] == 5
+    assert stats_of(acme, ours.pk)["messages"] == 6
     assert stats_of(globex, theirs.pk)["messages"] == 3
     assert globex.get(f"/api/v1/sessions/{ours.pk}/").status_code == 404
     assert TelemetryRecord.objects.filter(tenant=globex.tenant).count() == 0
@@ -198,7 +197,7 @@ def test_the_key_is_read_with_the_space_encoded_as_claude_code_sends_it(acme, ex
         "/v1/logs", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer%20{acme.key}"
     )
     assert response.status_code == 200
-    assert stats_of(acme, the_session(acme.tenant).pk)["requests"] == 3
+    assert stats_of(acme, the_session(acme.tenant).pk)["requests"] == 4
     wrong = exporter.post("/v1/logs", data=body, content_type="application/json", HTTP_AUTHORIZATION="Bearer%20ace_x")
     assert wrong.status_code == 401
 
@@ -315,7 +314,7 @@ def test_protobuf_and_json_bodies_give_the_same_records(acme, exporter):
         rows = Message.objects.filter(tenant=tenant).order_by("seq")
         return [(m.role, m.content, m.model, m.input_tokens, m.created_at, m.external_id) for m in rows]
 
-    assert shape(acme.tenant) == shape(globex.tenant) and len(shape(acme.tenant)) == 5
+    assert shape(acme.tenant) == shape(globex.tenant) and len(shape(acme.tenant)) == 6
 
 
 def test_the_admin_shows_raw_telemetry_and_metered_usage_read_only(acme, exporter, client, django_user_model):
@@ -329,9 +328,10 @@ def test_the_admin_shows_raw_telemetry_and_metered_usage_read_only(acme, exporte
     assert "tool_name=Edit" in text and "status_code=529" not in text
     metric_page = client.get(changelist, {"kind": "metric", "paired": "no"}).content.decode()
     assert "claude_code.token.usage" in metric_page
-    record = TelemetryRecord.objects.get(name="claude_code.api_error")
+    record = TelemetryRecord.objects.get(name="claude_code.tool_result")
     detail = client.get(reverse("admin:ingest_app_telemetryrecord_change", args=[record.pk]))
-    assert detail.status_code == 200 and "Overloaded" in detail.content.decode()
+    assert detail.status_code == 200 and "Edit" in detail.content.decode()
+    assert not TelemetryRecord.objects.filter(name="claude_code.api_error").exists()  # an answered one: a message
     assert client.post(reverse("admin:ingest_app_telemetryrecord_delete", args=[record.pk])).status_code == 403
     session_page = client.get(reverse("admin:sessions_app_session_change", args=[the_session(acme.tenant).pk]))
     assert "Metered by Claude Code" in session_page.content.decode()

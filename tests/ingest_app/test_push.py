@@ -182,7 +182,7 @@ def test_two_machines_push_the_same_tree_and_the_stats_by_machine_are_exact(ace,
         result = push(options(ace["url"], ace["key"], machine, [home], tmp_path / f"state-{machine}"))
         assert result.exit_code == 0, result
         logs = [path for path in home.rglob("*") if path.is_file() and is_log_name(path)]
-        assert len(logs) == 20
+        assert len(logs) == 25
         assert result.files_sent == len(logs) - 2  # the two files of no known tool are refused, not sent again
         assert result.bytes_sent == sum(path.stat().st_size for path in logs)  # each byte once
     expected = local_totals(tmp_path, "here")
@@ -376,7 +376,7 @@ def test_files_the_server_will_not_take_are_remembered_and_the_others_sent(ace, 
     everything = push_client.push_once(opts, log_name=lambda path: True, sleep=lambda seconds: None)
     files = [path for path in home.rglob("*") if path.is_file()]
     logs = [path for path in files if is_log_name(path) and path.parent.name != "unknown"]
-    assert everything.exit_code == 0 and everything.files_sent == len(logs) == 18
+    assert everything.exit_code == 0 and everything.files_sent == len(logs) == 23
     state = push_client.State(push_client.state_path(opts.state_dir, opts.server, opts.machine))
     refused = {Path(path).name for path, entry in state.files.items() if entry["refused"]}
     assert refused == {path.name for path in files if path not in logs}

@@ -97,6 +97,11 @@ def requests_of(messages) -> list[str]:
     return [m.request_id for m in messages if m.request_id]
 
 
+def responses_of(messages) -> list[str]:
+    """The request ids of the answered calls (a failed call's error has the line's own id, re-drawn by none)."""
+    return [m.request_id for m in messages if m.request_id and m.role == "assistant"]
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_claude_code_calls_that_reuse_ids_are_one_request_each(seed, tmp_path):
     original = claude_session(copies=8)
@@ -107,10 +112,10 @@ def test_claude_code_calls_that_reuse_ids_are_one_request_each(seed, tmp_path):
     result = parse_file(write(tmp_path / "reused", CLAUDE, reused))
     counts = count_usage(result.messages)
     assert counts == expected  # every call its own request, with its own tokens
-    assert len(set(requests_of(result.messages))) == counts["requests"] == 6 * 8
+    assert len(set(requests_of(result.messages))) == counts["requests"] == 7 * 8  # 6 responses and a failed call
     # A counter-like id is qualified by the call's input (the copies of the sample repeat it): then counted.
-    assert all(re.fullmatch(r"chatcmpl-\d+@[\d/]+(#\d+)?", request_id) for request_id in requests_of(result.messages))
-    assert any("#" in request_id for request_id in requests_of(result.messages))
+    assert all(re.fullmatch(r"chatcmpl-\d+@[\d/]+(#\d+)?", request_id) for request_id in responses_of(result.messages))
+    assert any("#" in request_id for request_id in responses_of(result.messages))
 
 
 def test_a_response_streamed_over_several_lines_is_still_one_call_under_a_reused_id(tmp_path):
@@ -154,7 +159,7 @@ def test_qwen_code_and_openclaw_calls_that_reuse_ids_are_one_request_each(relati
     assert reused.count(b'"chatcmpl-1"') >= 3
     result = parse_file(write(tmp_path / "reused", relative, reused))
     assert count_usage(result.messages) == expected
-    first_three = requests_of(result.messages)[:3]
+    first_three = responses_of(result.messages)[:3]
     assert len(set(first_three)) == 3 and all(request_id.startswith("chatcmpl-1") for request_id in first_three)
 
 
@@ -163,7 +168,7 @@ def test_a_subagent_file_that_copies_a_parents_call_counts_it_once(api, tmp_path
     agent = copy_log(CLAUDE_AGENT, tmp_path)
     import_path(tenant=api.tenant, path=tmp_path)
     before = LlmRequest.objects.filter(tenant=api.tenant).count()
-    assert before == 8
+    assert before == 9  # 8 responses and the failed call
 
     # The sub-agent file grows a copy of the parent's call msg_03Task (its own line uuid, the same message.id).
     (line,) = [line for line in main.read_bytes().splitlines() if b'"id":"msg_03Task"' in line]
@@ -183,7 +188,7 @@ def test_a_subagent_call_that_drew_its_parents_id_is_its_own_request_and_a_copy_
     main.write_bytes(main.read_bytes().replace(b'"id":"msg_03Task"', b'"id":"chatcmpl-7"'))
     agent.write_bytes(agent.read_bytes().replace(b'"id":"msg_S1"', b'"id":"chatcmpl-7"'))
     import_path(tenant=api.tenant, path=tmp_path)
-    assert LlmRequest.objects.filter(tenant=api.tenant).count() == 8  # two calls, two requests
+    assert LlmRequest.objects.filter(tenant=api.tenant).count() == 9  # two calls, two requests (and 7 more)
 
     # A copy of the parent's call in the sub-agent's file (its own line uuid; the same id and input): once.
     (line,) = [line for line in main.read_bytes().splitlines() if b'"chatcmpl-7"' in line]
@@ -193,7 +198,7 @@ def test_a_subagent_call_that_drew_its_parents_id_is_its_own_request_and_a_copy_
         handle.write(json.dumps(record).encode() + b"\n")
     summary = import_path(tenant=api.tenant, path=tmp_path)
     assert summary.messages == 1 and summary.requests == 0 and summary.tokens["total_tokens"] == 0
-    assert LlmRequest.objects.filter(tenant=api.tenant).count() == 8
+    assert LlmRequest.objects.filter(tenant=api.tenant).count() == 9
 
 
 ODD_VALUES = [None, "", "x", -1, 2**70, 1.5, float("nan"), [], {}, True, "chatcmpl-3", {"id": "chatcmpl-3"}]

@@ -12,7 +12,8 @@ caller flushes): with streaming tool execution a tool result can be written betw
 response that called it. Still, every response in the bytes read is emitted at their end, in the order of
 first lines, as far as it is written; one still open stays in the carry, marked emitted, and is emitted
 again (same external id) when later lines grow it: the import completes the stored message and its
-request in place. See docs/accounting.md.
+request in place. A failed call (an `isApiErrorMessage` line, a `system` `api_error` line per retried attempt) is
+an `error` message that is a request of the model the agent last called (failures.py). See docs/accounting.md.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ingest_app.importers.base import (
     remember_tool_name,
     total_of,
 )
+from ingest_app.importers.failures import anthropic_request_id, http_status, provider_answered, status_in_text
 
 # User lines that Claude Code writes for local commands, shell mode and interrupts: not prompts.
 _COMMAND = re.compile(r"^\s*<(command-name|command-message|command-args)>")
@@ -95,6 +97,11 @@ class ClaudeCodeParser(LogParser):
             for item in carry.get("outbox") or []
         ]
         self.tool_names: dict[str, str] = dict(carry.get("tool_names") or {})
+        # The model each agent lane last called (a failed call's line names `<synthetic>`, not the model called),
+        # and the retry attempt its last `api_error` line reported (a later line with the same attempt is the
+        # same failed attempt again: persistent retries repeat it every 30 s while they wait).
+        self.models: dict[str, str] = dict(carry.get("models") or {})
+        self.retries: dict[str, list] = dict(carry.get("retries") or {})
         if not self.session.agent_session_id:
             source = self.source
             if source.is_subagent:
@@ -107,7 +114,13 @@ class ClaudeCodeParser(LogParser):
                 self.session.project = source.project_dir
 
     def save(self) -> dict:
-        return {"open": self.open, "lanes": self.lanes, "tool_names": self.tool_names}
+        return {
+            "open": self.open,
+            "lanes": self.lanes,
+            "tool_names": self.tool_names,
+            "models": self.models,
+            "retries": self.retries,
+        }
 
     def _read_agent_meta(self) -> None:
         # Newer Claude Code writes `agent-<id>.meta.json` (agentType, description, toolUseId) next to it.
@@ -124,6 +137,8 @@ class ClaudeCodeParser(LogParser):
         data = line.data
         kind = data.get("type")
         self._note_session(data)
+        if kind in ("assistant", "user"):
+            self.retries.pop(self._lane(data), None)  # the lane moved on: a later api_error is a new attempt
         if kind == "assistant":
             self._assistant(line, data)
         elif kind == "user":
@@ -277,27 +292,99 @@ class ClaudeCodeParser(LogParser):
         subtype = data.get("subtype")
         content = data.get("content") if isinstance(data.get("content"), str) else ""
         if subtype == "api_error":
-            error = data.get("error")
-            if not content:
-                content = (
-                    error
-                    if isinstance(error, str)
-                    else (str(error.get("message", "")) if isinstance(error, dict) else "")
-                )
-            metadata = self._metadata(
-                data,
-                kind=subtype or "error",
-                retry_attempt=data.get("retryAttempt"),
-                retry_in_ms=data.get("retryInMs"),
-                status=(error or {}).get("status") if isinstance(error, dict) else None,
-            )
-            self._emit(line.number, data, "error", content or "API error", metadata=metadata)
+            self._failed_attempt(line, data, content)
         elif subtype in _SYSTEM_MESSAGE_SUBTYPES:
             compact = data.get("compactMetadata") if isinstance(data.get("compactMetadata"), dict) else None
             kind = "compact_boundary" if subtype == "compact_boundary" else "command"
             metadata = self._metadata(data, kind=kind, compact=compact)
             self._emit(line.number, data, "system", content or "Conversation compacted", metadata=metadata)
         # turn_duration, stop_hook_summary, informational notices: no message.
+
+    # -- failed calls ------------------------------------------------------------------------------
+    def _failed_attempt(self, line: JsonLine, data: dict, content: str) -> None:
+        """A `system` `api_error` line: an attempt that failed and will be retried (Claude Code's `withRetry`
+        writes one per failed attempt, `retryAttempt` of `maxRetries`; the attempt that fails last is the
+        `isApiErrorMessage` line instead). Answered by the provider (an HTTP status; not a connection error), it
+        is one request of the lane's model. The same attempt written again (persistent retries repeat it every
+        30 s while they wait, counting `retryInMs` down) is a `system` line of that wait, no new request."""
+        error = data.get("error") if isinstance(data.get("error"), dict) else {}
+        text = error.get("message") if isinstance(error.get("message"), str) else ""
+        text = text or (data.get("error") if isinstance(data.get("error"), str) else "") or content
+        status = http_status(error.get("status"))
+        lane = self._lane(data)
+        attempt = [data.get("retryAttempt"), data.get("maxRetries")]
+        previous = self.retries.get(lane)
+        metadata = self._metadata(
+            data,
+            kind="api_error",
+            retry_attempt=data.get("retryAttempt"),
+            max_retries=data.get("maxRetries"),
+            retry_in_ms=data.get("retryInMs"),
+            status=status or status_in_text(text),
+            api_request_id=anthropic_request_id(text),
+        )
+        if previous is not None and attempt[0] is not None and previous[:2] == attempt:
+            metadata.update(kind="api_retry_wait", attempt_line=previous[2])
+            self._emit(line.number, data, "system", text or content or "API error", metadata=metadata)
+            return
+        self.retries[lane] = [*attempt, line.number]
+        answered = provider_answered(status, text) and not error.get("connection")
+        self._emit_failure(line, data, text or content or "API error", metadata, answered=answered)
+
+    def _failed_call(self, line: JsonLine, data: dict, message: dict) -> None:
+        """An `isApiErrorMessage` line (model `<synthetic>`): the call that failed last, written in the model's
+        place (`error` says its kind — rate_limit, server_error, authentication_failed, billing_error,
+        invalid_request, unknown —, `apiErrorStatus` its HTTP status). Answered by the provider, it is one request
+        of the lane's model with the line's (zero) usage."""
+        text = block_text(message.get("content"))
+        error = data.get("error")
+        status = http_status(data.get("apiErrorStatus"))
+        metadata = self._metadata(
+            data,
+            kind="api_error",
+            error=error if isinstance(error, str) else None,
+            status=status or status_in_text(text),  # older lines have no apiErrorStatus: "API Error: 429 {…}"
+            api_request_id=anthropic_request_id(text),
+        )
+        usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+        message_id = message.get("id") if isinstance(message.get("id"), str) and message.get("id") else None
+        self._emit_failure(
+            line,
+            data,
+            text,
+            metadata,
+            answered=provider_answered(status, text),
+            call_id=message_id,
+            usage=usage,
+        )
+
+    def _emit_failure(
+        self, line: JsonLine, data: dict, text: str, metadata: dict, *, answered: bool, call_id=None, usage=None
+    ) -> None:
+        """A failed call's `error` message: a request of the model the lane last called when the provider answered
+        it (`failures.provider_answered`), its `request_id` the line's own id (Claude Code's id of the
+        synthetic message, else the line's uuid: a copy of the line counts once), with the tokens the line
+        reports; no request when no answer came (the connection failed)."""
+        fields = {}
+        if answered:
+            model = self.models.get(self._lane(data)) or self.models.get("")
+            usage = usage or {}
+            input_tokens, output_tokens = as_int(usage.get("input_tokens")), as_int(usage.get("output_tokens"))
+            fields = {
+                "request_id": call_id or self.own_id_or_line_id(data.get("uuid"), line.number),
+                "model": model,
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "cache_read_tokens": as_int(usage.get("cache_read_input_tokens")),
+                "cache_creation_tokens": as_int(usage.get("cache_creation_input_tokens")),
+                "total_tokens": total_of(input_tokens, output_tokens),
+            }
+            metadata["failed_call"] = True
+            if model:
+                metadata["model_from"] = "the lane's last call"
+        else:
+            metadata["no_answer"] = True
+        self._emit(line.number, data, "error", text or "API error", metadata=metadata, **fields)
 
     # -- assistant lines ---------------------------------------------------------------------------
     @staticmethod
@@ -321,14 +408,7 @@ class ClaudeCodeParser(LogParser):
                 metadata = self._metadata(data, kind="forked_copy", forked_from=forked.get("sessionId"))
                 self._emit(line.number, data, "system", text, metadata=metadata)
             elif data.get("isApiErrorMessage") or data.get("error"):
-                error = data.get("error")
-                metadata = self._metadata(
-                    data,
-                    kind="api_error",
-                    error=error if isinstance(error, str) else None,
-                    status=data.get("apiErrorStatus"),
-                )
-                self._emit(line.number, data, "error", text, metadata=metadata)
+                self._failed_call(line, data, message)
             else:  # e.g. "No response requested." after an interrupt: no API call was made
                 self._emit(line.number, data, "system", text, metadata=self._metadata(data, kind="synthetic"))
             return
@@ -385,6 +465,8 @@ class ClaudeCodeParser(LogParser):
                 remember_tool_name(self.tool_names, call["id"], call["name"])
         if isinstance(message.get("model"), str):
             response["model"] = message["model"]
+            if message["model"]:
+                self.models[lane] = self.models[""] = message["model"]  # "": the session's last, for any lane
         if isinstance(message.get("stop_reason"), str) and message["stop_reason"]:
             response["stop_reason"] = message["stop_reason"]
         usage = message.get("usage")

@@ -37,6 +37,7 @@ from ingest_app.importers.base import (
     project_of,
     remember_tool_name,
 )
+from ingest_app.importers.failures import http_status, provider_answered, status_in_text
 
 WRAPPER_TYPES = ("session_meta", "turn_context", "response_item", "event_msg", "compacted")
 USAGE_FIELDS = (
@@ -78,6 +79,60 @@ ROLES = ("user", "assistant", "developer", "system")
 # How long after a fork's `session_meta` its copy of the parent's history may still be written.
 REPLAY_WINDOW = timedelta(seconds=2)
 _ROLLOUT_UUID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
+
+
+# `codex_error_info` kinds (codex-rs protocol `CodexErrorInfo`) that are a provider's answer to a model call, and
+# those that say no answer came (without an HTTP status) or that are about Codex itself, not a model call.
+ANSWERED_ERRORS = {
+    "context_window_exceeded",
+    "usage_limit_exceeded",
+    "server_overloaded",
+    "internal_server_error",
+    "unauthorized",
+    "bad_request",
+    "cyber_policy",
+    "model_cap",
+    "response_stream_disconnected",
+}
+UNANSWERED_ERRORS = {"http_connection_failed", "response_stream_connection_failed"}
+# An `error` event of an older rollout (no `codex_error_info`) that is about a model call says so in its text.
+_MODEL_CALL_TEXT = re.compile(
+    r"usage limit|rate limit|quota|context window|overloaded|unexpected status|stream disconnected|retry limit",
+    re.IGNORECASE,
+)
+
+
+def _error_kind(info: Any) -> tuple[str, Any]:
+    """A `codex_error_info`'s kind in snake_case (rollouts write `"bad_request"` or
+    `{"response_stream_disconnected": {"http_status_code": 503}}`; the app server camelCase) and its status."""
+    if isinstance(info, dict) and len(info) == 1:
+        name, details = next(iter(info.items()))
+        status = details.get("http_status_code", details.get("httpStatusCode")) if isinstance(details, dict) else None
+    else:
+        name, status = info, None
+    name = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", name).lower() if isinstance(name, str) else ""
+    return name, status
+
+
+def failure_answered(kind: Any, info: Any, message: str) -> bool:
+    """Whether an `error` / `stream_error` event (or a turn's completion `error`) is a failed model call the
+    provider answered (a request; see failures.py): an HTTP status, or a kind that is an answer (a bad request,
+    an overload, a usage limit, a stream cut after it began); not a connection that failed, nor an error about
+    Codex itself (a sandbox error, a failed rollback). Without `codex_error_info` (older rollouts) a
+    `stream_error` is a failed attempt (answered unless its text says the connection failed) and an `error`
+    counts when its text names a model call's failure (a status, a usage or rate limit, a stream disconnected)."""
+    name, status = _error_kind(info)
+    if http_status(status) is not None:
+        return True
+    if name:
+        if name in ANSWERED_ERRORS:
+            return True
+        if name == "response_too_many_failed_attempts":
+            return provider_answered(None, message)
+        return False  # connection failures without a status, and Codex's own errors
+    if kind == "stream_error":
+        return provider_answered(None, message)
+    return bool(status_in_text(message) or _MODEL_CALL_TEXT.search(message)) and provider_answered(None, message)
 
 
 def codex_shape(data: dict) -> bool:
@@ -206,6 +261,7 @@ class CodexParser(LogParser):
         self.held = [ParsedMessage.from_carry(item) for item in carry.get("held") or []]
         self.tool_names: dict[str, str] = dict(carry.get("tool_names") or {})
         self.replay_until: str | None = carry.get("replay_until")
+        self.turn_failed: bool = bool(carry.get("turn_failed"))  # an `error` event was written in this turn
 
     def save(self) -> dict:
         return {
@@ -216,6 +272,7 @@ class CodexParser(LogParser):
             "call": self.call,
             "tool_names": self.tool_names,
             "replay_until": self.replay_until,
+            "turn_failed": self.turn_failed,
         }
 
     # -- lines ----------------------------------------------------------------------------------------
@@ -365,12 +422,42 @@ class CodexParser(LogParser):
         if kind == "token_count":
             self._token_count(number, payload, when)
         elif kind in ("error", "stream_error"):
-            message = payload.get("message") if isinstance(payload.get("message"), str) else ""
-            self._add(number, "error", message or kind, when, kind=kind)
+            self._failed_call(number, payload, when)
+            self.turn_failed = self.turn_failed or kind == "error"
+        elif kind in ("task_started", "turn_started"):
+            self.turn_failed = False
+        elif kind in ("task_complete", "turn_complete"):
+            # A turn that failed says so again in its completion (`error`: the same message and kind as its
+            # `error` event); counted here only when no `error` event of the turn was written (builds that keep
+            # the completion but not the event).
+            error = payload.get("error") if isinstance(payload.get("error"), dict) else None
+            if error is not None and not self.turn_failed:
+                self._failed_call(number, error, when, kind="turn_error")
+            self.turn_failed = False
         elif kind == "turn_aborted":
             reason = payload.get("reason") if isinstance(payload.get("reason"), str) else ""
             self._add(number, "system", f"turn aborted: {reason}".strip(": "), when, kind="turn_aborted")
         # user_message / agent_message / agent_reasoning repeat the response items; the rest is UI state.
+
+    def _failed_call(self, number: int, payload: dict, when, *, kind: str | None = None) -> None:
+        """An `error` event (the turn failed: retries exhausted, or an error no retry mends), a `stream_error`
+        (an attempt whose stream failed, retried: "Reconnecting... 1/5") or the `error` of a turn's completion
+        written without its event (`kind` "turn_error"). A failed model call the provider answered
+        (`failure_answered`) is one request of the current model, without tokens (Codex reports no usage for
+        it); anything else (a sandbox error, a failed rollback, a connection that never got an answer) is an
+        error and no request. Codex's silent request retries are not written, so not counted."""
+        kind = kind or payload.get("type")
+        message = payload.get("message") if isinstance(payload.get("message"), str) else ""
+        info = payload.get("codex_error_info")
+        answered = failure_answered(kind, info, message)
+        extra = {"codex_error_info": info, "additional_details": payload.get("additional_details")}
+        if answered:
+            model = self.call["model"] if self.call is not None and self.call.get("model") else self.model
+            request_id = self.request_key(f"{self._session_key()}:failed:{number}")
+            self._add(number, "error", message or kind, when, kind=kind, request_id=request_id, model=model,
+                      failed_call=True, **extra)  # fmt: skip
+        else:
+            self._add(number, "error", message or kind, when, kind=kind, **extra)
 
     # -- rounds, calls and messages -------------------------------------------------------------------
 
@@ -384,6 +471,7 @@ class CodexParser(LogParser):
             self._add(number, "system", text, when, kind="subagent_prompt")
         else:
             self._close_call(usage=None)
+            self.turn_failed = False
             self.conversation = f"codex:{self._session_key()}:{number}"
             self._add(number, "user", text, when, kind="prompt")
 
@@ -483,8 +571,10 @@ class CodexParser(LogParser):
         )
 
     def _add(self, number: int, role: str, content: str, when, *, kind: str, **fields) -> None:
-        """A message that is no call: emitted now, or held behind the open call so it follows it."""
+        """A message that is no response: emitted now, or held behind the open call so it follows it. A failed
+        call's error passes its `request_id` and `model`."""
         tool_name = fields.pop("tool_name", None)
+        request_id, model = fields.pop("request_id", None), fields.pop("model", None)
         metadata = {"tool": self.tool, "kind": kind}
         metadata.update((key, value) for key, value in fields.items() if value is not None)
         if self.session.is_subagent:
@@ -497,6 +587,8 @@ class CodexParser(LogParser):
             created_at=when,
             conversation=self.conversation,
             tool_name=tool_name,
+            request_id=request_id,
+            model=model,
             is_subagent=self.session.is_subagent,
             metadata=metadata,
         )

@@ -30,6 +30,7 @@ from ingest_app.importers.base import (
     join_texts,
     parse_timestamp,
 )
+from ingest_app.importers.failures import provider_answered
 
 _PROJECT_HASH = re.compile(r"[0-9a-f]{64}")  # older versions name a project's folder by its path's SHA-256
 MAX_REMEMBERED = 500  # records of a JSONL file remembered in the carry, for their later versions
@@ -38,6 +39,9 @@ _SYSTEM_TYPES = {"info", "warning"}  # UI notices: system messages of that kind
 # User records Gemini CLI itself does not replay as conversation (sessionUtils.isIgnoredUserContent).
 _COMMAND_PREFIXES = ("/", "?")
 _CONTEXT_PREFIXES = ("<session_context>", "<hook_context>")
+# How Gemini CLI writes an API error it shows (`parseAndFormatApiError`): "[API Error: <message>]" — the call
+# that failed after its retries (the retried attempts are not written).
+_API_ERROR_PREFIX = "[API Error:"
 
 
 def gemini_tokens(tokens: dict) -> dict[str, int]:
@@ -129,6 +133,7 @@ class ConversationRecordParser(LogParser):
         # A record's id → [its conversation, its request id or None], for its later versions (JSONL).
         self.known: dict[str, list] = dict(carry.get("known") or {})
         self.results: dict[str, bool] = dict(carry.get("results") or {})  # tool results emitted, by call id
+        self.model: str | None = carry.get("model")  # the model of the last response (an error record names none)
         project_dir = self.source.project_dir
         if project_dir:
             self.session.metadata.setdefault("project_dir", project_dir)
@@ -144,7 +149,7 @@ class ConversationRecordParser(LogParser):
     def save(self) -> dict:
         _trim(self.known)
         _trim(self.results)
-        return {"known": self.known, "results": self.results}
+        return {"known": self.known, "results": self.results, "model": self.model}
 
     def finish(self, *, flush: bool) -> int:
         if not self.session.agent_session_id:
@@ -184,7 +189,7 @@ class ConversationRecordParser(LogParser):
         elif kind in self.model_types:
             self._model(record_id, line, data)
         elif kind == "error":
-            self._emit(record_id, line, data, "error", text_of(parts_of(data.get("content"))), kind="error")
+            self._error(record_id, line, data)
         elif kind in _SYSTEM_TYPES:
             text = text_of(parts_of(data.get("content")))
             self._emit(record_id, line, data, "system", text, kind=kind)
@@ -257,6 +262,7 @@ class ConversationRecordParser(LogParser):
             request_id = known[1] if known and known[1] else self.request_key(record_id)
             self.known[record_id] = [self.conversation, request_id]
         model = data.get("model") if isinstance(data.get("model"), str) and data["model"] else None
+        self.model = model or self.model
         extra = {"usage": {k: v for k, v in tokens.items() if isinstance(v, int)} if tokens else None}
         self._emit(
             record_id,
@@ -294,6 +300,24 @@ class ConversationRecordParser(LogParser):
                 created_at=parse_timestamp(call.get("timestamp")),
                 spawned_agent_id=call.get("agentId") if isinstance(call.get("agentId"), str) else None,
             )
+
+    def _error(self, record_id: str, line: int, data: dict) -> None:
+        """An `error` record: what Gemini CLI showed as an error. An API error (`[API Error: …]`) is the call that
+        failed after Gemini CLI's retries (they are not written): answered by the provider
+        (`failures.provider_answered`), it is one request of the model of the last response, without tokens (the
+        record has none); its request id is kept with the record's id, like a response's."""
+        text = text_of(parts_of(data.get("content")))
+        if not (text.lstrip().startswith(_API_ERROR_PREFIX) and provider_answered(None, text)):
+            no_answer = True if text.lstrip().startswith(_API_ERROR_PREFIX) else None
+            self._emit(record_id, line, data, "error", text, kind="error", extra={"no_answer": no_answer})
+            return
+        known = self.known.get(record_id)
+        request_id = known[1] if known and known[1] else self.request_key(record_id)
+        self.known[record_id] = [self.conversation, request_id]
+        extra = {"failed_call": True, "model_from": "the last response" if self.model else None}
+        self._emit(
+            record_id, line, data, "error", text, kind="api_error", extra=extra, request_id=request_id, model=self.model
+        )
 
     def _tool_result(self, external_id, line, data, call_id, name, content, *, status=None, created_at=None, **extra):
         if call_id:

@@ -36,6 +36,7 @@ from ingest_app.importers.base import (
     project_of,
     total_of,
 )
+from ingest_app.importers.failures import provider_answered
 from ingest_app.importers.jsonl import loads_finite
 
 _BLOCK = re.compile(
@@ -395,15 +396,20 @@ class OpenClawParser(LogParser):
             metadata["usage"] = usage
         error = ""
         if stop_reason == "error":
-            # The call failed: an error message. When it reports usage (the output limit was hit, the stream
-            # broke after tokens were billed) it is also the request that billed them.
+            # The call failed: an error message that is the failed call's request, with the usage it reports (the
+            # output limit hit, a stream broken after tokens were billed) or none (a rate limit, an overload). Each
+            # attempt is its own entry (OpenClaw's retries keep the failed message in the transcript). No request
+            # when no answer came: an error that names a connection failure and no usage (failures.py).
             error = message.get("errorMessage") if isinstance(message.get("errorMessage"), str) else ""
             error = error or join_texts(texts) or "API error"
             metadata.update(kind="api_error", error=error, partial_text=join_texts(texts) or None)
             metadata = {key: value for key, value in metadata.items() if value is not None}
-            if not any(as_int(usage.get(name)) for name in ("input", "output", "cacheRead", "cacheWrite")):
+            billed = any(as_int(usage.get(name)) for name in ("input", "output", "cacheRead", "cacheWrite"))
+            if not billed and not provider_answered(None, error):
+                metadata["no_answer"] = True
                 self._emit(line.number, data, "error", error, model=model, metadata=metadata)
                 return
+            metadata["failed_call"] = True
         response_id = message.get("responseId")
         request_id = self.request_key(
             response_id

@@ -50,6 +50,7 @@ from ingest_app.importers.base import (
     parse_timestamp,
     project_of,
 )
+from ingest_app.importers.failures import provider_answered
 from ingest_app.importers.jsonl import loads_finite
 
 TOOL = "opencode"
@@ -57,6 +58,10 @@ _DB_NAME = re.compile(r"^opencode(-[A-Za-z0-9_-]+)?\.db$")  # opencode.db, and c
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 _SEPARATOR = "#"
 _TABLES = {"session", "message", "part"}
+# An assistant message's errors that are a failed call the provider answered (message-v2.ts `fromError`): an
+# `APICallError` becomes `APIError` (with the response's `statusCode`), a prompt over the window
+# `ContextOverflowError` (newer builds).
+_FAILED_CALL_ERRORS = {"APIError", "ContextOverflowError"}
 
 
 # -- sources: one per session ------------------------------------------------------------------------
@@ -637,19 +642,33 @@ class OpenCodeParser(LogParser):
             if _has_usage(tokens):
                 self._step(number, info, {"parts": [], "finish": None}, message_id, tokens, None)
         if error is not None and error.get("name") != "MessageAbortedError":
-            data = error.get("data") if isinstance(error.get("data"), dict) else {}
-            text = _text(data.get("message")) or _text(error.get("name")) or "error"
-            metadata = self._metadata(
-                info,
-                "api_error",
-                name=error.get("name"),
-                status=data.get("statusCode"),
-                provider=info.get("providerID"),
-            )
-            self._emit(
-                number, info, "error", text, f"{message_id}:error", when=time.get("completed"), metadata=metadata
-            )
+            self._error(number, info, error)
         return streaming
+
+    def _error(self, number: int, info: dict, error: dict) -> None:
+        """An assistant message's `error`. A call the provider answered with an error (`APIError` with a status or
+        an error that is not a connection failure, `ContextOverflowError`) is one more request of the message's
+        model, without tokens: it failed before its `step-finish`, so no step counted it (the steps before it
+        did, each with its own). No request for an error that is no failed call: `ProviderAuthError` (no key:
+        nothing was sent), `MessageOutputLengthError` and `StructuredOutputError` (the call completed and its
+        step counted it), `UnknownError` (not a provider's answer)."""
+        message_id = str(info.get("id"))
+        time = info.get("time") if isinstance(info.get("time"), dict) else {}
+        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        name = _text(error.get("name"))
+        text = _text(data.get("message")) or name or "error"
+        status = data.get("statusCode")
+        metadata = self._metadata(info, "api_error", name=name, status=status, provider=info.get("providerID"))
+        fields = {}
+        if name in _FAILED_CALL_ERRORS and provider_answered(status, text):
+            model = info.get("modelID") if isinstance(info.get("modelID"), str) else None
+            fields = {"request_id": self.request_key(f"{message_id}:error"), "model": model}
+            metadata["failed_call"] = True
+        elif name in _FAILED_CALL_ERRORS:
+            metadata["no_answer"] = True
+        self._emit(
+            number, info, "error", text, f"{message_id}:error", when=time.get("completed"), metadata=metadata, **fields
+        )
 
     def _step(
         self,

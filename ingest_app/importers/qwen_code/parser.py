@@ -9,11 +9,13 @@ The request marker is the assistant record: Qwen Code writes exactly one per API
 (`recordAssistantTurn`), with that response's `usageMetadata`. The `ui_telemetry` `api_response` event
 written just before it (same token counts) gives the request its `auth_type` and `response_id`;
 telemetry alone never makes a request, so calls whose records live in a sub-agent file are not counted
-twice. See docs/accounting.md.
+twice. The one telemetry event that is a request is an `api_error` the provider answered: a failed call, which has
+no assistant record (failures.py). See docs/accounting.md.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from ingest_app.importers.base import (
@@ -27,6 +29,7 @@ from ingest_app.importers.base import (
     project_of,
     remember_tool_name,
 )
+from ingest_app.importers.failures import provider_answered
 
 _ASSISTANT_TYPES = {"assistant", "gemini", "model"}
 _NOT_PROMPTS = {"notification", "cron", "goal_runtime"}  # user-role records the CLI itself wrote
@@ -317,17 +320,42 @@ class QwenCodeParser(LogParser):
                 "paired": False,
             }
         elif kind == "api_error":
-            message = event.get("error_message") or event.get("error") or "API error"
-            metadata = self._metadata(
-                data,
-                kind="api_error",
-                status=event.get("status_code"),
-                error_type=event.get("error_type"),
-                auth_type=event.get("auth_type"),
-                model=event.get("model"),
-                prompt_id=event.get("prompt_id"),
-            )
-            self._emit(line.number, data, "error", str(message), metadata=metadata)
+            self._failed_call(line, data, event)
+
+    def _failed_call(self, line: JsonLine, data: dict, event: dict) -> None:
+        """An `api_error` event: Qwen Code's logging content generator logs one per failed attempt (retries
+        included, "one model API error per failed attempt"), and the chat recording keeps it. Answered by the
+        provider (`failures.provider_answered`: a status code, or an error that is not a connection failure), it
+        is one request of the event's model and auth type, with no tokens (`ApiErrorEvent` has no usage). Its
+        request id is made of the event itself, so a copy of the same event (a sub-agent's, written in both its
+        file and its parent's) counts once."""
+        message = str(event.get("error_message") or event.get("error") or "API error")
+        status = event.get("status_code")
+        auth_type = event.get("auth_type") if isinstance(event.get("auth_type"), str) and event["auth_type"] else None
+        metadata = self._metadata(
+            data,
+            kind="api_error",
+            status=status,
+            error_type=event.get("error_type"),
+            auth_type=event.get("auth_type"),
+            model=event.get("model"),
+            prompt_id=event.get("prompt_id"),
+            subagent_name=event.get("subagent_name"),
+        )
+        fields = {}
+        if provider_answered(status, message):
+            identity = [event.get(key) for key in ("event.timestamp", "prompt_id", "model", "status_code")]
+            digest = hashlib.blake2b(json.dumps([*identity, message], default=str).encode(), digest_size=8).hexdigest()
+            response_id = event.get("response_id") if isinstance(event.get("response_id"), str) else ""
+            fields = {
+                "request_id": f"api_error:{response_id or digest}",
+                "auth_type": auth_type or self.auth_type,
+                "model": event.get("model") if isinstance(event.get("model"), str) else None,
+            }
+            metadata["failed_call"] = True
+        else:
+            metadata["no_answer"] = True
+        self._emit(line.number, data, "error", message, metadata=metadata, **fields)
 
 
 def _same_usage(telemetry: dict, usage: dict) -> bool:
