@@ -24,13 +24,19 @@ from memory_app.serializers import (
 from memory_app.services import RecordClosed, record_create, record_invalidate
 from platform_kit.api.errors import validation_detail
 from sessions_app.api.serializers import (
+    BlocksQuerySerializer,
+    BlocksSerializer,
     GroupedStatsQuerySerializer,
     GroupedStatsSerializer,
     StateSerializer,
     StateVersionSerializer,
+    WeeklyQuerySerializer,
+    WeeklySerializer,
 )
 from sessions_app.models import Session, StateVersion, Tenant
+from sessions_app.selectors.blocks import usage_blocks
 from sessions_app.selectors.usage import usage_grouped
+from sessions_app.selectors.weekly import usage_weekly
 from sessions_app.services.state import state_get
 
 ACTOR = "mcp"  # who changed a record, in its revisions
@@ -159,6 +165,9 @@ def context(*, tenant: Tenant, session: str, query: str | None = None, top_k: in
     return ContextSerializer(session_context(session=found, **params)).data
 
 
+USAGE_WINDOWS = ("blocks", "weekly")
+
+
 def usage(
     *,
     tenant: Tenant,
@@ -167,10 +176,37 @@ def usage(
     until: str | None = None,
     tool: str | None = None,
     user_id: str | None = None,
+    machine: str | None = None,
     model: str | None = None,
     limit: int | None = None,
+    window: str | None = None,
 ) -> dict:
-    """GET /api/v1/stats/."""
+    """GET /api/v1/stats/; with `window`, GET /api/v1/usage/blocks/ or /api/v1/usage/weekly/."""
+    if window == "blocks":
+        if group_by is not None or model is not None or limit is not None:
+            raise InvalidArguments("Invalid input. window blocks takes no group_by, model or limit.")
+        params = _valid(
+            BlocksQuerySerializer,
+            {"user_id": user_id, "machine": machine, "tool": tool, "since": since, "until": until},
+        )
+        return BlocksSerializer(usage_blocks(tenant=tenant, **params)).data
+    if window == "weekly":
+        if model is not None or limit is not None:
+            raise InvalidArguments("Invalid input. window weekly takes no model or limit.")
+        params = _valid(
+            WeeklyQuerySerializer,
+            {
+                "user_id": user_id,
+                "machine": machine,
+                "tool": tool,
+                "group_by": group_by,
+                "since": since,
+                "until": until,
+            },
+        )
+        return WeeklySerializer(usage_weekly(tenant=tenant, **params)).data
+    if window is not None:
+        raise InvalidArguments(f"Invalid input. window: use one of {', '.join(USAGE_WINDOWS)}, or leave it out.")
     params = _valid(
         GroupedStatsQuerySerializer,
         {
@@ -179,6 +215,7 @@ def usage(
             "until": until,
             "tool": tool,
             "user_id": user_id,
+            "machine": machine,
             "model": model,
             "limit": limit,
         },

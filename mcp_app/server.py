@@ -135,7 +135,8 @@ INSTRUCTIONS = """Open ACE is the user's long-term memory and usage ledger, shar
 - When the user says something remembered is wrong or asks you to forget it, call `forget` with its id
   (recall, context and remember show record ids), then `remember` the correction if there is one.
 - At the start of a session (or after resuming one), call `context` for the block to keep in mind.
-- For token counts, requests and cost over a period, call `usage`.
+- For token counts, requests and cost over a period, call `usage`; for how much of a user's plan (their 5-hour
+  block, their week) is used, call `usage` with window 'blocks' or 'weekly'.
 Resources: ace://sessions/{session_id}/state (the session's state) and .../state/history (its versions)."""
 
 SessionId = Annotated[
@@ -295,7 +296,12 @@ def build_server() -> MCPServer:
         "machine, model or session. Call it when asked how much was used or spent, by whom, with which model or "
         "tool. Returns {results: [{key, requests, conversations, messages, input_tokens, output_tokens, "
         "total_tokens, cost, ...}], totals, since, until, unpriced_models}; the window is rounded to whole UTC "
-        "hours and the returned since/until say which was counted.",
+        "hours and the returned since/until say which was counted. With window='blocks' and a user_id: the user's "
+        "5-hour usage blocks (Claude Code's plan windows, as ccusage computes them): {results: [{start_time, "
+        "end_time, is_active, all_tokens, cost_usd, burn_rate, projection, plan_usage: {percent, "
+        "projected_percent, status, ...}}], active_block, plan}; call it when asked how much of the plan or the "
+        "5-hour limit is used or when it resets. With window='weekly': usage per week with the percent of the "
+        "plan's weekly limits (group_by user_id or machine).",
     )
     async def usage(
         since: Annotated[
@@ -307,8 +313,17 @@ def build_server() -> MCPServer:
             str | None, Field(description="Only this tool's sessions, e.g. claude-code, qwen-code, chat.")
         ] = None,
         user_id: Annotated[str | None, Field(description="Only this user's sessions.")] = None,
+        machine: Annotated[str | None, Field(description="Only sessions on this machine.")] = None,
         model: Annotated[str | None, Field(description="Only requests to this model.")] = None,
         limit: Annotated[int | None, Field(description="At most this many groups, 1 to 1000 (default 100).")] = None,
+        window: Annotated[
+            str | None,
+            Field(
+                description="'blocks': the user's 5-hour blocks with the percent of their plan (needs user_id; "
+                "default since: 3 days ago); 'weekly': usage per week with the percent of the weekly limits. "
+                "Leave it out for usage grouped by group_by."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         return await _call(
             operations.usage,
@@ -317,8 +332,10 @@ def build_server() -> MCPServer:
             group_by=group_by,
             tool=tool,
             user_id=user_id,
+            machine=machine,
             model=model,
             limit=limit,
+            window=window,
         )
 
     @server.resource(

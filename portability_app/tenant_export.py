@@ -38,6 +38,7 @@ from sessions_app.models import (
     Turn,
     UsageDaily,
     UsageHourly,
+    UsagePlan,
 )
 from strategies_app.models import Strategy, StrategyRun, StrategyVersion
 from webhooks_app.models import Webhook, WebhookAttempt, WebhookChange, WebhookDelivery
@@ -69,6 +70,7 @@ TABLES = (
     ("budget_usage", BudgetUsage, "budget__tenant"),
     ("budget_crossings", BudgetCrossing, "tenant"),
     ("budget_changes", BudgetChange, "tenant"),
+    ("usage_plans", UsagePlan, "tenant"),
     ("retention_policies", RetentionPolicy, "tenant"),
     ("retention_runs", RetentionRun, "tenant"),
     ("retention_events", RetentionEvent, "tenant"),

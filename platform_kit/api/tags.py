@@ -28,6 +28,8 @@ AREAS = (
     ("Strategies", "Versioned rule sets that turn messages into records, and their runs.",
      (r"strategies/", r"strategy-runs/")),
     ("Budgets", "Limits on tokens or cost per period, with alert thresholds and hard limits.", (r"budgets/",)),
+    ("Plan windows", "Coding-agent plans (Pro, Max 5×, Max 20×, custom): a user's 5-hour blocks as ccusage computes "
+     "them and their weeks, with burn rate, projection and the percent of the plan used.", (r"plans/", r"usage/")),
     ("Webhooks", "Signed HTTP callbacks on events, their deliveries and redeliveries.",
      (r"webhooks/", r"webhook-deliveries/")),
     ("Imports", "Coding agents' log files uploaded and imported, and the files stored.", (r"imports/",)),

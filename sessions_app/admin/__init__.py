@@ -15,6 +15,7 @@ from sessions_app.admin import (  # noqa: F401
     conversations,
     llm_requests,
     messages,
+    plans,
     privacy,
     sessions,
     state,

@@ -5,8 +5,10 @@ The tenant is an explicit choice, remembered in the staff user's session.
 It reads only the roll-ups (the daily ones for whole days: every breakdown in one GROUPING SETS scan, each
 model's token sums priced with the model price table) and the session rows (top sessions by tokens:
 ORDER BY … LIMIT on an index; by cost: their usage by model priced in SQL). The two slowest queries, the
-breakdowns and the top sessions by cost, run side by side on two connections. Served by UsageHourlyAdmin
-at /admin/sessions_app/usagehourly/dashboard/.
+breakdowns and the top sessions by cost, run side by side on two connections. Its plan-windows panel (one
+tenant's) reads, for each of the few users active in the last 5 hours, the entries of their current 5-hour block
+(selectors/blocks.py) and their week's roll-ups. Served by UsageHourlyAdmin at
+/admin/sessions_app/usagehourly/dashboard/.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from django import forms
 from django.core.exceptions import PermissionDenied
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import connection
+from django.db.models import Sum
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -28,8 +31,10 @@ from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 from django.utils.text import slugify
 
-from sessions_app.models import Budget, Tenant
+from sessions_app.models import Budget, Tenant, UsageHourly
+from sessions_app.models.ledger import ALL_TOKENS
 from sessions_app.pricing import PriceBook
+from sessions_app.selectors.blocks import BLOCK, floor_hour, usage_blocks
 from sessions_app.selectors.budgets import amount, budgets_status
 from sessions_app.selectors.usage import (
     USAGE_FIELDS,
@@ -40,11 +45,13 @@ from sessions_app.selectors.usage import (
     top_sessions_by_tokens,
     usage_breakdowns,
 )
+from sessions_app.selectors.weekly import usage_weekly
 from sessions_app.templatetags.usage_format import thousands, usd
 
 DEFAULT_DAYS = 30
 TOP_SESSIONS = 20
 TABLE_ROWS = 50  # shown per breakdown; the CSV has every row
+PLAN_WINDOW_USERS = 10  # the users active in the last 5 hours whose current block and week the panel shows
 BREAKDOWNS = {
     "tenant_id": "By tenant",  # every tenant's usage only
     "tool": "By tool",
@@ -237,6 +244,7 @@ def dashboard_view(request, model_admin):
                 )
             ],
             "budgets": _budget_panel(usage.tenant),
+            "plan_windows": _plan_windows_panel(usage, book),
             "chart": _chart_data(grouped, filters.cleaned_data["since"], filters.cleaned_data["until"]),
             "choices": {
                 "tools": [r["key"] for r in grouped["tool"]["results"] if r["key"]],
@@ -278,6 +286,39 @@ def _budget_panel(tenant: Tenant | None) -> list[dict]:
         }
         for budget in budgets
     ]
+
+
+def _plan_windows_panel(usage: UsageFilter, book: PriceBook) -> dict | None:
+    """One tenant's users active in the last 5 hours (the dashboard's tool, user, project and machine filters
+    apply), the most tokens first: each one's current 5-hour block and week, against their plan. None for every
+    tenant's dashboard: a plan is a tenant's."""
+    if usage.tenant is None:
+        return None
+    now = timezone.now()
+    recent = UsageHourly.objects.filter(tenant=usage.tenant, hour__gte=floor_hour(now) - BLOCK).exclude(user_id="")
+    for name in ("tool", "user_id", "project", "machine"):
+        if getattr(usage, name) is not None:
+            recent = recent.filter(**{name: getattr(usage, name)})
+    users = (
+        recent.values("user_id")
+        .annotate(tokens=Sum(ALL_TOKENS))
+        .order_by("-tokens", "user_id")
+        .values_list("user_id", flat=True)[:PLAN_WINDOW_USERS]
+    )
+    scope = {"tenant": usage.tenant, "machine": usage.machine, "tool": usage.tool, "project": usage.project}
+    rows = []
+    for user_id in users:
+        blocks = usage_blocks(user_id=user_id, since=now, now=now, book=book, **scope)
+        weeks = usage_weekly(user_id=user_id, since=now, now=now, book=book, **scope)
+        rows.append(
+            {
+                "user_id": user_id,
+                "plan": blocks["plan"],
+                "block": blocks["active_block"],
+                "week": next((week for week in weeks["results"] if week["is_current"]), None),
+            }
+        )
+    return {"now": now, "rows": rows, "users_max": PLAN_WINDOW_USERS}
 
 
 def _start_on_own_connection(function, /, **kwargs) -> Callable[[], object]:

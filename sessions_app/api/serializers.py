@@ -1,6 +1,7 @@
 """Serializers: strict on input (wrong types are refused, not coerced), plain on output."""
 
 from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -14,7 +15,7 @@ from platform_kit.api.fields import (
     StrictNumberField,
 )
 from platform_kit.api.serializers import ModelSerializer
-from sessions_app.models import Conversation, Message, Role, Session, StateVersion, Turn
+from sessions_app.models import Conversation, Message, Role, Session, StateVersion, Turn, Weekday
 from sessions_app.schema import (
     INT32_MAX,
     MACHINE_MAX_LENGTH,
@@ -26,6 +27,8 @@ from sessions_app.schema import (
     STATS_FIELDS,
     TOKEN_FIELDS,
 )
+from sessions_app.selectors.blocks import RECENT, WINDOW_MAX
+from sessions_app.selectors.weekly import WEEKS_MAX
 from sessions_app.validators import MACHINE_NAME
 
 
@@ -303,6 +306,192 @@ class GroupedStatsQuerySerializer(serializers.Serializer):
                 {"model": ["Cannot narrow group_by=session: a session uses many models. Group by model instead."]}
             )
         return attrs
+
+
+# -- plan windows: 5-hour blocks and weeks (docs/accounting.md, "Plan windows") ------------------------------
+def _money(help_text: str = "", **kwargs):
+    return serializers.DecimalField(max_digits=24, decimal_places=6, help_text=help_text, **kwargs)
+
+
+class PlanUsageSerializer(serializers.Serializer):
+    """A window's usage as a percent of the plan's limits (null where the plan sets no limit of that kind)."""
+
+    token_counting = serializers.ChoiceField(
+        choices=["input_output", "all"], help_text="Which tokens count against the token limit"
+    )
+    tokens = serializers.IntegerField(help_text="The window's tokens as the plan counts them")
+    token_limit = serializers.IntegerField(allow_null=True)
+    tokens_percent = serializers.FloatField(allow_null=True)
+    cost_usd = _money("The window's API-equivalent cost")
+    cost_limit = _money(allow_null=True)
+    cost_percent = serializers.FloatField(allow_null=True)
+    messages = serializers.IntegerField(help_text="The window's requests (API responses)")
+    message_limit = serializers.IntegerField(allow_null=True)
+    messages_percent = serializers.FloatField(allow_null=True)
+    percent = serializers.FloatField(allow_null=True, help_text="The highest of the three: the nearest limit")
+    projected_tokens = serializers.IntegerField(allow_null=True, help_text="The projection's tokens as counted")
+    projected_percent = serializers.FloatField(allow_null=True, help_text="`percent` of the projection")
+    status = serializers.ChoiceField(
+        choices=["ok", "warning", "exceeds"],
+        allow_null=True,
+        help_text="Of the projection when there is one: exceeds over 100 %, warning over 80 %, else ok",
+    )
+
+
+class AppliedPlanSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    applies = serializers.ChoiceField(choices=["user", "tenant"], help_text="The user's own plan, or the tenant's")
+    user_id = serializers.CharField(allow_blank=True)
+    preset = serializers.CharField()
+    token_counting = serializers.CharField()
+    token_limit = serializers.IntegerField(allow_null=True)
+    cost_limit = _money(allow_null=True)
+    message_limit = serializers.IntegerField(allow_null=True)
+    weekly_token_limit = serializers.IntegerField(allow_null=True)
+    weekly_cost_limit = _money(allow_null=True)
+    weekly_message_limit = serializers.IntegerField(allow_null=True)
+    week_starts_on = serializers.CharField()
+    week_start_hour = serializers.IntegerField()
+
+
+class TokenKindsSerializer(serializers.Serializer):
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    cache_read_tokens = serializers.IntegerField()
+    cache_creation_tokens = serializers.IntegerField()
+    all_tokens = serializers.IntegerField(help_text="input + output + cache read + cache write (ccusage's totalTokens)")
+
+
+class BurnRateSerializer(serializers.Serializer):
+    tokens_per_minute = serializers.FloatField(help_text="all_tokens per minute, first entry to last")
+    tokens_per_minute_for_indicator = serializers.FloatField(help_text="input + output tokens per minute")
+    cost_per_hour = _money()
+
+
+class BlockProjectionSerializer(serializers.Serializer):
+    all_tokens = serializers.IntegerField()
+    input_output_tokens = serializers.IntegerField()
+    cost_usd = _money()
+    requests = serializers.IntegerField()
+    remaining_minutes = serializers.IntegerField()
+
+
+class BlockSerializer(TokenKindsSerializer, CostSerializer):
+    id = serializers.CharField(help_text="ccusage's id: the start time, `gap-` before a gap block's")
+    start_time = BoundedDateTimeField(help_text="The first entry's time floored to the UTC hour")
+    end_time = BoundedDateTimeField(help_text="start_time + 5 h; a gap block's: the entry after it")
+    actual_end_time = BoundedDateTimeField(allow_null=True, help_text="The last entry's time")
+    is_active = serializers.BooleanField()
+    is_gap = serializers.BooleanField()
+    entries = serializers.IntegerField(help_text="LLM requests, and messages with usage outside any request")
+    requests = serializers.IntegerField()
+    models = serializers.ListField(child=serializers.CharField())
+    burn_rate = BurnRateSerializer(allow_null=True, help_text="The active block's only, as ccusage")
+    projection = BlockProjectionSerializer(allow_null=True, help_text="The active block's totals at its end")
+    plan_usage = PlanUsageSerializer(allow_null=True, help_text="Null without a plan, and for gap blocks")
+
+
+class BlocksQuerySerializer(serializers.Serializer):
+    user_id = serializers.CharField(help_text="Whose blocks (required: a plan's blocks are one user's)")
+    machine = serializers.CharField(required=False, allow_blank=True)
+    tool = serializers.CharField(required=False)
+    project = serializers.CharField(required=False, allow_blank=True)
+    since = BoundedDateTimeField(
+        required=False, help_text="Blocks that end after this (default: 3 days before `until` or now)"
+    )
+    until = BoundedDateTimeField(required=False, help_text="Blocks that start before this (default: none)")
+
+    def validate(self, attrs):
+        until = attrs.get("until")
+        since = attrs.setdefault("since", (until or timezone.now()) - RECENT)
+        if until is not None and since >= until:
+            raise serializers.ValidationError({"until": ["Must be after `since`."]})
+        if (until or timezone.now()) - since > WINDOW_MAX:
+            raise serializers.ValidationError(
+                {"since": [f"At most {WINDOW_MAX.days} days before `until` (or now): ask for the rest in turn."]}
+            )
+        return attrs
+
+
+class BlocksSerializer(serializers.Serializer):
+    user_id = serializers.CharField()
+    machine = serializers.CharField(allow_null=True)
+    tool = serializers.CharField(allow_null=True)
+    project = serializers.CharField(allow_null=True)
+    since = BoundedDateTimeField()
+    until = BoundedDateTimeField(allow_null=True)
+    now = BoundedDateTimeField()
+    block_hours = serializers.IntegerField()
+    plan = AppliedPlanSerializer(allow_null=True, help_text="The user's plan, else the tenant's, else null")
+    results = BlockSerializer(many=True, help_text="Oldest first, gap blocks included")
+    active_block = BlockSerializer(allow_null=True)
+    unpriced_models = serializers.ListField(child=serializers.CharField(allow_blank=True))
+
+
+class WeekProjectionSerializer(serializers.Serializer):
+    all_tokens = serializers.IntegerField()
+    input_output_tokens = serializers.IntegerField()
+    cost_usd = _money()
+    requests = serializers.IntegerField()
+
+
+class WeekSerializer(TokenKindsSerializer, CostSerializer):
+    week = serializers.DateField(help_text="The UTC date the week starts on (ccusage's `week`)")
+    week_start = BoundedDateTimeField()
+    week_end = BoundedDateTimeField()
+    key = serializers.CharField(required=False, allow_null=True, help_text="The user_id or machine (group_by)")
+    is_current = serializers.BooleanField()
+    requests = serializers.IntegerField()
+    messages = serializers.IntegerField()
+    projection = WeekProjectionSerializer(allow_null=True, help_text="The current week's, at its pace so far")
+    plan_usage = PlanUsageSerializer(allow_null=True, help_text="Against the user's weekly limits")
+
+
+class WeeklyTotalsSerializer(TokenKindsSerializer, CostSerializer):
+    requests = serializers.IntegerField()
+    messages = serializers.IntegerField()
+
+
+class WeeklyQuerySerializer(serializers.Serializer):
+    user_id = serializers.CharField(required=False)
+    machine = serializers.CharField(required=False, allow_blank=True)
+    tool = serializers.CharField(required=False)
+    project = serializers.CharField(required=False, allow_blank=True)
+    group_by = serializers.ChoiceField(choices=["user_id", "machine"], required=False)
+    since = BoundedDateTimeField(required=False, help_text="Rounded down to its week's start (default: 7 weeks back)")
+    until = BoundedDateTimeField(required=False, help_text="Rounded up to a week's start (default: this week's end)")
+    start_of_week = serializers.ChoiceField(
+        choices=Weekday.values, required=False, help_text="Default: the plan's, else sunday (as ccusage)"
+    )
+    start_hour = serializers.IntegerField(
+        required=False, min_value=0, max_value=23, help_text="The UTC hour weeks start (default: the plan's, else 0)"
+    )
+
+    def validate(self, attrs):
+        since, until = attrs.get("since"), attrs.get("until")
+        if since is not None and until is not None:
+            if since >= until:
+                raise serializers.ValidationError({"until": ["Must be after `since`."]})
+            if (until - since).days > 7 * WEEKS_MAX:
+                raise serializers.ValidationError({"since": [f"At most {WEEKS_MAX} weeks before `until`."]})
+        return attrs
+
+
+class WeeklySerializer(serializers.Serializer):
+    group_by = serializers.CharField(allow_null=True)
+    user_id = serializers.CharField(allow_null=True)
+    machine = serializers.CharField(allow_null=True)
+    tool = serializers.CharField(allow_null=True)
+    project = serializers.CharField(allow_null=True)
+    since = BoundedDateTimeField()
+    until = BoundedDateTimeField()
+    now = BoundedDateTimeField()
+    start_of_week = serializers.CharField()
+    start_hour = serializers.IntegerField()
+    plan = AppliedPlanSerializer(allow_null=True)
+    results = WeekSerializer(many=True, help_text="Oldest week first; weeks without usage are left out")
+    totals = WeeklyTotalsSerializer()
+    unpriced_models = serializers.ListField(child=serializers.CharField(allow_blank=True))
 
 
 # -- state ------------------------------------------------------------------------------------------

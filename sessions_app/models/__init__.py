@@ -1,4 +1,4 @@
-"""The models of sessions_app, one module per concern: tenancy, the message ledger, usage, budgets."""
+"""The models of sessions_app, one module per concern: tenancy, the message ledger, usage, budgets, plans."""
 
 from sessions_app.models.budgets import (
     Budget,
@@ -22,6 +22,7 @@ from sessions_app.models.ledger import (
     TurnStatus,
     UsageCounters,
 )
+from sessions_app.models.plans import PlanPreset, TokenCounting, UsagePlan, Weekday
 from sessions_app.models.privacy import ForgetAudit
 from sessions_app.models.tenancy import ApiKey, Tenant
 from sessions_app.models.usage import ModelPrice, PriceMatch, SessionModelUsage, UsageDaily, UsageHourly, UsageRollup
@@ -42,16 +43,20 @@ __all__ = [
     "LlmRequest",
     "Message",
     "ModelPrice",
+    "PlanPreset",
     "PriceMatch",
     "Role",
     "Session",
     "SessionModelUsage",
     "StateVersion",
     "Tenant",
+    "TokenCounting",
     "Turn",
     "TurnStatus",
     "UsageCounters",
     "UsageDaily",
     "UsageHourly",
+    "UsagePlan",
     "UsageRollup",
+    "Weekday",
 ]

@@ -23,6 +23,15 @@ from sessions_app.schema import MACHINE_MAX_LENGTH, MESSAGE_TEXT_LIMITS
 # Every token a model read or wrote: input + output + cache read + cache write (ccusage's "Total Tokens"). The
 # stored `total_tokens` is input + output as reported (accounting rule 2); cache reads are often 10-20x more.
 ALL_TOKENS = F("input_tokens") + F("output_tokens") + F("cache_read_tokens") + F("cache_creation_tokens")
+# A message that adds usage on its own, not as part of an LLM request (accounting rule 3: a message that is no request
+# adds its own tokens; a chat turn's answer its tokens and the calls it reports).
+UNREQUESTED_USAGE = Q(llm_request__isnull=True) & (
+    Q(input_tokens__gt=0)
+    | Q(output_tokens__gt=0)
+    | Q(cache_read_tokens__gt=0)
+    | Q(cache_creation_tokens__gt=0)
+    | Q(api_calls__gt=0)
+)
 
 
 class Role(models.TextChoices):
@@ -315,6 +324,12 @@ class Message(models.Model):
                 fields=["tenant", "role", "created_at"],
                 name="message_content_kept",
                 condition=Q(content_purged_at__isnull=True),
+            ),
+            # The messages that are usage of their own, outside any LLM request (a chat turn's answer, tokens posted
+            # without a request id): with the requests, the entries of a user's 5-hour blocks (selectors/blocks.py).
+            # A handful per session, so a block reads them without walking the session's other messages.
+            models.Index(
+                fields=["session", "created_at"], name="message_unrequested_usage", condition=UNREQUESTED_USAGE
             ),
         ]
 

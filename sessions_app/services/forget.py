@@ -35,6 +35,7 @@ from sessions_app.models import (
     Turn,
     UsageDaily,
     UsageHourly,
+    UsagePlan,
 )
 from sessions_app.services.budgets import user_budgets_forget
 from sessions_app.signals import user_forgetting
@@ -85,7 +86,8 @@ def user_forget(*, tenant: Tenant, user_id: str, actor: str, dry_run: bool = Fal
         for model in (Turn, Message, LlmRequest, StateVersion, Conversation):
             add(cascade_delete(model, in_sessions, params))
         add(cascade_delete(Session, of_user, params))
-        for model in (UsageHourly, UsageDaily):
+        # Their roll-ups, and their own usage plan (the tenant's stays).
+        for model in (UsageHourly, UsageDaily, UsagePlan):
             add(cascade_delete(model, of_user, params))
         # The server-error tally's last path: a failed request to forget them names them in its URL.
         if ServerErrorTally.objects.filter(last_path__contains=f"/users/{user_id}/").update(last_path=""):

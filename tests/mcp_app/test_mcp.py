@@ -198,6 +198,25 @@ def test_context_usage_and_state_with_the_initialize_handshake(ace):
     ]
 
 
+def test_usage_shows_a_users_plan_windows(ace):
+    """window 'blocks': the user's 5-hour blocks with the percent of their plan, as GET /api/v1/usage/blocks/;
+    window 'weekly': their weeks, as GET /api/v1/usage/weekly/."""
+    acme = ace["acme"]
+    assert acme.post("/api/v1/plans/", {"preset": "pro"}, format="json").status_code == 201
+    mcp = Mcp(url=ace["url"], key=acme.key)
+    query = {"user_id": "xiaoming", "since": "2026-03-01T00:00:00Z", "until": "2026-03-02T00:00:00Z"}
+    blocks = answer(mcp.call("usage", {**query, "window": "blocks"}))
+    api_blocks = acme.get("/api/v1/usage/blocks/", query).json()
+    assert {**blocks, "now": None} == {**api_blocks, "now": None}
+    [block] = blocks["results"]
+    assert (block["start_time"], block["end_time"]) == ("2026-03-01T09:00:00.000000Z", "2026-03-01T14:00:00.000000Z")
+    assert block["plan_usage"]["tokens"] == 150 and block["plan_usage"]["token_limit"] == 19_000
+    weekly = answer(mcp.call("usage", {**query, "window": "weekly"}))
+    assert [(week["week"], week["input_tokens"]) for week in weekly["results"]] == [("2026-03-01", 120)]
+    assert "window: use one of blocks, weekly" in error_text(mcp.call("usage", {**query, "window": "monthly"}))
+    assert "user_id" in error_text(mcp.call("usage", {"window": "blocks"}))
+
+
 def test_another_tenants_objects_are_not_found(ace):
     acme, globex, session = ace["acme"], ace["globex"], ace["session"]
     owner, intruder = Mcp(url=ace["url"], key=acme.key), Mcp(url=ace["url"], key=globex.key)

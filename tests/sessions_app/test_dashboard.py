@@ -3,6 +3,7 @@ filters, charts from our own static files, and CSV export of every table."""
 
 import csv
 import io
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -10,6 +11,7 @@ from django.contrib.staticfiles import finders
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from tests.support.api import post_messages
 from tests.support.factories import SessionFactory
@@ -341,3 +343,29 @@ def test_its_queries_do_not_grow_with_sessions_models_or_tenants(staff, api, oth
         session = SessionFactory(tenant=(api, other_api)[i % 2].tenant, tool="codex", started_at="2026-03-02T09:00:00Z")
         post_messages((api, other_api)[i % 2], session, [answer(f"m{i}", f"model-{i}", "2026-03-02T09:00:01Z", 10, 5)])
     assert {query: count(query) for query in queries} == queries
+
+
+def test_the_plan_windows_panel_shows_each_active_users_block_and_week_against_their_plan(staff, api, other_api):
+    """Users active in the last 5 hours: their current block (tokens, cost, % of the plan, projection) and week; a
+    user idle for longer is not listed, nor another tenant's user; every tenant's dashboard has no panel."""
+    now = timezone.now()
+    assert api.post("/api/v1/plans/", {"preset": "pro"}, format="json").status_code == 201
+    for tenant_api, user_id, minutes_ago in (
+        (api, "alice", 40),
+        (api, "alice", 20),
+        (api, "idle", 600),
+        (other_api, "carol", 30),
+    ):
+        session = SessionFactory(tenant=tenant_api.tenant, user_id=user_id, tool="claude-code")
+        moment = (now - timedelta(minutes=minutes_ago)).isoformat()
+        post_messages(tenant_api, session, [answer(f"{user_id}{minutes_ago}", SONNET, moment, 1500, 400)])
+    response, html = page(staff, f"tenant={api.tenant.pk}")
+    panel = response.context["plan_windows"]
+    assert [row["user_id"] for row in panel["rows"]] == ["alice"]
+    row = panel["rows"][0]
+    assert row["block"]["is_active"] and row["block"]["input_tokens"] == 3000
+    assert row["block"]["plan_usage"]["tokens_percent"] == 20.0  # 3,800 of Pro's 19,000 input + output tokens
+    assert row["week"]["input_tokens"] >= 3000 and row["plan"]["preset"] == "pro"
+    assert 'id="ace-plan-windows"' in html and "20.0%" in html and "carol" not in html
+    response, html = page(staff, "tenant=all")
+    assert response.context["plan_windows"] is None and 'id="ace-plan-windows"' not in html
