@@ -149,7 +149,6 @@ class ModelPriceAdmin(admin.ModelAdmin):
         "cache_read_price",
         "cache_write_price",
         "cache_write_1h_price",
-        "checked_on",
         "notes_preview",
     )
     list_display_links = ("__str__",)
@@ -176,13 +175,13 @@ class ModelPriceAdmin(admin.ModelAdmin):
 
     @admin.display(description="notes")
     def notes_preview(self, obj):
-        return truncated(obj.notes, 32)
+        return truncated(obj.notes, 24)
 
     input_price = usd_per_mtok("input_usd_per_mtok", "input $/M")
     output_price = usd_per_mtok("output_usd_per_mtok", "output $/M")
     cache_read_price = usd_per_mtok("cache_read_usd_per_mtok", "cache read $/M")
-    cache_write_price = usd_per_mtok("cache_write_usd_per_mtok", "cache write $/M")
-    cache_write_1h_price = usd_per_mtok("cache_write_1h_usd_per_mtok", "1-hour write $/M")
+    cache_write_price = usd_per_mtok("cache_write_usd_per_mtok", "5-min write $/M")
+    cache_write_1h_price = usd_per_mtok("cache_write_1h_usd_per_mtok", "1-h write $/M")
 
     def get_urls(self):
         return [

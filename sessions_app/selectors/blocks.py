@@ -53,6 +53,7 @@ WINDOW_MAX = timedelta(days=31)  # the longest window one call reads
 LOOKBACKS = (timedelta(days=1), timedelta(days=7), timedelta(days=35), timedelta(days=400), None)
 # The token kinds of an entry, in this order everywhere below.
 ENTRY_TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
+ONE_HOUR = "cache_creation_1h_tokens"  # a part of cache_creation_tokens, priced apart
 INPUT, OUTPUT = 0, 1
 
 
@@ -63,6 +64,7 @@ class Entry:
     model: str
     tokens: tuple[int, int, int, int]  # ENTRY_TOKENS
     requests: int = 1
+    one_hour: int = 0  # of the cache writes, those kept for an hour (priced apart: pricing.COST_TERMS)
 
 
 @dataclass
@@ -77,6 +79,7 @@ class Block:
     last_at: datetime | None = None  # ccusage's actualEndTime
     tokens: list[int] = field(default_factory=lambda: [0] * len(ENTRY_TOKENS))
     by_model: dict[str, list[int]] = field(default_factory=dict)  # in the order the models were first used
+    one_hour_by_model: dict[str, int] = field(default_factory=dict)
     cost: Cost = field(default_factory=Cost)
 
     @property
@@ -108,6 +111,8 @@ class Block:
         for index, value in enumerate(entry.tokens):
             self.tokens[index] += value
             sums[index] += value
+        if entry.one_hour:
+            self.one_hour_by_model[entry.model] = self.one_hour_by_model.get(entry.model, 0) + entry.one_hour
 
 
 def floor_hour(moment: datetime) -> datetime:
@@ -146,7 +151,8 @@ def price_blocks(blocks: Iterable[Block], *, book: PriceBook) -> None:
     for block in blocks:
         block.cost = Cost()
         for model, sums in block.by_model.items():
-            block.cost.add(book, model, dict(zip(ENTRY_TOKENS, sums, strict=True)))
+            tokens = {**dict(zip(ENTRY_TOKENS, sums, strict=True)), ONE_HOUR: block.one_hour_by_model.get(model, 0)}
+            block.cost.add(book, model, tokens, block.start.astimezone(UTC).date())
 
 
 @dataclass(frozen=True)
@@ -243,19 +249,20 @@ class BlockScope:
         """The entries with lower <= at < upper, oldest first: two index range scans (llmrequest_session_created,
         message_unrequested_usage) over the sessions active since `lower`."""
         requests, unrequested = self._sources(lower=lower, upper=upper)
-        request_rows = requests.order_by("created_at").values_list("created_at", "model", *ENTRY_TOKENS)
+        request_rows = requests.order_by("created_at").values_list("created_at", "model", *ENTRY_TOKENS, ONE_HOUR)
         message_rows = (
             unrequested.order_by("created_at")
             .annotate(
                 **{
-                    f"{name}_or_0": Coalesce(F(name), Value(0), output_field=BigIntegerField()) for name in ENTRY_TOKENS
+                    f"{name}_or_0": Coalesce(F(name), Value(0), output_field=BigIntegerField())
+                    for name in (*ENTRY_TOKENS, ONE_HOUR)
                 },
                 calls=Coalesce(F("api_calls"), Value(0), output_field=IntegerField()),
             )
-            .values_list("created_at", "model", *(f"{name}_or_0" for name in ENTRY_TOKENS), "calls")
+            .values_list("created_at", "model", *(f"{name}_or_0" for name in ENTRY_TOKENS), "calls", f"{ONE_HOUR}_or_0")
         )
-        from_requests = (Entry(row[0], row[1], row[2:6]) for row in request_rows)
-        from_messages = (Entry(row[0], row[1], row[2:6], row[6]) for row in message_rows)
+        from_requests = (Entry(row[0], row[1], row[2:6], 1, row[6]) for row in request_rows)
+        from_messages = (Entry(row[0], row[1], row[2:6], row[6], row[7]) for row in message_rows)
         return list(heapq.merge(from_requests, from_messages, key=lambda e: e.at))
 
     def times(self, *, lower: datetime | None, upper: datetime) -> list[datetime]:

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from django.db.models import DateTimeField, Sum
+from django.db.models import DateField, DateTimeField, Sum
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from sessions_app.models import Tenant, UsageHourly, Weekday
 from sessions_app.models.plans import WEEKDAY_NUMBERS
 from sessions_app.pricing import Cost, PriceBook, money
-from sessions_app.selectors.blocks import ENTRY_TOKENS
+from sessions_app.selectors.blocks import ENTRY_TOKENS, ONE_HOUR
 from sessions_app.selectors.plans import Amounts, Limits, plan_body, plan_for, plan_usage, plans_for
 
 WEEK = timedelta(days=7)
@@ -95,11 +95,14 @@ def usage_weekly(
         if value is not None:
             rows = rows.filter(**{name: value})
     week_sql = "%s::timestamptz + floor(extract(epoch from hour - %s::timestamptz) / 604800) * interval '7 days'"
-    keys = ["week", "model", *([group_by] if group_by else [])]
+    keys = ["week", "model", "day", *([group_by] if group_by else [])]  # by day: each day at its own prices
     rows = (
-        rows.annotate(week=RawSQL(week_sql, (week.origin, week.origin), output_field=DateTimeField()))
+        rows.annotate(
+            week=RawSQL(week_sql, (week.origin, week.origin), output_field=DateTimeField()),
+            day=RawSQL("(hour AT TIME ZONE 'UTC')::date", (), output_field=DateField()),
+        )
         .values(*keys)
-        .annotate(**{name: Sum(name) for name in COUNTED})
+        .annotate(**{name: Sum(name) for name in (*COUNTED, ONE_HOUR)})
         .order_by()
     )
 
@@ -109,7 +112,7 @@ def usage_weekly(
         key = (row["week"], row[group_by] if group_by else None)
         for name in COUNTED:
             sums[key][name] += row[name] or 0
-        costs[key].add(book, row["model"], {name: row[name] or 0 for name in ENTRY_TOKENS})
+        costs[key].add(book, row["model"], {name: row[name] or 0 for name in (*ENTRY_TOKENS, ONE_HOUR)}, row["day"])
 
     if group_by == "user_id":
         plans = plans_for(tenant=tenant, user_ids={key for _, key in sums})
