@@ -32,7 +32,13 @@ COST_TERMS = (
 )
 PRICE_RATES = tuple(rate for _, _, rate in COST_TERMS)
 # What a cost is computed from (what a usage row must carry to be priced).
-PRICED_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "cache_creation_1h_tokens")
+PRICED_TOKEN_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "cache_creation_1h_tokens",
+)
 # Every token once: input, output, cache reads and cache writes (of either lifetime).
 ALL_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
 MILLION = Decimal(1_000_000)

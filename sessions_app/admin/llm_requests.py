@@ -1,4 +1,4 @@
-"""LLM requests: read-only, with the most complete usage their messages reported and its cost at the price of its day."""
+"""LLM requests: read-only, with the most complete usage their messages reported, and its cost at its day's price."""
 
 from __future__ import annotations
 

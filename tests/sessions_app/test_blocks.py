@@ -363,4 +363,5 @@ def test_round_the_clock_use_reads_back_to_the_last_pause(api, history):
     inside = times[240]  # the 90th entry of the stretch
     anchor = block_anchor(scope, at=inside)
     assert inside - anchor > timedelta(days=1)
-    assert all(later - earlier <= BLOCK for earlier, later in zip(times, times[1:]) if anchor <= earlier < inside)
+    steps = zip(times, times[1:], strict=False)
+    assert all(later - earlier <= BLOCK for earlier, later in steps if anchor <= earlier < inside)

@@ -3,6 +3,7 @@ apart in requests, sessions, roll-ups and stats (their sum stays `cache_creation
 writes at 2x input, 5-minute at 1.25x, as Anthropic lists them), and re-derived for stored Claude Code responses
 by the migration that brought them."""
 
+import json
 from decimal import Decimal
 
 import pytest
@@ -125,11 +126,22 @@ def test_lifetimes_adding_up_to_more_than_the_writes_are_refused(api, session):
 
 
 def test_claude_codes_usage_split_is_read(tmp_path):
-    line = (
-        '{"type":"assistant","sessionId":"s1","uuid":"u1","timestamp":"2026-03-01T09:00:00.000Z","requestId":"req_1",'
-        '"message":{"id":"msg_1","role":"assistant","model":"%s","content":[{"type":"text","text":"hi"}],'
-        '"stop_reason":"end_turn","usage":%s}}\n'
-    ) % (SONNET, str(claude_usage(1200, 31874)).replace("'", '"'))
+    record = {
+        "type": "assistant",
+        "sessionId": "s1",
+        "uuid": "u1",
+        "timestamp": "2026-03-01T09:00:00.000Z",
+        "requestId": "req_1",
+        "message": {
+            "id": "msg_1",
+            "role": "assistant",
+            "model": SONNET,
+            "content": [{"type": "text", "text": "hi"}],
+            "stop_reason": "end_turn",
+            "usage": claude_usage(1200, 31874),
+        },
+    }
+    line = json.dumps(record) + "\n"
     path = tmp_path / "s1.jsonl"
     path.write_text(line)
     parsed = parse_file(path, tool="claude-code", flush=True)
