@@ -33,14 +33,14 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from enum import Enum
 
-from sessions_app.schema import ROLE_COUNTERS, ROLLUP_FIELDS, SESSION_COUNTER_FIELDS, TOKEN_FIELDS
+from sessions_app.schema import MEASURE_FIELDS, ROLE_COUNTERS, ROLLUP_FIELDS, SESSION_COUNTER_FIELDS
 
 # -- tallies ------------------------------------------------------------------------------------------------
 POSITION = {name: index for index, name in enumerate(ROLLUP_FIELDS)}
 REQUESTS, MESSAGES = POSITION["requests"], POSITION["messages"]
 CONVERSATIONS, SESSIONS = POSITION["conversations"], POSITION["sessions"]
 ROLE_POSITION = {role: POSITION[counter] for role, counter in ROLE_COUNTERS.items()}
-TOKEN_POSITIONS = tuple(POSITION[name] for name in TOKEN_FIELDS)
+TOKEN_POSITIONS = tuple(POSITION[name] for name in MEASURE_FIELDS)
 
 
 def empty_tally() -> list[int]:
@@ -93,15 +93,17 @@ def cache_writes(
 
 
 def message_tokens(message: Mapping) -> tuple[int | None, ...]:
-    """A message's tokens in TOKEN_FIELDS order (None where it reports nothing), its total and cache writes by
-    rule 2."""
+    """A message's measures in MEASURE_FIELDS order (None where it reports nothing): its tokens, their total and
+    cache writes by rule 2, and the cost its source reported (with 1 request that reported one)."""
     get = message.get
     input_tokens, output_tokens = get("input_tokens"), get("output_tokens")
     total = total_tokens(input_tokens, output_tokens, get("total_tokens"))
     written, five_minutes, one_hour = cache_writes(
         get("cache_creation_tokens"), get("cache_creation_5m_tokens"), get("cache_creation_1h_tokens")
     )
-    return input_tokens, output_tokens, get("cache_read_tokens"), written, five_minutes, one_hour, total
+    reported = get("reported_cost_nano_usd")
+    tokens = (input_tokens, output_tokens, get("cache_read_tokens"), written, five_minutes, one_hour, total)
+    return (*tokens, reported, None if reported is None else 1)
 
 
 def is_request(message: Mapping) -> bool:
@@ -113,7 +115,7 @@ def request_growth(largest: dict, tokens: tuple[int | None, ...]) -> tuple[int, 
     """Rule 3: what a message of a request adds — how much it grew the request's largest value of each kind.
     `largest` ({token field: value}, e.g. an LlmRequest's attributes) is raised to the new largest values."""
     growth = []
-    for name, value in zip(TOKEN_FIELDS, tokens, strict=True):
+    for name, value in zip(MEASURE_FIELDS, tokens, strict=True):
         before = largest[name]
         if value is not None and value > before:
             largest[name] = value
@@ -155,7 +157,7 @@ def turn_answer_usage(message) -> tuple[tuple[datetime, str], dict[str, int]]:
     """Rule 3's chat turn: what a turn's stored assistant message adds on its own — the requests its client
     reported (`api_calls`; none while it streams) and its own tokens — and the roll-up key it counts under."""
     tally = empty_tally()
-    tokens = own_tokens(tuple(getattr(message, name) for name in TOKEN_FIELDS))
+    tokens = own_tokens(tuple(getattr(message, name) for name in MEASURE_FIELDS))
     tally_message(tally, message.role, message.api_calls or 0, tokens)
     return (hour_of(message.created_at), message.model or ""), tally_as_dict(tally)
 
@@ -200,7 +202,7 @@ class SessionAccount:
             key = message.get("request_id") or f"\0{len(self.requests)}"  # no request_id: a request of its own
             request = self.requests.get(key)
             if request is None:
-                request = self.requests[key] = {**dict.fromkeys(TOKEN_FIELDS, 0), "model": ""}
+                request = self.requests[key] = {**dict.fromkeys(MEASURE_FIELDS, 0), "model": ""}
                 requests = 1
             request["model"] = request["model"] or model
             added = request_growth(request, tokens)

@@ -18,6 +18,7 @@ from datetime import UTC, date, datetime
 from decimal import ROUND_HALF_UP, Decimal
 
 from sessions_app.models import ModelPrice, PriceMatch
+from sessions_app.schema import NANO_PER_USD, REPORTED_COST_FIELDS
 
 # The token kinds of a usage row a cost is computed from, and how: each term is (tokens, minus these tokens,
 # the ModelPrice rate). A cache write is priced by its lifetime: the 1-hour writes at the 1-hour rate, the
@@ -194,18 +195,37 @@ def _in_force(dated: list[Price], day: date) -> Price | None:
     return in_force
 
 
+# A reported cost that differs from the computed one by more than this share of it is flagged.
+RECONCILE_TOLERANCE = Decimal("0.01")
+# What a usage row carries besides its tokens for the tools' own cost to be compared with ours.
+RECONCILE_FIELDS = ("requests", *REPORTED_COST_FIELDS)
+
+
 @dataclass
 class Cost:
-    """The cost of some usage, accumulated model by model (and day by day, for prices that changed)."""
+    """The cost of some usage, accumulated model by model (and day by day, for prices that changed); and the cost
+    its sources reported, compared with ours where every request of a model's usage reported one (like for like)."""
 
     usd: Decimal = Decimal(0)
     unpriced_tokens: int = 0
     unpriced_models: set[str] = field(default_factory=set)
+    reported_nano_usd: int = 0
+    reported_requests: int = 0
+    compared_usd: Decimal = Decimal(0)  # our cost of the usage whose every request reported a cost
+    compared_reported_nano_usd: int = 0  # what those requests reported
 
     def add(self, book: PriceBook, model: str, tokens: Mapping[str, int], day: date | None = None) -> None:
         price = book.price_for(model, day)
+        reported = int(tokens.get("reported_cost_nano_usd") or 0)
+        reported_requests = int(tokens.get("reported_cost_requests") or 0)
+        self.reported_nano_usd += reported
+        self.reported_requests += reported_requests
         if price is not None:
-            self.usd += price.cost(tokens)
+            cost = price.cost(tokens)
+            self.usd += cost
+            if reported_requests and reported_requests == int(tokens.get("requests") or 0):
+                self.compared_usd += cost
+                self.compared_reported_nano_usd += reported
             return
         unpriced = sum(int(tokens.get(kind) or 0) for kind in ALL_TOKEN_FIELDS)
         if unpriced:
@@ -216,7 +236,36 @@ class Cost:
         self.usd += other.usd
         self.unpriced_tokens += other.unpriced_tokens
         self.unpriced_models |= other.unpriced_models
+        self.reported_nano_usd += other.reported_nano_usd
+        self.reported_requests += other.reported_requests
+        self.compared_usd += other.compared_usd
+        self.compared_reported_nano_usd += other.compared_reported_nano_usd
+
+    def reconciliation(self) -> dict:
+        """The tools' own cost beside ours: `reported_cost_usd` (all they reported), `reported_cost_requests`, and
+        where every request of a model's usage reported one, the difference (reported − computed) in USD and percent
+        of ours, `cost_flagged` when it is over 1%. None where nothing can be compared."""
+        reported = money(Decimal(self.reported_nano_usd) / NANO_PER_USD) if self.reported_requests else None
+        fields = {
+            "reported_cost_usd": reported,
+            "reported_cost_requests": self.reported_requests,
+            "cost_difference_usd": None,
+            "cost_difference_percent": None,
+            "cost_flagged": False,
+        }
+        if not self.compared_reported_nano_usd and not self.compared_usd:
+            return fields
+        difference = Decimal(self.compared_reported_nano_usd) / NANO_PER_USD - self.compared_usd
+        fields["cost_difference_usd"] = money(difference)
+        if self.compared_usd:
+            percent = difference * 100 / self.compared_usd
+            fields["cost_difference_percent"] = float(percent.quantize(Decimal("0.01")))
+            fields["cost_flagged"] = abs(difference) > self.compared_usd * RECONCILE_TOLERANCE
+        else:
+            fields["cost_flagged"] = difference != 0
+        return fields
 
     def as_fields(self) -> dict:
-        """The cost fields of a stats row: `cost_usd` (of the priced tokens) and `unpriced_tokens`."""
-        return {"cost_usd": money(self.usd), "unpriced_tokens": self.unpriced_tokens}
+        """The cost fields of a stats row: `cost_usd` (of the priced tokens), `unpriced_tokens`, and the reported cost
+        reconciled (`reconciliation`)."""
+        return {"cost_usd": money(self.usd), "unpriced_tokens": self.unpriced_tokens, **self.reconciliation()}

@@ -27,6 +27,16 @@ TOKEN_FIELDS = (
     *CACHE_WRITE_FIELDS,
     "total_tokens",
 )
+# What a message's source reported the call cost (Claude Code's OTLP `cost_usd`, OpenClaw's `usage.cost.total`,
+# OpenCode's `cost`, a client's `reported_cost_usd`), kept beside the cost Open ACE computes: in nano-dollars
+# (exact integers, so the counters and roll-ups add them as they add tokens), and how many requests reported one
+# (a comparison with the computed cost is like for like only where every request did). A request keeps the largest
+# of each, as it does of tokens.
+REPORTED_COST_FIELDS = ("reported_cost_nano_usd", "reported_cost_requests")
+NANO_PER_USD = 10**9
+MAX_REPORTED_COST_NANO_USD = 10**6 * NANO_PER_USD  # a million dollars for one call: more is no cost
+# Every measure a message reports and a request keeps the largest value of: its tokens, and its reported cost.
+MEASURE_FIELDS = (*TOKEN_FIELDS, *REPORTED_COST_FIELDS)
 # The most tokens one message or call can report: a thousand times the largest context window of any model.
 # Bounded so that no sum of them (a session's, a day's, a tenant's, in bigint columns) can overflow: it would
 # take nine billion messages at the bound.
@@ -34,7 +44,7 @@ MAX_TOKENS = 10**9
 INT32_MAX = 2**31 - 1  # integer columns (a turn's max_tokens and api_calls, a record's strategy_version)
 
 # What sessions, conversations and the roll-ups count, in their column order.
-COUNTER_FIELDS = ("requests", "messages", *ROLE_COUNTERS.values(), *TOKEN_FIELDS)
+COUNTER_FIELDS = ("requests", "messages", *ROLE_COUNTERS.values(), *MEASURE_FIELDS)
 # Sessions count their conversations too; a roll-up row also counts the sessions that started in it.
 SESSION_COUNTER_FIELDS = (*COUNTER_FIELDS, "conversations")
 ROLLUP_FIELDS = (*SESSION_COUNTER_FIELDS, "sessions")
@@ -67,7 +77,7 @@ MESSAGE_INPUT_FIELDS = (
     "request_id",
     "model",
     "finish_reason",
-    *TOKEN_FIELDS,
+    *MEASURE_FIELDS,
     "elapsed_ms",
     "external_id",
     "feishu_conversation_id",

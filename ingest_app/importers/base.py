@@ -15,10 +15,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from sessions_app.schema import MAX_TOKENS, MESSAGE_TEXT_LIMITS, TOKEN_FIELDS
+from sessions_app.schema import MAX_REPORTED_COST_NANO_USD, MAX_TOKENS, MESSAGE_TEXT_LIMITS, NANO_PER_USD, TOKEN_FIELDS
 
 # -- the normalised output ---------------------------------------------------------------------------
 
@@ -130,6 +131,7 @@ class ParsedMessage:
     cache_creation_5m_tokens: int | None = None
     cache_creation_1h_tokens: int | None = None
     total_tokens: int | None = None
+    reported_cost_nano_usd: int | None = None  # what the tool said the call cost (nano_usd() of its figure)
     finish_reason: str | None = None
     feishu_conversation_id: str | None = None
     metadata: dict = field(default_factory=dict)
@@ -167,6 +169,9 @@ class ParsedMessage:
             value = getattr(self, name)
             if value is not None and value <= MAX_TOKENS:  # more is no count (the API's bound, schema.MAX_TOKENS)
                 item[name] = value
+        cost = self.reported_cost_nano_usd
+        if cost is not None and 0 <= cost <= MAX_REPORTED_COST_NANO_USD:
+            item["reported_cost_nano_usd"] = cost
         for name in ("finish_reason", "feishu_conversation_id"):
             value = getattr(self, name)
             if value:
@@ -355,6 +360,21 @@ def call_id(provider_id: str, inputs: Iterable[int | None]) -> str:
     if not _COUNTER_ID.fullmatch(provider_id) or all(value is None for value in inputs):
         return provider_id
     return provider_id + "@" + "/".join("" if value is None else str(value) for value in inputs)
+
+
+def nano_usd(value: Any) -> int | None:
+    """A cost a tool reported, in USD (a number, or a numeric string), as whole nano-dollars (exact: read through its
+    decimal text, so 0.1 is 100000000); None for anything else, negative or not finite."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        amount = Decimal(str(value).strip())
+    except InvalidOperation:
+        return None
+    if not amount.is_finite() or amount < 0:
+        return None
+    nano = int((amount * NANO_PER_USD).to_integral_value(rounding=ROUND_HALF_UP))
+    return nano if nano <= MAX_REPORTED_COST_NANO_USD else None
 
 
 def parse_timestamp(value: Any) -> datetime | None:

@@ -184,6 +184,8 @@ def completion_of(message: Message, item: dict) -> dict:
         if name in message.metadata:
             metadata[name] = message.metadata[name]
     completed = {**item, "external_id": message.external_id, "metadata": metadata}
+    if message.reported_cost_nano_usd is not None:  # the event's cost, which the log line does not carry
+        completed["reported_cost_nano_usd"] = message.reported_cost_nano_usd
     if message.request_id:
         completed["request_id"] = message.request_id
     else:

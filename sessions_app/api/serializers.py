@@ -1,5 +1,7 @@
 """Serializers: strict on input (wrong types are refused, not coerced), plain on output."""
 
+from decimal import Decimal
+
 from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
@@ -19,10 +21,13 @@ from sessions_app.models import Conversation, Message, Role, Session, StateVersi
 from sessions_app.schema import (
     INT32_MAX,
     MACHINE_MAX_LENGTH,
+    MAX_REPORTED_COST_NANO_USD,
     MAX_TOKENS,
     MESSAGE_INPUT_FIELDS,
     MESSAGE_TEXT_LIMITS,
     MESSAGE_TURN_FIELDS,
+    NANO_PER_USD,
+    REPORTED_COST_FIELDS,
     ROLE_COUNTERS,
     STATS_FIELDS,
     TOKEN_FIELDS,
@@ -92,6 +97,30 @@ CACHE_WRITE_HELP = {
 }
 
 
+REPORTED_COST_HELP = (
+    "What your provider or tool said the call cost, in USD (kept beside the cost Open ACE computes, and compared "
+    "with it: docs/accounting.md, 'The tools' own cost')."
+)
+
+
+def reported_cost_field(**kwargs) -> serializers.DecimalField:
+    return serializers.DecimalField(
+        required=False,
+        allow_null=True,
+        max_digits=16,
+        decimal_places=9,
+        min_value=Decimal(0),
+        max_value=Decimal(MAX_REPORTED_COST_NANO_USD) / NANO_PER_USD,
+        help_text=REPORTED_COST_HELP,
+        **kwargs,
+    )
+
+
+def reported_cost_usd(nano: int | None) -> str | None:
+    """Nano-dollars as the API writes money: a decimal string (nine places: what was reported, exactly)."""
+    return None if nano is None else str((Decimal(nano) / NANO_PER_USD).quantize(Decimal("0.000000001")))
+
+
 def validate_cache_writes(attrs: dict) -> dict:
     """Cache writes by lifetime add up to no more than the cache writes they are part of (accounting.cache_writes
     fills in what is left out)."""
@@ -106,6 +135,9 @@ def validate_cache_writes(attrs: dict) -> dict:
                 ]
             }
         )
+    reported = attrs.pop("reported_cost_usd", None)
+    if reported is not None:
+        attrs["reported_cost_nano_usd"] = int(reported * NANO_PER_USD)
     return attrs
 
 
@@ -140,6 +172,7 @@ class MessageInSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS, help_text=CACHE_WRITE_HELP["1h"]
     )
     total_tokens = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS)
+    reported_cost_usd = reported_cost_field()
     elapsed_ms = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=INT32_MAX)
     finish_reason = StrictCharField(required=False, max_length=MESSAGE_TEXT_LIMITS["finish_reason"], allow_blank=True)
     feishu_conversation_id = StrictCharField(
@@ -174,6 +207,11 @@ class MessageBatchSerializer(serializers.ListSerializer):
 class MessageSerializer(ModelSerializer):
     session = serializers.UUIDField(source="session_id", read_only=True)
     conversation = serializers.UUIDField(source="conversation_id", read_only=True, allow_null=True)
+    reported_cost_usd = serializers.SerializerMethodField(help_text=REPORTED_COST_HELP)
+
+    @extend_schema_field({"type": "string", "format": "decimal", "nullable": True})
+    def get_reported_cost_usd(self, message) -> str | None:
+        return reported_cost_usd(message.reported_cost_nano_usd)
 
     class Meta:
         model = Message
@@ -182,7 +220,8 @@ class MessageSerializer(ModelSerializer):
             "session",
             "conversation",
             "seq",
-            *MESSAGE_INPUT_FIELDS,
+            *(name for name in MESSAGE_INPUT_FIELDS if name not in REPORTED_COST_FIELDS),
+            "reported_cost_usd",
             *MESSAGE_TURN_FIELDS,
             "created_at",
             "received_at",
@@ -244,6 +283,25 @@ class CostSerializer(serializers.Serializer):
     unpriced_tokens = serializers.IntegerField(
         help_text="Input, output and cache tokens of models without a price: not in cost_usd. 0 when all are priced."
     )
+    reported_cost_usd = serializers.DecimalField(
+        max_digits=24,
+        decimal_places=6,
+        allow_null=True,
+        help_text="What the sources themselves reported the calls cost (Claude Code's OTLP cost_usd, OpenCode's and "
+        "OpenClaw's cost, a client's reported_cost_usd); null when none reported one.",
+    )
+    reported_cost_requests = serializers.IntegerField(help_text="The requests that reported a cost")
+    cost_difference_usd = serializers.DecimalField(
+        max_digits=24,
+        decimal_places=6,
+        allow_null=True,
+        help_text="Reported minus computed cost, over each model's usage (per day) whose every request reported a "
+        "cost; null when there is none.",
+    )
+    cost_difference_percent = serializers.FloatField(
+        allow_null=True, help_text="cost_difference_usd in percent of the computed cost it is compared with"
+    )
+    cost_flagged = serializers.BooleanField(help_text="The reported cost differs from ours by more than 1%")
 
 
 class SessionStatsSerializer(StatsSerializer, CostSerializer):
@@ -595,6 +653,7 @@ class TurnCompleteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         required=False, allow_null=True, min_value=0, max_value=MAX_TOKENS, help_text=CACHE_WRITE_HELP["1h"]
     )
     elapsed_ms = StrictIntegerField(min_value=0, max_value=INT32_MAX)
+    reported_cost_usd = reported_cost_field()
     skill_names = NameListField(required=False)
     available_tool_names = NameListField(required=False, help_text="Tools offered to the model this turn")
     requests = StrictIntegerField(

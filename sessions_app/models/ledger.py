@@ -62,6 +62,10 @@ class UsageCounters(models.Model):
     cache_creation_5m_tokens = models.BigIntegerField("5-minute cache writes", default=0)
     cache_creation_1h_tokens = models.BigIntegerField("1-hour cache writes", default=0)
     total_tokens = models.BigIntegerField(default=0)
+    reported_cost_nano_usd = models.BigIntegerField(
+        "reported cost (nano-USD)", default=0, help_text="What the sources reported the calls cost, in 10^-9 USD"
+    )
+    reported_cost_requests = models.BigIntegerField(default=0, help_text="The requests that reported a cost")
 
     class Meta:
         abstract = True
@@ -192,6 +196,10 @@ class LlmRequest(models.Model):
     cache_creation_5m_tokens = models.BigIntegerField("5-minute cache writes", default=0)
     cache_creation_1h_tokens = models.BigIntegerField("1-hour cache writes", default=0)
     total_tokens = models.BigIntegerField(default=0)
+    reported_cost_nano_usd = models.BigIntegerField(
+        "reported cost (nano-USD)", default=0, help_text="What the sources reported the calls cost, in 10^-9 USD"
+    )
+    reported_cost_requests = models.BigIntegerField(default=0, help_text="The requests that reported a cost")
     created_at = models.DateTimeField()
 
     class Meta:
@@ -264,6 +272,10 @@ class Message(models.Model):
     cache_creation_5m_tokens = models.BigIntegerField("5-minute cache writes", null=True, blank=True)
     cache_creation_1h_tokens = models.BigIntegerField("1-hour cache writes", null=True, blank=True)
     total_tokens = models.BigIntegerField(null=True, blank=True)
+    reported_cost_nano_usd = models.BigIntegerField(
+        "reported cost (nano-USD)", null=True, blank=True, help_text="What the source reported the call cost"
+    )
+    reported_cost_requests = models.BigIntegerField(null=True, blank=True)
     elapsed_ms = models.IntegerField("elapsed (ms)", null=True, blank=True)
     external_id = models.CharField("external ID", max_length=MESSAGE_TEXT_LIMITS["external_id"], null=True, blank=True)
     feishu_conversation_id = models.CharField(

@@ -89,6 +89,8 @@ class SessionModelUsage(models.Model):
     cache_creation_5m_tokens = models.BigIntegerField("5-minute cache writes", default=0)
     cache_creation_1h_tokens = models.BigIntegerField("1-hour cache writes", default=0)
     total_tokens = models.BigIntegerField(default=0)
+    reported_cost_nano_usd = models.BigIntegerField("reported cost (nano-USD)", default=0)
+    reported_cost_requests = models.BigIntegerField(default=0)
 
     class Meta:
         verbose_name = "session usage by model"

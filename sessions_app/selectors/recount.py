@@ -13,10 +13,10 @@ from datetime import UTC
 from django.db import connection
 
 from sessions_app.models import Session, SessionModelUsage, Tenant, UsageDaily, UsageHourly
-from sessions_app.schema import ROLLUP_FIELDS, STATS_FIELDS, TOKEN_FIELDS
+from sessions_app.schema import MEASURE_FIELDS, ROLLUP_FIELDS, STATS_FIELDS, TOKEN_FIELDS
 from sessions_app.selectors.usage import session_stats
 
-_COALESCED = ", ".join(f"COALESCE({field}, 0) AS {field}" for field in TOKEN_FIELDS)
+_COALESCED = ", ".join(f"COALESCE({field}, 0) AS {field}" for field in MEASURE_FIELDS)
 _RECOUNT_SQL = f"""
 WITH m AS (
     SELECT * FROM sessions_app_message WHERE session_id = %(session)s
@@ -96,9 +96,9 @@ WITH m AS (
 """
 _TOKEN_SQL = {
     "coalesced": _COALESCED,
-    "running_max": ", ".join(f"MAX({field}) OVER w AS {field}_max" for field in TOKEN_FIELDS),
-    "growth": ", ".join(f"{field}_max - COALESCE(LAG({field}_max) OVER p, 0) AS {field}" for field in TOKEN_FIELDS),
-    "tokens": ", ".join(TOKEN_FIELDS),
+    "running_max": ", ".join(f"MAX({field}) OVER w AS {field}_max" for field in MEASURE_FIELDS),
+    "growth": ", ".join(f"{field}_max - COALESCE(LAG({field}_max) OVER p, 0) AS {field}" for field in MEASURE_FIELDS),
+    "tokens": ", ".join(MEASURE_FIELDS),
 }
 _CONTRIBUTIONS_SQL = _CONTRIBUTIONS_OF.format(messages="tenant_id = %(tenant)s", **_TOKEN_SQL)
 _COUNTER_SUMS = ", ".join(f"SUM({field})::bigint AS {field}" for field in ROLLUP_FIELDS)
@@ -114,7 +114,7 @@ ROLLUP_RECOUNT_SQL = (
            c.requests, 1 AS messages, (c.role = 'user')::int AS message_user,
            (c.role = 'assistant')::int AS message_assistant, (c.role = 'toolResult')::int AS message_toolresult,
            (c.role = 'error')::int AS message_error, (c.role = 'system')::int AS message_system,
-           {", ".join(f"c.{field}" for field in TOKEN_FIELDS)},
+           {", ".join(f"c.{field}" for field in MEASURE_FIELDS)},
            0 AS conversations, (c.seq = 1)::int AS sessions
     FROM contribution c JOIN sessions_app_session s ON s.id = c.session_id
     UNION ALL
@@ -134,7 +134,7 @@ GROUP BY tenant_id, hour, tool, user_id, project, machine, model
 HAVING {_ANY_COUNTER}
 """
 )
-_MODEL_FIELDS = ("requests", *TOKEN_FIELDS)
+_MODEL_FIELDS = ("requests", *MEASURE_FIELDS)
 SESSION_MODEL_RECOUNT_SQL = (
     _CONTRIBUTIONS_SQL
     + f"""

@@ -13,13 +13,24 @@ from django.db.models import Count, Sum
 
 from sessions_app.models import Session, SessionModelUsage, Tenant, UsageDaily, UsageHourly
 from sessions_app.models.ledger import ALL_TOKENS
-from sessions_app.pricing import ALL_TOKEN_FIELDS, PRICE_RATES, PRICED_TOKEN_FIELDS, Cost, PriceBook, cost_sql
-from sessions_app.schema import COUNTER_FIELDS, STATS_FIELDS
+from sessions_app.pricing import (
+    ALL_TOKEN_FIELDS,
+    PRICE_RATES,
+    PRICED_TOKEN_FIELDS,
+    RECONCILE_FIELDS,
+    Cost,
+    PriceBook,
+    cost_sql,
+)
+from sessions_app.schema import COUNTER_FIELDS, REPORTED_COST_FIELDS, STATS_FIELDS
 
 GROUP_BY = ("day", "tool", "user_id", "project", "machine", "model", "session")
 # What grouped usage adds to the counters: sessions started, and cost.
 USAGE_FIELDS = ("sessions", *STATS_FIELDS)
-SESSION_TOKEN_FIELDS = ("requests", *PRICED_TOKEN_FIELDS)  # what a session's cost is computed from
+# What a session's cost is computed from, and its sources' own cost compared with.
+SESSION_TOKEN_FIELDS = (*RECONCILE_FIELDS, *PRICED_TOKEN_FIELDS)
+# What a grouped usage row sums to be priced and reconciled, besides its counters.
+SUMMED_FIELDS = (*USAGE_FIELDS, *REPORTED_COST_FIELDS)
 
 
 def all_tokens(counters) -> int:
@@ -185,7 +196,7 @@ def usage_breakdowns(*, usage: UsageFilter, group_bys, book: PriceBook | None = 
     sql = f"""
         SELECT GROUPING({", ".join(expressions[n] for n in names)}) AS grouping_set,
                {", ".join(f"{expressions[n]} AS {n}" for n in names)}, epoch,
-               {", ".join(f"SUM({f})::bigint AS {f}" for f in USAGE_FIELDS)}
+               {", ".join(f"SUM({f})::bigint AS {f}" for f in SUMMED_FIELDS)}
         FROM (SELECT *, {epoch} AS epoch FROM {rows.model._meta.db_table} WHERE {where}) AS rollups
         GROUP BY GROUPING SETS ({sets})
     """
@@ -212,7 +223,7 @@ class _GroupSums:
 
     def __init__(self):
         self.counters: dict = defaultdict(lambda: dict.fromkeys(USAGE_FIELDS, 0))
-        self.tokens: dict = defaultdict(lambda: dict.fromkeys(PRICED_TOKEN_FIELDS, 0))
+        self.tokens: dict = defaultdict(lambda: dict.fromkeys((*RECONCILE_FIELDS, *PRICED_TOKEN_FIELDS), 0))
 
     def add(self, key, row: dict) -> None:
         key = key.isoformat() if hasattr(key, "isoformat") else (key or None)
@@ -220,7 +231,7 @@ class _GroupSums:
         for field in USAGE_FIELDS:
             counters[field] += row[field]
         tokens = self.tokens[(key, row["model"], row["epoch"])]
-        for field in PRICED_TOKEN_FIELDS:
+        for field in (*RECONCILE_FIELDS, *PRICED_TOKEN_FIELDS):
             tokens[field] += row[field]
 
     def body(self, *, book: PriceBook, sort_by_key: bool) -> dict:

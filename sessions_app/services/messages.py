@@ -53,10 +53,10 @@ from sessions_app.accounting import (
 from sessions_app.models import Conversation, LlmRequest, Message, Session, Tenant
 from sessions_app.schema import (
     COUNTER_FIELDS,
+    MEASURE_FIELDS,
     MESSAGE_INPUT_FIELDS,
     ROLLUP_FIELDS,
     SESSION_COUNTER_FIELDS,
-    TOKEN_FIELDS,
 )
 from sessions_app.search import index_after_commit, needs_index
 from sessions_app.services.ledger import Change, Locked, Way, lock_session, write
@@ -81,7 +81,7 @@ def _is_uuid(value: str) -> bool:
 
 
 # The message fields stored as the writer gave them; the tokens are stored as accounting.message_tokens says.
-_INPUT_FIELDS = frozenset(MESSAGE_INPUT_FIELDS) - set(TOKEN_FIELDS)
+_INPUT_FIELDS = frozenset(MESSAGE_INPUT_FIELDS) - set(MEASURE_FIELDS)
 # What a re-emitted message replaces when it differs (its tokens only grow). Where and when it was said —
 # role, conversation, request, model, created_at — stay as first stored: the counters were kept under them.
 AMENDED_FIELDS = ("content", "thinking", "tool_calls", "finish_reason", "metadata")
@@ -228,7 +228,7 @@ class _Append:
 
         self.seq += 1
         fields = {name: value for name, value in item.items() if value is not None and name in _INPUT_FIELDS}
-        for name, value in zip(TOKEN_FIELDS, tokens, strict=True):
+        for name, value in zip(MEASURE_FIELDS, tokens, strict=True):
             if value is not None:
                 fields[name] = value
         message = unsaved_instance(
@@ -254,7 +254,7 @@ class _Append:
         changed = {name: value for name, value in values.items() if getattr(message, name) != value}
         if message.content_purged_at is not None:
             changed = {}  # its text went by the tenant's retention: a later version of it does not bring it back
-        stored = tuple(getattr(message, name) for name in TOKEN_FIELDS)
+        stored = tuple(getattr(message, name) for name in MEASURE_FIELDS)
         tokens = tuple(
             old if new is None or (old is not None and old >= new) else new
             for old, new in zip(stored, message_tokens(item), strict=True)
@@ -268,7 +268,7 @@ class _Append:
         else:
             self._grow(message, request, item, stored, tokens)
         message.__dict__.update(changed)
-        message.__dict__.update(zip(TOKEN_FIELDS, tokens, strict=True))
+        message.__dict__.update(zip(MEASURE_FIELDS, tokens, strict=True))
         if message._state.adding:
             return True  # made in this append: inserted as it is now
         message.received_at = self.now
@@ -314,7 +314,7 @@ class _Append:
         message of its own is taken back and counted as the request's. Under its new roll-up model too: a
         message without a model of its own counts under its request's (as the recount does)."""
         role = message.role
-        before = own_tokens(tuple(getattr(message, name) for name in TOKEN_FIELDS))
+        before = own_tokens(tuple(getattr(message, name) for name in MEASURE_FIELDS))
         old_model = message.model or ""
         request, new_request, growth = self.request_for(item, tokens, message.conversation_id, message.created_at)
         delta = tuple(after - was for after, was in zip(growth, before, strict=True))
@@ -444,14 +444,14 @@ def _row_clauses(
     else:
         clauses.extend(insert_rows_sql(model, rows) for model, rows in inserted)
     changed = [request for append in appends for request in append.changed_requests.values()]
-    clauses.append(update_rows_sql(LlmRequest, changed, [*TOKEN_FIELDS, "model", "auth_type"]))
+    clauses.append(update_rows_sql(LlmRequest, changed, [*MEASURE_FIELDS, "model", "auth_type"]))
     # A changed content gets its search vector again from the update trigger of migration 0008 (or NULL,
     # for the indexing task, when it is long).
     clauses.append(
         update_rows_sql(
             Message,
             [message for append in appends for message in append.amended.values()],
-            [*AMENDED_FIELDS, *TOKEN_FIELDS, "received_at", "request_id", "auth_type", "llm_request"],
+            [*AMENDED_FIELDS, *MEASURE_FIELDS, "received_at", "request_id", "auth_type", "llm_request"],
         )
     )
     return clauses, copied

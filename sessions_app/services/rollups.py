@@ -18,11 +18,11 @@ from sessions_app.models import (
     UsageDaily,
     UsageHourly,
 )
-from sessions_app.schema import ROLLUP_FIELDS, TOKEN_FIELDS
+from sessions_app.schema import MEASURE_FIELDS, ROLLUP_FIELDS
 
 ROLLUP_KEY = ("tenant_id", "hour", "tool", "user_id", "project", "machine", "model")
 DAILY_KEY = ("tenant_id", "day", "tool", "user_id", "project", "machine", "model")
-SESSION_MODEL_FIELDS = ("requests", *TOKEN_FIELDS)
+SESSION_MODEL_FIELDS = ("requests", *MEASURE_FIELDS)
 
 
 def _upsert_sql(table: str, key: tuple[str, ...], fields: tuple[str, ...], rows: list[list], conflict=None):

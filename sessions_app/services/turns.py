@@ -44,7 +44,7 @@ from sessions_app.models import (
     Turn,
     TurnStatus,
 )
-from sessions_app.schema import COUNTER_FIELDS, TOKEN_FIELDS
+from sessions_app.schema import COUNTER_FIELDS, MEASURE_FIELDS
 from sessions_app.search import index_after_commit, needs_index
 from sessions_app.services.ledger import Change, Locked, Way, write
 from sessions_app.services.messages import MessagesAppend
@@ -338,7 +338,7 @@ ANSWER_FIELDS = (
     "temperature",
     "finish_reason",
     "elapsed_ms",
-    *TOKEN_FIELDS,
+    *MEASURE_FIELDS,
     "tool_calls",
     "tool_names",
     "api_calls",
@@ -394,7 +394,7 @@ class TurnFinish(Change):
         for field in ("content", "thinking", "model", "max_tokens", "temperature", "finish_reason", "elapsed_ms"):
             if field in data and data[field] is not None:
                 setattr(assistant, field, redact_text(data[field]) if field in ("content", "thinking") else data[field])
-        for field in TOKEN_FIELDS:
+        for field in MEASURE_FIELDS:
             if data.get(field) is not None:
                 setattr(assistant, field, data[field])
         assistant.total_tokens = total_tokens(assistant.input_tokens, assistant.output_tokens, assistant.total_tokens)
@@ -410,6 +410,8 @@ class TurnFinish(Change):
         elif assistant.tool_calls:
             assistant.tool_names = sorted({call.get("name") for call in assistant.tool_calls if call.get("name")})
         assistant.api_calls = data.get("requests", 1 if status != TurnStatus.ABANDONED else 0)
+        # A reported cost covers the calls the answer reports (compared like for like when every call reported one).
+        assistant.reported_cost_requests = assistant.api_calls if assistant.reported_cost_nano_usd is not None else None
         # The error of this completion, or none: a late completion replaces the abandoned close's error.
         assistant.metadata = {k: v for k, v in assistant.metadata.items() if k != "error"}
         if data.get("error"):

@@ -32,6 +32,7 @@ from ingest_app.importers.base import (
     as_int,
     block_text,
     join_texts,
+    nano_usd,
     parse_timestamp,
     project_of,
     total_of,
@@ -431,6 +432,8 @@ class OpenClawParser(LogParser):
             cache_read_tokens=as_int(usage.get("cacheRead")),
             cache_creation_tokens=as_int(usage.get("cacheWrite")),
             total_tokens=total_of(input_tokens, output_tokens),
+            # The cost pi-ai computed from its own price table (`usage.cost.total`, USD).
+            reported_cost_nano_usd=nano_usd(cost.get("total")) if isinstance(cost := usage.get("cost"), dict) else None,
             metadata=metadata,
         )
 

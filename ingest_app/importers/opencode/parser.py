@@ -47,6 +47,7 @@ from ingest_app.importers.base import (
     SourceFile,
     as_int,
     join_texts,
+    nano_usd,
     parse_timestamp,
     project_of,
 )
@@ -733,6 +734,7 @@ class OpenCodeParser(LogParser):
             tool_calls=calls or None,
             finish_reason=_text(finish.get("reason")) if finish is not None else _text(info.get("finish")),
             metadata=metadata,
+            reported_cost_nano_usd=nano_usd(cost) if is_request else None,  # OpenCode's own cost of the step
             **(tokens or {}),
         )
         for part in results:
