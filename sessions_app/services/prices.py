@@ -27,6 +27,17 @@ from sessions_app.pricing import Price, PriceBook, normalize_model
 
 # ModelPrice's field of each price-list rate.
 RATE_FIELDS = {rate: f"{rate}_usd_per_mtok" for rate in RATES}
+RATE_LABELS = {
+    "input": "input",
+    "output": "output",
+    "cache_read": "cache read",
+    "cache_write": "cache write",
+    "cache_write_1h": "1-hour write",
+}
+
+
+def _usd(value: Decimal | None) -> str:
+    return "-" if value is None else f"{value.normalize():f}"
 
 
 @dataclass(frozen=True)
@@ -243,19 +254,6 @@ def _write(report: PriceImport, *, source: str) -> None:
         for name, value in values.items():
             setattr(row, name, value)
         row.save()
-
-
-RATE_LABELS = {
-    "input": "input",
-    "output": "output",
-    "cache_read": "cache read",
-    "cache_write": "cache write",
-    "cache_write_1h": "1-hour write",
-}
-
-
-def _usd(value: Decimal | None) -> str:
-    return "-" if value is None else f"{value.normalize():f}"
 
 
 def _names(names, limit: int | None) -> str:
