@@ -182,10 +182,7 @@ def _read_litellm(document: dict) -> PriceList:
         if mode not in LITELLM_CHAT_MODES:
             prices.unusable.append(Unusable(key, provider, f"not a chat model (mode {mode})"))
             continue
-        listed = {
-            rate: next((entry[k] for k in keys if entry.get(k) is not None), None)
-            for rate, keys in LITELLM_RATES.items()
-        }
+        listed = {rate: _first_of(entry, keys) for rate, keys in LITELLM_RATES.items()}
         not_modelled = [
             f"{name} = {_shown(value)}"
             for name, value in sorted(entry.items())
@@ -197,7 +194,8 @@ def _read_litellm(document: dict) -> PriceList:
             first = next((tier for tier in tiers if isinstance(tier, dict) and _starts_at_zero(tier)), None)
             if first is not None:
                 for rate, keys in LITELLM_RATES.items():
-                    listed[rate] = _first_of(first, keys) if _first_of(first, keys) is not None else listed[rate]
+                    in_tier = _first_of(first, keys)
+                    listed[rate] = listed[rate] if in_tier is None else in_tier
         _add(prices, key, provider, listed, per=MILLION, not_modelled=not_modelled)
     return prices
 
@@ -212,10 +210,9 @@ def _read_models_dev(document: dict) -> PriceList:
                 prices.unusable.append(Unusable(key, provider_id, "not a model entry"))
                 continue
             output_kinds = (model.get("modalities") or {}).get("output") or ["text"]
-            if "embedding" in str(model.get("family") or "") or "text" not in output_kinds:
-                kind = (
-                    "embedding" if "embedding" in str(model.get("family") or "") else "output " + "+".join(output_kinds)
-                )
+            embedding = "embedding" in str(model.get("family") or "")
+            if embedding or "text" not in output_kinds:
+                kind = "embedding" if embedding else "output " + "+".join(output_kinds)
                 prices.unusable.append(Unusable(key, provider_id, f"not a chat model ({kind})"))
                 continue
             cost = model.get("cost")

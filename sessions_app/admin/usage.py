@@ -143,12 +143,13 @@ class ModelPriceAdmin(admin.ModelAdmin):
     list_display = (
         "__str__",
         "provider",
-        "effective_from",
+        "effective_from_display",
         "input_price",
         "output_price",
         "cache_read_price",
         "cache_write_price",
         "cache_write_1h_price",
+        "checked_on",
         "notes_preview",
     )
     list_display_links = ("__str__",)
@@ -177,11 +178,16 @@ class ModelPriceAdmin(admin.ModelAdmin):
     def notes_preview(self, obj):
         return truncated(obj.notes, 24)
 
-    input_price = usd_per_mtok("input_usd_per_mtok", "input $/M")
-    output_price = usd_per_mtok("output_usd_per_mtok", "output $/M")
-    cache_read_price = usd_per_mtok("cache_read_usd_per_mtok", "cache read $/M")
-    cache_write_price = usd_per_mtok("cache_write_usd_per_mtok", "5-min write $/M")
-    cache_write_1h_price = usd_per_mtok("cache_write_1h_usd_per_mtok", "1-h write $/M")
+    @admin.display(description="from", ordering="effective_from")
+    def effective_from_display(self, obj):
+        return f"{obj.effective_from:%Y-%m-%d}" if obj.effective_from else "always"
+
+    # The rates' unit is said once, above the list (the template), so that every column fits a 1400-pixel screen.
+    input_price = usd_per_mtok("input_usd_per_mtok", "input")
+    output_price = usd_per_mtok("output_usd_per_mtok", "output")
+    cache_read_price = usd_per_mtok("cache_read_usd_per_mtok", "cache read")
+    cache_write_price = usd_per_mtok("cache_write_usd_per_mtok", "5-min write")
+    cache_write_1h_price = usd_per_mtok("cache_write_1h_usd_per_mtok", "1-hour write")
 
     def get_urls(self):
         return [

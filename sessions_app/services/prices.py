@@ -27,6 +27,17 @@ from sessions_app.pricing import Price, PriceBook, normalize_model
 
 # ModelPrice's field of each price-list rate.
 RATE_FIELDS = {rate: f"{rate}_usd_per_mtok" for rate in RATES}
+RATE_LABELS = {
+    "input": "input",
+    "output": "output",
+    "cache_read": "cache read",
+    "cache_write": "cache write",
+    "cache_write_1h": "1-hour write",
+}
+
+
+def _usd(value: Decimal | None) -> str:
+    return "-" if value is None else f"{value.normalize():f}"
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,7 @@ class PriceImport:
     skipped: list[Unusable] = field(default_factory=list)  # listings of the chosen names that cannot be used
     unusable_elsewhere: list[Unusable] = field(default_factory=list)  # the file's other unusable entries
     not_listed: list[str] = field(default_factory=list)  # models of the usage the file does not price
+    not_listed_unpriced: list[str] = field(default_factory=list)  # those of them without a price of ours either
     ambiguous: list[Ambiguity] = field(default_factory=list)
     not_modelled: dict[str, list[str]] = field(default_factory=dict)  # list field → models whose listing has it
     rounded: list[str] = field(default_factory=list)  # models with a rate of more than six decimals
@@ -114,6 +126,8 @@ def prices_import(
             if not candidates:
                 if targets[name] and _match_key(name) not in unusable_keys:
                     report.not_listed.append(name)
+                    if book.price_for(name, day) is None:
+                        report.not_listed_unpriced.append(name)
                 continue
             taken = _best(candidates, name)
             differing = tuple(c for c in candidates if c is not taken and c.rates != taken.rates)
@@ -242,19 +256,6 @@ def _write(report: PriceImport, *, source: str) -> None:
         row.save()
 
 
-RATE_LABELS = {
-    "input": "input",
-    "output": "output",
-    "cache_read": "cache read",
-    "cache_write": "cache write",
-    "cache_write_1h": "1-hour write",
-}
-
-
-def _usd(value: Decimal | None) -> str:
-    return "-" if value is None else f"{value.normalize():f}"
-
-
 def _names(names, limit: int | None) -> str:
     names = list(names)
     shown = names if limit is None else names[:limit]
@@ -299,9 +300,11 @@ def price_import_lines(report: PriceImport, *, limit: int | None = 20) -> list[s
         lines.append(f"Skipped {len(report.skipped)} listing(s) of these models:")
         lines += [f"  {item.key} ({item.provider or 'no provider'}): {item.reason}" for item in cut(report.skipped)]
     if report.not_listed:
+        unpriced = report.not_listed_unpriced
         lines.append(
-            f"Not in the list: {len(report.not_listed)} model(s) of the usage (still unpriced unless a price "
-            f"already covers them): {_names(report.not_listed, limit)}"
+            f"Not in the list: {len(report.not_listed)} model(s) of the usage; "
+            + (f"{len(unpriced)} of them have no price: {_names(unpriced, limit)}" if unpriced else "all have a price")
+            + ("; the others keep theirs." if unpriced and len(unpriced) < len(report.not_listed) else ".")
         )
     if report.ambiguous:
         lines.append(f"Listed at different prices by several providers ({len(report.ambiguous)}; --provider chooses):")

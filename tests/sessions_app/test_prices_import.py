@@ -111,7 +111,7 @@ def test_litellm_prices_the_models_in_use_and_says_what_it_did(api):
     assert f"input_cost_per_token_above_200k_tokens: 1 model(s): {SONNET}" in output
     assert "tiered_pricing: 1 model(s): qwen3.5-plus" in output
     assert "gpt-4o-mini-transcribe (openai): not a chat model (mode audio_transcription)" in output
-    assert "Not in the list: 1 model(s) of the usage" in output and "mystery-model-x" in output
+    assert "Not in the list: 1 model(s) of the usage; 1 of them have no price: mystery-model-x." in output
     # The list's other models are left out: a 2,000-model list does not flood the table.
     assert not ModelPrice.objects.filter(
         model__in=["claude-4-sonnet-20250514", "claude-opus-4-1"], match="exact"
