@@ -40,6 +40,7 @@ from sessions_app.selectors.usage import (
     USAGE_FIELDS,
     UsageFilter,
     all_tokens,
+    cost_reconciliation,
     sessions_by_model,
     top_sessions_by_cost,
     top_sessions_by_tokens,
@@ -50,6 +51,7 @@ from sessions_app.templatetags.usage_format import thousands, usd
 
 DEFAULT_DAYS = 30
 TOP_SESSIONS = 20
+RECONCILIATION_ROWS = 30  # the tools' own cost against ours: flagged (day, model) rows first
 TABLE_ROWS = 50  # shown per breakdown; the CSV has every row
 PLAN_WINDOW_USERS = 10  # the users active in the last 5 hours whose current block and week the panel shows
 BREAKDOWNS = {
@@ -245,6 +247,7 @@ def dashboard_view(request, model_admin):
             ],
             "budgets": _budget_panel(usage.tenant),
             "plan_windows": _plan_windows_panel(usage, book),
+            "reconciliation": cost_reconciliation(usage=usage, book=book, limit=RECONCILIATION_ROWS),
             "chart": _chart_data(grouped, filters.cleaned_data["since"], filters.cleaned_data["until"]),
             "choices": {
                 "tools": [r["key"] for r in grouped["tool"]["results"] if r["key"]],

@@ -374,3 +374,36 @@ def sessions_by_model(*, usage: UsageFilter) -> dict[str | None, int]:
     if usage.tenant is not None:
         rows = rows.filter(tenant=usage.tenant)
     return {row["model"] or None: row["sessions"] for row in rows}
+
+
+def cost_reconciliation(*, usage: UsageFilter, book: PriceBook | None = None, limit: int = 50) -> list[dict]:
+    """The tools' own cost beside ours, per UTC day and model, for the usage in the window that reported a cost: one
+    read of the roll-up rows that have any (`reported_cost_requests` > 0). Each row: day, model, requests and those
+    that reported a cost, our cost and theirs where every request reported one, the difference and `cost_flagged`
+    (over 1%); flagged rows first, then the latest days."""
+    book = book or PriceBook.load()
+    rows, _, day = usage.rollups()
+    where, params = rows.query.where.as_sql(rows.query.get_compiler(connection=connection), connection)
+    epoch, epoch_params = book.epochs_sql(day)
+    fields = (*RECONCILE_FIELDS, *PRICED_TOKEN_FIELDS)
+    sql = f"""
+        SELECT usage_day AS day, model, epoch, {", ".join(f"SUM({f})::bigint AS {f}" for f in fields)}
+        FROM (SELECT *, {day} AS usage_day, {epoch} AS epoch FROM {rows.model._meta.db_table}
+              WHERE {where} AND reported_cost_requests > 0) AS reported
+        GROUP BY usage_day, model, epoch
+    """
+    costs: dict = defaultdict(Cost)
+    requests: dict = defaultdict(int)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*epoch_params, *params])
+        columns = [c.name for c in cursor.description]
+        for values in cursor.fetchall():
+            row = dict(zip(columns, values, strict=True))
+            costs[(row["day"], row["model"])].add(book, row["model"], row, row["epoch"] or date.min)
+            requests[(row["day"], row["model"])] += row["requests"]
+    results = [
+        {"day": key[0], "model": key[1], "requests": requests[key], **cost.as_fields()} for key, cost in costs.items()
+    ]
+    results.sort(key=lambda r: (not r["cost_flagged"], -r["day"].toordinal(), r["model"]))
+    return results[:limit]
+

@@ -8,6 +8,7 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.urls import reverse
 
 from ingest_app.importers import parse_file
 from ingest_app.importers.base import nano_usd
@@ -140,3 +141,22 @@ def test_the_migration_re_derives_the_reported_cost_from_the_stored_metadata(api
     executor.migrate(executor.loader.graph.leaf_nodes())
     assert counters() == live
     assert Decimal(api.get(f"/api/v1/sessions/{session.pk}/stats/").json()["reported_cost_usd"]) == Decimal("0.0076")
+
+
+def test_the_dashboard_shows_the_tools_own_cost_with_the_differences_over_one_percent_flagged(staff, api):
+    session = SessionFactory(tenant=api.tenant, tool="opencode", user_id="alice")
+    items = [
+        call("r1", SONNET, "0.00495", input_tokens=1000, output_tokens=100),  # ours $0.0045: +10%
+        call("r2", "claude-haiku-4-5", "0.0015", input_tokens=1000, output_tokens=100),  # ours $0.0015: equal
+    ]
+    assert api.post(f"/api/v1/sessions/{session.pk}/messages/", items, format="json").status_code == 201
+    response = staff.get(
+        reverse("admin:sessions_app_usage_dashboard") + f"?tenant={api.tenant.pk}&since=2026-03-01&until=2026-03-02"
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    panel = html[html.index('id="ace-reported-cost"') :]
+    panel = panel[: panel.index("</section>")]
+    rows = panel.split("<tr")[2:]
+    assert 'class="ace-flagged"' in rows[0] and SONNET in rows[0] and "10.0%" in rows[0]  # flagged first
+    assert "claude-haiku-4-5" in rows[1] and "ace-flagged" not in rows[1] and "0.0%" in rows[1]
