@@ -27,7 +27,7 @@ WITH m AS (
 ), single AS (
     -- a message with auth_type is one request; a completed turn says how many calls it made
     SELECT CASE WHEN api_calls IS NOT NULL THEN api_calls WHEN auth_type <> '' THEN 1 ELSE 0 END AS requests,
-           {_COALESCED}
+           {", ".join(f"COALESCE({field}, 0) AS {field}" for field in TOKEN_FIELDS)}
     FROM m WHERE request_id = '' OR api_calls IS NOT NULL
 ), usage AS (
     SELECT * FROM per_request UNION ALL SELECT * FROM single
