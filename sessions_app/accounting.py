@@ -33,7 +33,14 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from enum import Enum
 
-from sessions_app.schema import MEASURE_FIELDS, ROLE_COUNTERS, ROLLUP_FIELDS, SESSION_COUNTER_FIELDS
+from sessions_app.schema import (
+    LONG_CONTEXT_FIELDS,
+    LONG_CONTEXT_TOKENS,
+    MEASURE_FIELDS,
+    ROLE_COUNTERS,
+    ROLLUP_FIELDS,
+    SESSION_COUNTER_FIELDS,
+)
 
 # -- tallies ------------------------------------------------------------------------------------------------
 POSITION = {name: index for index, name in enumerate(ROLLUP_FIELDS)}
@@ -92,9 +99,24 @@ def cache_writes(
     return written, max(written - one_hour, 0), min(one_hour, written)
 
 
+def long_context(
+    input_tokens: int | None,
+    output_tokens: int | None,
+    cache_read: int | None,
+    written: int | None,
+    one_hour: int | None,
+) -> tuple[int | None, ...]:
+    """Rule 2's long-context tokens (LONG_CONTEXT_FIELDS): the same tokens again when the prompt (input, cache reads
+    and cache writes) is over schema.LONG_CONTEXT_TOKENS, else none. A request keeps the largest of each, as of
+    its tokens: its lines repeat the same prompt."""
+    if (input_tokens or 0) + (cache_read or 0) + (written or 0) <= LONG_CONTEXT_TOKENS:
+        return (None,) * len(LONG_CONTEXT_FIELDS)
+    return (input_tokens or 0, output_tokens or 0, cache_read or 0, written or 0, one_hour or 0)
+
+
 def message_tokens(message: Mapping) -> tuple[int | None, ...]:
-    """A message's measures in MEASURE_FIELDS order (None where it reports nothing): its tokens, their total and
-    cache writes by rule 2, and the cost its source reported (with 1 request that reported one)."""
+    """A message's measures in MEASURE_FIELDS order (None where it reports nothing): its tokens, their total, cache
+    writes and long-context tokens by rule 2, and the cost its source reported (with 1 request that reported one)."""
     get = message.get
     input_tokens, output_tokens = get("input_tokens"), get("output_tokens")
     total = total_tokens(input_tokens, output_tokens, get("total_tokens"))
@@ -102,8 +124,10 @@ def message_tokens(message: Mapping) -> tuple[int | None, ...]:
         get("cache_creation_tokens"), get("cache_creation_5m_tokens"), get("cache_creation_1h_tokens")
     )
     reported = get("reported_cost_nano_usd")
-    tokens = (input_tokens, output_tokens, get("cache_read_tokens"), written, five_minutes, one_hour, total)
-    return (*tokens, reported, None if reported is None else 1)
+    cache_read = get("cache_read_tokens")
+    tokens = (input_tokens, output_tokens, cache_read, written, five_minutes, one_hour, total)
+    long = long_context(input_tokens, output_tokens, cache_read, written, one_hour)
+    return (*tokens, *long, reported, None if reported is None else 1)
 
 
 def is_request(message: Mapping) -> bool:

@@ -18,20 +18,45 @@ from datetime import UTC, date, datetime
 from decimal import ROUND_HALF_UP, Decimal
 
 from sessions_app.models import ModelPrice, PriceMatch
-from sessions_app.schema import NANO_PER_USD, REPORTED_COST_FIELDS
+from sessions_app.schema import LONG_CONTEXT_FIELDS, NANO_PER_USD, REPORTED_COST_FIELDS
 
 # The token kinds of a usage row a cost is computed from, and how: each term is (tokens, minus these tokens,
 # the ModelPrice rate). A cache write is priced by its lifetime: the 1-hour writes at the 1-hour rate, the
 # rest of `cache_creation_tokens` (5-minute writes, and writes whose lifetime was not reported: the API's
 # default lifetime) at the 5-minute rate.
+# Each term: (the tokens it counts, the tokens it takes away from them, the ModelPrice rate, the rate it falls back
+# to when that one is empty). A cache write is priced by its lifetime: the 1-hour writes at the 1-hour rate, the rest
+# of `cache_creation_tokens` (5-minute writes, and writes whose lifetime was not reported: the API's default
+# lifetime) at the 5-minute rate. A long-context request's tokens (its prompt over 200K: schema.LONG_CONTEXT_FIELDS)
+# are taken out of the standard terms and priced at the price's long-context rates, where it has them.
 COST_TERMS = (
-    ("input_tokens", None, "input_usd_per_mtok"),
-    ("output_tokens", None, "output_usd_per_mtok"),
-    ("cache_read_tokens", None, "cache_read_usd_per_mtok"),
-    ("cache_creation_tokens", "cache_creation_1h_tokens", "cache_write_usd_per_mtok"),
-    ("cache_creation_1h_tokens", None, "cache_write_1h_usd_per_mtok"),
+    (("input_tokens",), ("long_context_input_tokens",), "input_usd_per_mtok", None),
+    (("output_tokens",), ("long_context_output_tokens",), "output_usd_per_mtok", None),
+    (("cache_read_tokens",), ("long_context_cache_read_tokens",), "cache_read_usd_per_mtok", None),
+    (
+        ("cache_creation_tokens", "long_context_cache_creation_1h_tokens"),
+        ("cache_creation_1h_tokens", "long_context_cache_creation_tokens"),
+        "cache_write_usd_per_mtok",
+        None,
+    ),
+    (("cache_creation_1h_tokens",), ("long_context_cache_creation_1h_tokens",), "cache_write_1h_usd_per_mtok", None),
+    (("long_context_input_tokens",), (), "long_context_input_usd_per_mtok", "input_usd_per_mtok"),
+    (("long_context_output_tokens",), (), "long_context_output_usd_per_mtok", "output_usd_per_mtok"),
+    (("long_context_cache_read_tokens",), (), "long_context_cache_read_usd_per_mtok", "cache_read_usd_per_mtok"),
+    (
+        ("long_context_cache_creation_tokens",),
+        ("long_context_cache_creation_1h_tokens",),
+        "long_context_cache_write_usd_per_mtok",
+        "cache_write_usd_per_mtok",
+    ),
+    (
+        ("long_context_cache_creation_1h_tokens",),
+        (),
+        "long_context_cache_write_1h_usd_per_mtok",
+        "cache_write_1h_usd_per_mtok",
+    ),
 )
-PRICE_RATES = tuple(rate for _, _, rate in COST_TERMS)
+PRICE_RATES = tuple(rate for _, _, rate, _ in COST_TERMS)
 # What a cost is computed from (what a usage row must carry to be priced).
 PRICED_TOKEN_FIELDS = (
     "input_tokens",
@@ -39,6 +64,7 @@ PRICED_TOKEN_FIELDS = (
     "cache_read_tokens",
     "cache_creation_tokens",
     "cache_creation_1h_tokens",
+    *LONG_CONTEXT_FIELDS,
 )
 # Every token once: input, output, cache reads and cache writes (of either lifetime).
 ALL_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
@@ -70,9 +96,10 @@ def cost_sql(usage: str, price: str, cast: str = "") -> str:
     """The COST_TERMS as SQL: the cost in USD per million tokens of the usage row aliased `usage` at the rates of
     the price row aliased `price` (`cast` e.g. "::float8" on each term, for ranking)."""
     terms = []
-    for tokens, minus, rate in COST_TERMS:
-        amount = f"({usage}.{tokens} - {usage}.{minus})" if minus else f"{usage}.{tokens}"
-        terms.append(f"{amount}{cast} * {price}.{rate}{cast}")
+    for plus, minus, rate, fallback in COST_TERMS:
+        amount = " + ".join(f"{usage}.{name}" for name in plus) + "".join(f" - {usage}.{name}" for name in minus)
+        rate_sql = f"COALESCE({price}.{rate}, {price}.{fallback})" if fallback else f"{price}.{rate}"
+        terms.append(f"({amount}){cast} * ({rate_sql}){cast}")
     return " + ".join(terms)
 
 
@@ -85,14 +112,21 @@ class Price:
     cache_read_usd_per_mtok: Decimal
     cache_write_usd_per_mtok: Decimal
     cache_write_1h_usd_per_mtok: Decimal
+    long_context_input_usd_per_mtok: Decimal | None = None
+    long_context_output_usd_per_mtok: Decimal | None = None
+    long_context_cache_read_usd_per_mtok: Decimal | None = None
+    long_context_cache_write_usd_per_mtok: Decimal | None = None
+    long_context_cache_write_1h_usd_per_mtok: Decimal | None = None
     effective_from: date | None = None
 
     def cost(self, tokens: Mapping[str, int]) -> Decimal:
         total = Decimal(0)
-        for kind, minus, rate in COST_TERMS:
-            amount = int(tokens.get(kind) or 0) - (int(tokens.get(minus) or 0) if minus else 0)
+        for plus, minus, rate, fallback in COST_TERMS:
+            amount = sum(int(tokens.get(name) or 0) for name in plus)
+            amount -= sum(int(tokens.get(name) or 0) for name in minus)
             if amount:
-                total += Decimal(amount) * getattr(self, rate)
+                value = getattr(self, rate)
+                total += Decimal(amount) * (value if value is not None else getattr(self, fallback))
         return total / MILLION
 
 

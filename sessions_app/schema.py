@@ -35,8 +35,21 @@ TOKEN_FIELDS = (
 REPORTED_COST_FIELDS = ("reported_cost_nano_usd", "reported_cost_requests")
 NANO_PER_USD = 10**9
 MAX_REPORTED_COST_NANO_USD = 10**6 * NANO_PER_USD  # a million dollars for one call: more is no cost
-# Every measure a message reports and a request keeps the largest value of: its tokens, and its reported cost.
-MEASURE_FIELDS = (*TOKEN_FIELDS, *REPORTED_COST_FIELDS)
+# Long-context tiers are priced per request: a request whose prompt (input + cache reads + cache writes) is over
+# this many tokens is a long-context request, and all its tokens are counted again in these fields, so that a price
+# with a long-context tier (Anthropic's Sonnet 4 and 4.5 with the 1M context, Gemini 2.5 and 3 Pro: "prompts over
+# 200K tokens") prices them at its higher rates, whatever else the day or session used (pricing.COST_TERMS).
+LONG_CONTEXT_TOKENS = 200_000
+LONG_CONTEXT_FIELDS = (
+    "long_context_input_tokens",
+    "long_context_output_tokens",
+    "long_context_cache_read_tokens",
+    "long_context_cache_creation_tokens",
+    "long_context_cache_creation_1h_tokens",
+)
+# Every measure a message reports and a request keeps the largest value of: its tokens, those of a long-context
+# request again, and its reported cost.
+MEASURE_FIELDS = (*TOKEN_FIELDS, *LONG_CONTEXT_FIELDS, *REPORTED_COST_FIELDS)
 # The most tokens one message or call can report: a thousand times the largest context window of any model.
 # Bounded so that no sum of them (a session's, a day's, a tenant's, in bigint columns) can overflow: it would
 # take nine billion messages at the bound.

@@ -20,6 +20,7 @@ from platform_kit.api.serializers import ModelSerializer
 from sessions_app.models import Conversation, Message, Role, Session, StateVersion, Turn, Weekday
 from sessions_app.schema import (
     INT32_MAX,
+    LONG_CONTEXT_FIELDS,
     MACHINE_MAX_LENGTH,
     MAX_REPORTED_COST_NANO_USD,
     MAX_TOKENS,
@@ -220,7 +221,7 @@ class MessageSerializer(ModelSerializer):
             "session",
             "conversation",
             "seq",
-            *(name for name in MESSAGE_INPUT_FIELDS if name not in REPORTED_COST_FIELDS),
+            *(name for name in MESSAGE_INPUT_FIELDS if name not in (*LONG_CONTEXT_FIELDS, *REPORTED_COST_FIELDS)),
             "reported_cost_usd",
             *MESSAGE_TURN_FIELDS,
             "created_at",

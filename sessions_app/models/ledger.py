@@ -34,6 +34,9 @@ UNREQUESTED_USAGE = Q(llm_request__isnull=True) & (
 )
 
 
+LONG_CONTEXT_HELP = "A long-context request's tokens again (its prompt over 200K tokens: priced at that tier)"
+
+
 class Role(models.TextChoices):
     """The roles of `sessions_app.schema.ROLES`, as Django choices (a test keeps the two the same)."""
 
@@ -62,6 +65,11 @@ class UsageCounters(models.Model):
     cache_creation_5m_tokens = models.BigIntegerField("5-minute cache writes", default=0)
     cache_creation_1h_tokens = models.BigIntegerField("1-hour cache writes", default=0)
     total_tokens = models.BigIntegerField(default=0)
+    long_context_input_tokens = models.BigIntegerField(default=0, help_text=LONG_CONTEXT_HELP)
+    long_context_output_tokens = models.BigIntegerField(default=0)
+    long_context_cache_read_tokens = models.BigIntegerField(default=0)
+    long_context_cache_creation_tokens = models.BigIntegerField(default=0)
+    long_context_cache_creation_1h_tokens = models.BigIntegerField(default=0)
     reported_cost_nano_usd = models.BigIntegerField(
         "reported cost (nano-USD)", default=0, help_text="What the sources reported the calls cost, in 10^-9 USD"
     )
@@ -196,6 +204,11 @@ class LlmRequest(models.Model):
     cache_creation_5m_tokens = models.BigIntegerField("5-minute cache writes", default=0)
     cache_creation_1h_tokens = models.BigIntegerField("1-hour cache writes", default=0)
     total_tokens = models.BigIntegerField(default=0)
+    long_context_input_tokens = models.BigIntegerField(default=0, help_text=LONG_CONTEXT_HELP)
+    long_context_output_tokens = models.BigIntegerField(default=0)
+    long_context_cache_read_tokens = models.BigIntegerField(default=0)
+    long_context_cache_creation_tokens = models.BigIntegerField(default=0)
+    long_context_cache_creation_1h_tokens = models.BigIntegerField(default=0)
     reported_cost_nano_usd = models.BigIntegerField(
         "reported cost (nano-USD)", default=0, help_text="What the sources reported the calls cost, in 10^-9 USD"
     )
@@ -272,6 +285,11 @@ class Message(models.Model):
     cache_creation_5m_tokens = models.BigIntegerField("5-minute cache writes", null=True, blank=True)
     cache_creation_1h_tokens = models.BigIntegerField("1-hour cache writes", null=True, blank=True)
     total_tokens = models.BigIntegerField(null=True, blank=True)
+    long_context_input_tokens = models.BigIntegerField(null=True, blank=True, help_text=LONG_CONTEXT_HELP)
+    long_context_output_tokens = models.BigIntegerField(null=True, blank=True)
+    long_context_cache_read_tokens = models.BigIntegerField(null=True, blank=True)
+    long_context_cache_creation_tokens = models.BigIntegerField(null=True, blank=True)
+    long_context_cache_creation_1h_tokens = models.BigIntegerField(null=True, blank=True)
     reported_cost_nano_usd = models.BigIntegerField(
         "reported cost (nano-USD)", null=True, blank=True, help_text="What the source reported the call cost"
     )

@@ -89,6 +89,11 @@ class SessionModelUsage(models.Model):
     cache_creation_5m_tokens = models.BigIntegerField("5-minute cache writes", default=0)
     cache_creation_1h_tokens = models.BigIntegerField("1-hour cache writes", default=0)
     total_tokens = models.BigIntegerField(default=0)
+    long_context_input_tokens = models.BigIntegerField(default=0)
+    long_context_output_tokens = models.BigIntegerField(default=0)
+    long_context_cache_read_tokens = models.BigIntegerField(default=0)
+    long_context_cache_creation_tokens = models.BigIntegerField(default=0)
+    long_context_cache_creation_1h_tokens = models.BigIntegerField(default=0)
     reported_cost_nano_usd = models.BigIntegerField("reported cost (nano-USD)", default=0)
     reported_cost_requests = models.BigIntegerField(default=0)
 
@@ -142,6 +147,27 @@ class ModelPrice(models.Model):
         blank=True,
         help_text="USD per million tokens written to a 1-hour cache; empty: 2x input, as Anthropic prices them",
     )
+    long_context_input_usd_per_mtok = models.DecimalField(
+        "long-context input",
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="For requests whose prompt is over 200K tokens (Sonnet 4/4.5 with the 1M context, Gemini 2.5/3 Pro); "
+        "empty: no long-context tier, the rate above applies. The same for the four below.",
+    )
+    long_context_output_usd_per_mtok = models.DecimalField(
+        "long-context output", max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    long_context_cache_read_usd_per_mtok = models.DecimalField(
+        "long-context cache read", max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    long_context_cache_write_usd_per_mtok = models.DecimalField(
+        "long-context cache write (5 minutes)", max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    long_context_cache_write_1h_usd_per_mtok = models.DecimalField(
+        "long-context cache write (1 hour)", max_digits=12, decimal_places=6, null=True, blank=True
+    )
     effective_from = models.DateField(
         null=True,
         blank=True,
@@ -176,6 +202,20 @@ class ModelPrice(models.Model):
                 & Q(cache_write_usd_per_mtok__lt=PRICE_MAX)
                 & Q(cache_write_1h_usd_per_mtok__lt=PRICE_MAX),
                 name="model_price_finite",
+            ),
+            # The long-context rates: none, or each as bounded as the others (a NULL passes a CHECK; NaN does not).
+            models.CheckConstraint(
+                condition=Q(long_context_input_usd_per_mtok__gte=0)
+                & Q(long_context_input_usd_per_mtok__lt=PRICE_MAX)
+                & Q(long_context_output_usd_per_mtok__gte=0)
+                & Q(long_context_output_usd_per_mtok__lt=PRICE_MAX)
+                & Q(long_context_cache_read_usd_per_mtok__gte=0)
+                & Q(long_context_cache_read_usd_per_mtok__lt=PRICE_MAX)
+                & Q(long_context_cache_write_usd_per_mtok__gte=0)
+                & Q(long_context_cache_write_usd_per_mtok__lt=PRICE_MAX)
+                & Q(long_context_cache_write_1h_usd_per_mtok__gte=0)
+                & Q(long_context_cache_write_1h_usd_per_mtok__lt=PRICE_MAX),
+                name="model_price_long_context_bounds",
             ),
         ]
 

@@ -22,7 +22,7 @@ from sessions_app.pricing import (
     PriceBook,
     cost_sql,
 )
-from sessions_app.schema import COUNTER_FIELDS, REPORTED_COST_FIELDS, STATS_FIELDS
+from sessions_app.schema import COUNTER_FIELDS, LONG_CONTEXT_FIELDS, REPORTED_COST_FIELDS, STATS_FIELDS
 
 GROUP_BY = ("day", "tool", "user_id", "project", "machine", "model", "session")
 # What grouped usage adds to the counters: sessions started, and cost.
@@ -30,7 +30,7 @@ USAGE_FIELDS = ("sessions", *STATS_FIELDS)
 # What a session's cost is computed from, and its sources' own cost compared with.
 SESSION_TOKEN_FIELDS = (*RECONCILE_FIELDS, *PRICED_TOKEN_FIELDS)
 # What a grouped usage row sums to be priced and reconciled, besides its counters.
-SUMMED_FIELDS = (*USAGE_FIELDS, *REPORTED_COST_FIELDS)
+SUMMED_FIELDS = (*USAGE_FIELDS, *LONG_CONTEXT_FIELDS, *REPORTED_COST_FIELDS)
 
 
 def all_tokens(counters) -> int:

@@ -20,6 +20,7 @@ from django.utils import timezone
 from sessions_app.models import Tenant, UsageHourly, Weekday
 from sessions_app.models.plans import WEEKDAY_NUMBERS
 from sessions_app.pricing import Cost, PriceBook, money
+from sessions_app.schema import LONG_CONTEXT_FIELDS
 from sessions_app.selectors.blocks import ENTRY_TOKENS, ONE_HOUR
 from sessions_app.selectors.plans import Amounts, Limits, plan_body, plan_for, plan_usage, plans_for
 
@@ -102,7 +103,7 @@ def usage_weekly(
             day=RawSQL("(hour AT TIME ZONE 'UTC')::date", (), output_field=DateField()),
         )
         .values(*keys)
-        .annotate(**{name: Sum(name) for name in (*COUNTED, ONE_HOUR)})
+        .annotate(**{name: Sum(name) for name in (*COUNTED, ONE_HOUR, *LONG_CONTEXT_FIELDS)})
         .order_by()
     )
 
@@ -112,7 +113,8 @@ def usage_weekly(
         key = (row["week"], row[group_by] if group_by else None)
         for name in COUNTED:
             sums[key][name] += row[name] or 0
-        costs[key].add(book, row["model"], {name: row[name] or 0 for name in (*ENTRY_TOKENS, ONE_HOUR)}, row["day"])
+        priced = {name: row[name] or 0 for name in (*ENTRY_TOKENS, ONE_HOUR, *LONG_CONTEXT_FIELDS)}
+        costs[key].add(book, row["model"], priced, row["day"])
 
     if group_by == "user_id":
         plans = plans_for(tenant=tenant, user_ids={key for _, key in sums})

@@ -445,7 +445,7 @@ budget_deltas AS (
         ELSE COALESCE(({cost}) / 1000000, 0) END) AS delta
   FROM {budget} b
   JOIN (VALUES {values}) AS v(tenant_id, user_id, project, api_key_id, hour, model,
-    total_tokens, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cache_creation_1h_tokens)
+    {value_tokens})
     ON b.tenant_id = v.tenant_id::uuid
   LEFT JOIN LATERAL (
     SELECT * FROM {price} p
@@ -475,15 +475,8 @@ SELECT a.budget_id, a.bucket, a.used, d.delta, b.limit, b.thresholds, b.period, 
     WHERE o.budget_id = a.budget_id AND o.bucket > %s - make_interval(hours => b.window_hours) AND o.bucket <= %s
       AND o.bucket NOT IN (SELECT d2.bucket FROM budget_deltas d2 WHERE d2.budget_id = a.budget_id)) END
 FROM budget_added a JOIN budget_deltas d USING (budget_id, bucket) JOIN {budget} b ON b.id = a.budget_id"""
-_VALUE_ROW = "(%s, %s, %s, %s, %s::timestamptz, %s, " + ", ".join(["%s::bigint"] * 6) + ")"
-_VALUE_TOKENS = (
-    "total_tokens",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_creation_tokens",
-    "cache_creation_1h_tokens",
-)
+_VALUE_TOKENS = ("total_tokens", *PRICED_TOKEN_FIELDS)
+_VALUE_ROW = "(%s, %s, %s, %s, %s::timestamptz, %s, " + ", ".join(["%s::bigint"] * len(_VALUE_TOKENS)) + ")"
 
 
 def usage_sql(*, entries: list[tuple[Session, dict]], now: datetime) -> tuple[str, list, str, list]:
@@ -506,7 +499,12 @@ def usage_sql(*, entries: list[tuple[Session, dict]], now: datetime) -> tuple[st
         "usage": BudgetUsage._meta.db_table,
         "price": ModelPrice._meta.db_table,
     }
-    clauses = _USAGE_SQL.format(values=", ".join([_VALUE_ROW] * len(rows)), cost=cost_sql("v", "p"), **tables)
+    clauses = _USAGE_SQL.format(
+        values=", ".join([_VALUE_ROW] * len(rows)),
+        value_tokens=", ".join(_VALUE_TOKENS),
+        cost=cost_sql("v", "p"),
+        **tables,
+    )
     current_hour = floor_hour(now)
     return clauses, [value for row in rows for value in row], _BUDGET_ROWS_SQL.format(**tables), [current_hour] * 2
 

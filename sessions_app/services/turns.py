@@ -33,7 +33,7 @@ from platform_kit.db import (
     update_rows_sql,
 )
 from platform_kit.redaction import redact, redact_text
-from sessions_app.accounting import cache_writes, total_tokens, turn_answer_usage
+from sessions_app.accounting import cache_writes, long_context, total_tokens, turn_answer_usage
 from sessions_app.models import (
     Budget,
     Conversation,
@@ -44,7 +44,7 @@ from sessions_app.models import (
     Turn,
     TurnStatus,
 )
-from sessions_app.schema import COUNTER_FIELDS, MEASURE_FIELDS
+from sessions_app.schema import COUNTER_FIELDS, LONG_CONTEXT_FIELDS, MEASURE_FIELDS
 from sessions_app.search import index_after_commit, needs_index
 from sessions_app.services.ledger import Change, Locked, Way, write
 from sessions_app.services.messages import MessagesAppend
@@ -403,6 +403,13 @@ class TurnFinish(Change):
                 assistant.cache_creation_tokens, assistant.cache_creation_5m_tokens, assistant.cache_creation_1h_tokens
             )
         )
+        long = long_context(
+            *(getattr(assistant, name) for name in ("input_tokens", "output_tokens", "cache_read_tokens")),
+            assistant.cache_creation_tokens,
+            assistant.cache_creation_1h_tokens,
+        )
+        for name, value in zip(LONG_CONTEXT_FIELDS, long, strict=True):
+            setattr(assistant, name, value)
         if "tool_calls" in data:
             assistant.tool_calls = redact(data["tool_calls"])
         if "tool_names" in data:
