@@ -168,6 +168,20 @@ class ModelPriceAdmin(admin.ModelAdmin):
                 )
             },
         ),
+        (
+            "Long-context tier: requests whose prompt is over 200K tokens (empty: the rates above)",
+            {
+                "fields": (
+                    ("long_context_input_usd_per_mtok", "long_context_output_usd_per_mtok"),
+                    (
+                        "long_context_cache_read_usd_per_mtok",
+                        "long_context_cache_write_usd_per_mtok",
+                        "long_context_cache_write_1h_usd_per_mtok",
+                    ),
+                ),
+                "classes": ("collapse",),
+            },
+        ),
         ("Where it comes from", {"fields": ("source", "checked_on", "notes", "updated_at")}),
     )
     readonly_fields = ("updated_at",)
