@@ -30,7 +30,15 @@ SOURCES = {
 MILLION = Decimal(1_000_000)
 RATE_PLACES = Decimal("0.000001")  # what ModelPrice's numeric(12, 6) columns hold
 # The ModelPrice rates an import sets; `cache_write_1h` may stay None (ModelPrice: 2x input).
-RATES = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
+# The long-context rates (prompts over 200K tokens) stay None where a list has no such tier.
+LONG_CONTEXT_RATES = (
+    "long_context_input",
+    "long_context_output",
+    "long_context_cache_read",
+    "long_context_cache_write",
+    "long_context_cache_write_1h",
+)
+RATES = ("input", "output", "cache_read", "cache_write", "cache_write_1h", *LONG_CONTEXT_RATES)
 
 # LiteLLM: the keys we model, by ModelPrice rate (in order of preference), and the modes that are chat-priced.
 LITELLM_RATES = {
@@ -39,6 +47,11 @@ LITELLM_RATES = {
     "cache_read": ("cache_read_input_token_cost", "input_cost_per_token_cache_hit"),
     "cache_write": ("cache_creation_input_token_cost",),
     "cache_write_1h": ("cache_creation_input_token_cost_above_1hr",),
+    "long_context_input": ("input_cost_per_token_above_200k_tokens",),
+    "long_context_output": ("output_cost_per_token_above_200k_tokens",),
+    "long_context_cache_read": ("cache_read_input_token_cost_above_200k_tokens",),
+    "long_context_cache_write": ("cache_creation_input_token_cost_above_200k_tokens",),
+    "long_context_cache_write_1h": ("cache_creation_input_token_cost_above_1hr_above_200k_tokens",),
 }
 LITELLM_MODELLED = {key for keys in LITELLM_RATES.values() for key in keys}
 LITELLM_CHAT_MODES = {"chat", "completion", "responses", None}
@@ -221,10 +234,14 @@ def _read_models_dev(document: dict) -> PriceList:
                 continue
             listed = {rate: cost.get(name) for rate, name in MODELS_DEV_RATES.items()}
             listed["cache_write_1h"] = None  # models.dev lists one cache-write price (Anthropic's: 5 minutes)
+            over = cost.get("context_over_200k") if isinstance(cost.get("context_over_200k"), dict) else {}
+            listed.update({f"long_context_{rate}": over.get(name) for rate, name in MODELS_DEV_RATES.items()})
+            listed["long_context_cache_write_1h"] = None
             not_modelled = [
                 f"{name} = {_shown(value)}"
                 for name, value in sorted(cost.items())
                 if name not in MODELS_DEV_RATES.values()
+                and name != "context_over_200k"
                 and not (name == "reasoning" and value == cost.get("output"))  # reasoning is output here
                 and _priced(value)
             ]

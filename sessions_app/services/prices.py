@@ -14,6 +14,7 @@ from django.db import connection, transaction
 
 from sessions_app.models import ModelPrice, PriceMatch, UsageDaily
 from sessions_app.price_lists import (
+    LONG_CONTEXT_RATES,
     RATES,
     SOURCES,
     Listing,
@@ -33,6 +34,11 @@ RATE_LABELS = {
     "cache_read": "cache read",
     "cache_write": "cache write",
     "cache_write_1h": "1-hour write",
+    "long_context_input": "input over 200K",
+    "long_context_output": "output over 200K",
+    "long_context_cache_read": "cache read over 200K",
+    "long_context_cache_write": "cache write over 200K",
+    "long_context_cache_write_1h": "1-hour write over 200K",
 }
 
 
@@ -209,7 +215,8 @@ def _rates_of(price: Price) -> dict[str, Decimal]:
 
 def _plan(report: PriceImport, book: PriceBook, name: str, listing: Listing, day: date) -> None:
     listed = _trusted_rates(report, name, listing)
-    unlisted = [rate for rate, value in listed.items() if value is None]
+    # A list without a long-context tier says nothing of one: no tier for a new model, ours kept for a known one.
+    unlisted = [rate for rate, value in listed.items() if value is None and rate not in LONG_CONTEXT_RATES]
     current = book.price_for(name, day)
     if current is None:
         # Never priced: one undated row, so that its past usage is priced too. Priced before (a dated row that

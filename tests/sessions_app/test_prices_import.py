@@ -108,7 +108,7 @@ def test_litellm_prices_the_models_in_use_and_says_what_it_did(api):
     assert not ModelPrice.objects.filter(model="claude-3-haiku-20240307").exists()
     assert "claude-3-haiku-20240307: the list's 1-hour cache write 6 beside input 0.25" in output
     # What the list prices that a model price cannot hold, named per field with its models.
-    assert f"input_cost_per_token_above_200k_tokens: 1 model(s): {SONNET}" in output
+    assert "input_cost_per_token_above_200k_tokens" not in output  # the long-context tier is modelled
     assert "tiered_pricing: 1 model(s): qwen3.5-plus" in output
     assert "gpt-4o-mini-transcribe (openai): not a chat model (mode audio_transcription)" in output
     assert "Not in the list: 1 model(s) of the usage; 1 of them have no price: mystery-model-x." in output
@@ -212,9 +212,15 @@ def test_both_formats_are_read_exactly():
         "cache_read": Decimal("0.3"),
         "cache_write": Decimal("3.75"),
         "cache_write_1h": Decimal(6),
+        # Prompts over 200K tokens (the 1M context): the shipped long-context rates agree.
+        "long_context_input": Decimal(6),
+        "long_context_output": Decimal("22.5"),
+        "long_context_cache_read": Decimal("0.6"),
+        "long_context_cache_write": Decimal("7.5"),
+        "long_context_cache_write_1h": Decimal(12),
     }
     assert all(isinstance(value, Decimal) for value in sonnet.rates.values())
-    assert "cache_creation_input_token_cost_above_1hr_above_200k_tokens = 0.000012" in sonnet.not_modelled
+    assert not any("above_200k" in item for item in sonnet.not_modelled)
     unusable = {item.key: item.reason for item in litellm.unusable}
     assert unusable == {
         "sample_spec": "the file's example entry",
@@ -234,7 +240,9 @@ def test_both_formats_are_read_exactly():
         Decimal("0.125"),
         None,  # not listed: a priced model keeps its own, a new one gets 1.25x input
     )
-    assert any(item.startswith("context_over_200k = ") for item in gemini.not_modelled)
+    assert (gemini.rates["long_context_input"], gemini.rates["long_context_output"]) == (Decimal("2.5"), Decimal(15))
+    assert gemini.rates["long_context_cache_read"] == Decimal("0.25")
+    assert not any(item.startswith("context_over_200k") for item in gemini.not_modelled)
     assert [(item.key, item.reason) for item in models_dev.unusable] == [
         ("text-embedding-3-small", "not a chat model (embedding)")
     ]
