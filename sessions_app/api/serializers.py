@@ -451,11 +451,10 @@ class WeeklyQuerySerializer(serializers.Serializer):
 
     def validate(self, attrs):
         since, until = attrs.get("since"), attrs.get("until")
-        if since is not None and until is not None:
-            if since >= until:
-                raise serializers.ValidationError({"until": ["Must be after `since`."]})
-            if (until - since).days > 7 * WEEKS_MAX:
-                raise serializers.ValidationError({"since": [f"At most {WEEKS_MAX} weeks before `until`."]})
+        if since is not None and until is not None and since >= until:
+            raise serializers.ValidationError({"until": ["Must be after `since`."]})
+        if since is not None and ((until or timezone.now()) - since).days > 7 * WEEKS_MAX:
+            raise serializers.ValidationError({"since": [f"At most {WEEKS_MAX} weeks before `until` (or now)."]})
         return attrs
 
 
