@@ -86,7 +86,7 @@ def usage_weekly(
     at its pace so far. One grouped read of the hourly roll-ups."""
     now = now or timezone.now()
     book = book or PriceBook.load()
-    plan = plan_for(tenant=tenant, user_id=user_id) if user_id is not None else plan_for(tenant=tenant, user_id="")
+    plan = plan_for(tenant=tenant, user_id=user_id or "")  # the user's, else the tenant's: whose reset starts the weeks
     week = week_start_for(plan=plan, weekday=start_of_week, hour=start_hour)
     since, until = week_window(week=week, since=since, until=until, now=now)
 
