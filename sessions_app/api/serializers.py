@@ -368,6 +368,9 @@ class GroupedStatsQuerySerializer(serializers.Serializer):
 
 
 # -- plan windows: 5-hour blocks and weeks (docs/accounting.md, "Plan windows") ------------------------------
+ALL_TOKENS_HELP = "input + output + cache read + cache write (ccusage's totalTokens)"
+
+
 def _money(help_text: str = "", **kwargs):
     return serializers.DecimalField(max_digits=24, decimal_places=6, help_text=help_text, **kwargs)
 
@@ -413,14 +416,6 @@ class AppliedPlanSerializer(serializers.Serializer):
     week_start_hour = serializers.IntegerField()
 
 
-class TokenKindsSerializer(serializers.Serializer):
-    input_tokens = serializers.IntegerField()
-    output_tokens = serializers.IntegerField()
-    cache_read_tokens = serializers.IntegerField()
-    cache_creation_tokens = serializers.IntegerField()
-    all_tokens = serializers.IntegerField(help_text="input + output + cache read + cache write (ccusage's totalTokens)")
-
-
 class BurnRateSerializer(serializers.Serializer):
     tokens_per_minute = serializers.FloatField(help_text="all_tokens per minute, first entry to last")
     tokens_per_minute_for_indicator = serializers.FloatField(help_text="input + output tokens per minute")
@@ -435,7 +430,7 @@ class BlockProjectionSerializer(serializers.Serializer):
     remaining_minutes = serializers.IntegerField()
 
 
-class BlockSerializer(TokenKindsSerializer, CostSerializer):
+class BlockSerializer(serializers.Serializer):
     id = serializers.CharField(help_text="ccusage's id: the start time, `gap-` before a gap block's")
     start_time = BoundedDateTimeField(help_text="The first entry's time floored to the UTC hour")
     end_time = BoundedDateTimeField(help_text="start_time + 5 h; a gap block's: the entry after it")
@@ -444,6 +439,13 @@ class BlockSerializer(TokenKindsSerializer, CostSerializer):
     is_gap = serializers.BooleanField()
     entries = serializers.IntegerField(help_text="LLM requests, and messages with usage outside any request")
     requests = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    cache_read_tokens = serializers.IntegerField()
+    cache_creation_tokens = serializers.IntegerField()
+    all_tokens = serializers.IntegerField(help_text=ALL_TOKENS_HELP)
+    cost_usd = _money("API-equivalent USD of the priced tokens")
+    unpriced_tokens = serializers.IntegerField(help_text="Tokens of models without a price: not in cost_usd")
     models = serializers.ListField(child=serializers.CharField())
     burn_rate = BurnRateSerializer(allow_null=True, help_text="The active block's only, as ccusage")
     projection = BlockProjectionSerializer(allow_null=True, help_text="The active block's totals at its end")
@@ -494,21 +496,35 @@ class WeekProjectionSerializer(serializers.Serializer):
     requests = serializers.IntegerField()
 
 
-class WeekSerializer(TokenKindsSerializer, CostSerializer):
+class WeekSerializer(serializers.Serializer):
     week = serializers.DateField(help_text="The UTC date the week starts on (ccusage's `week`)")
     week_start = BoundedDateTimeField()
     week_end = BoundedDateTimeField()
-    key = serializers.CharField(required=False, allow_null=True, help_text="The user_id or machine (group_by)")
+    key = serializers.CharField(allow_null=True, help_text="The user_id or machine (group_by); null without group_by")
     is_current = serializers.BooleanField()
     requests = serializers.IntegerField()
     messages = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    cache_read_tokens = serializers.IntegerField()
+    cache_creation_tokens = serializers.IntegerField()
+    all_tokens = serializers.IntegerField(help_text=ALL_TOKENS_HELP)
+    cost_usd = _money("API-equivalent USD of the priced tokens")
+    unpriced_tokens = serializers.IntegerField(help_text="Tokens of models without a price: not in cost_usd")
     projection = WeekProjectionSerializer(allow_null=True, help_text="The current week's, at its pace so far")
     plan_usage = PlanUsageSerializer(allow_null=True, help_text="Against the user's weekly limits")
 
 
-class WeeklyTotalsSerializer(TokenKindsSerializer, CostSerializer):
+class WeeklyTotalsSerializer(serializers.Serializer):
     requests = serializers.IntegerField()
     messages = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    cache_read_tokens = serializers.IntegerField()
+    cache_creation_tokens = serializers.IntegerField()
+    all_tokens = serializers.IntegerField(help_text=ALL_TOKENS_HELP)
+    cost_usd = _money()
+    unpriced_tokens = serializers.IntegerField()
 
 
 class WeeklyQuerySerializer(serializers.Serializer):
@@ -528,11 +544,10 @@ class WeeklyQuerySerializer(serializers.Serializer):
 
     def validate(self, attrs):
         since, until = attrs.get("since"), attrs.get("until")
-        if since is not None and until is not None:
-            if since >= until:
-                raise serializers.ValidationError({"until": ["Must be after `since`."]})
-            if (until - since).days > 7 * WEEKS_MAX:
-                raise serializers.ValidationError({"since": [f"At most {WEEKS_MAX} weeks before `until`."]})
+        if since is not None and until is not None and since >= until:
+            raise serializers.ValidationError({"until": ["Must be after `since`."]})
+        if since is not None and ((until or timezone.now()) - since).days > 7 * WEEKS_MAX:
+            raise serializers.ValidationError({"since": [f"At most {WEEKS_MAX} weeks before `until` (or now)."]})
         return attrs
 
 

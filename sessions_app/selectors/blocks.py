@@ -35,8 +35,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import NamedTuple
 
+from django.db import connection
 from django.db.models import BigIntegerField, F, IntegerField, Q, Value
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -58,8 +61,9 @@ INPUT, OUTPUT = 0, 1
 
 
 # -- the blocks: pure ---------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
+    """One LLM request, or one message with usage outside any request (a tuple: a window reads thousands)."""
+
     at: datetime
     model: str
     tokens: tuple[int, int, int, int]  # ENTRY_TOKENS
@@ -212,6 +216,19 @@ def projection(block: Block, *, now: datetime) -> Projection | None:
 
 
 # -- the ledger's entries -----------------------------------------------------------------------------------
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _microseconds(model) -> RawSQL:
+    """A row's `created_at` as microseconds since the epoch (an integer reads ten times faster than a timestamp)."""
+    column = f'"{model._meta.db_table}"."created_at"'
+    return RawSQL(f"(extract(epoch from {column}) * 1000000)::bigint", (), output_field=BigIntegerField())
+
+
+def _moment(microseconds: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=microseconds)
+
+
 @dataclass(frozen=True)
 class BlockScope:
     """Whose entries: one user of one tenant, narrowed to a machine, a tool or a project if given."""
@@ -249,31 +266,48 @@ class BlockScope:
         """The entries with lower <= at < upper, oldest first: two index range scans (llmrequest_session_created,
         message_unrequested_usage) over the sessions active since `lower`."""
         requests, unrequested = self._sources(lower=lower, upper=upper)
-        request_rows = requests.order_by("created_at").values_list("created_at", "model", *ENTRY_TOKENS, ONE_HOUR)
+        request_rows = (
+            requests.order_by("created_at")
+            .annotate(at_us=_microseconds(LlmRequest))
+            .values_list("at_us", "model", *ENTRY_TOKENS, ONE_HOUR)
+        )
         message_rows = (
             unrequested.order_by("created_at")
             .annotate(
+                at_us=_microseconds(Message),
                 **{
                     f"{name}_or_0": Coalesce(F(name), Value(0), output_field=BigIntegerField())
                     for name in (*ENTRY_TOKENS, ONE_HOUR)
                 },
                 calls=Coalesce(F("api_calls"), Value(0), output_field=IntegerField()),
             )
-            .values_list("created_at", "model", *(f"{name}_or_0" for name in ENTRY_TOKENS), "calls", f"{ONE_HOUR}_or_0")
+            .values_list("at_us", "model", *(f"{name}_or_0" for name in ENTRY_TOKENS), "calls", f"{ONE_HOUR}_or_0")
         )
-        from_requests = (Entry(row[0], row[1], row[2:6], 1, row[6]) for row in request_rows)
-        from_messages = (Entry(row[0], row[1], row[2:6], row[6], row[7]) for row in message_rows)
+        # Straight from the cursor, times as integers: at thousands of entries, the ORM's rows and the parsing of
+        # timestamps cost more than the query.
+        with connection.cursor() as cursor:
+            cursor.execute(*request_rows.query.sql_with_params())
+            from_requests = [Entry(_moment(row[0]), row[1], row[2:6], 1, row[6]) for row in cursor.fetchall()]
+            cursor.execute(*message_rows.query.sql_with_params())
+            from_messages = [Entry(_moment(row[0]), row[1], row[2:6], row[6], row[7]) for row in cursor.fetchall()]
+        if not from_messages:
+            return from_requests
         return list(heapq.merge(from_requests, from_messages, key=lambda e: e.at))
 
-    def times(self, *, lower: datetime | None, upper: datetime) -> list[datetime]:
-        """The entries' times with lower <= at <= upper, in order (the index alone answers)."""
+    def latest_pause(self, *, lower: datetime | None, upper: datetime) -> tuple[datetime | None, datetime | None]:
+        """Of the entries with lower <= at <= upper: the time of the latest one more than 5 hours after the entry
+        before it (among them), and the time of the first. One query: the database pairs each with the one before."""
         requests, unrequested = self._sources(lower=lower, upper=upper, upper_inclusive=True)
-        return sorted(
-            [
-                *requests.values_list("created_at", flat=True).order_by(),
-                *unrequested.values_list("created_at", flat=True).order_by(),
-            ]
-        )
+        request_sql, request_params = requests.values("created_at").order_by().query.sql_with_params()
+        message_sql, message_params = unrequested.values("created_at").order_by().query.sql_with_params()
+        sql = f"""
+            SELECT max(at) FILTER (WHERE at - before > %s), min(at)
+            FROM (SELECT created_at AS at, lag(created_at) OVER (ORDER BY created_at) AS before
+                  FROM ({request_sql} UNION ALL {message_sql}) AS entries) AS paired
+        """
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [BLOCK, *request_params, *message_params])
+            return cursor.fetchone()
 
     def exists_before(self, moment: datetime) -> bool:
         requests, unrequested = self._sources(lower=None, upper=moment)
@@ -297,13 +331,17 @@ def block_anchor(scope: BlockScope, *, at: datetime) -> datetime | None:
     all, or one more than 5 hours after the entry before it); None when no entry is at or before `at`."""
     for lookback in LOOKBACKS:
         lower = at - lookback if lookback is not None else None
-        times = scope.times(lower=lower, upper=at)
-        for index in range(len(times) - 1, 0, -1):
-            if times[index] - times[index - 1] > BLOCK:
-                return times[index]
-        # No gap among them: the first is the anchor if nothing came before it.
-        if lower is None or not scope.exists_before(lower):
-            return times[0] if times else None
+        after_pause, first = scope.latest_pause(lower=lower, upper=at)
+        if first is None:
+            if lower is None:
+                return None
+            continue  # the last entry before `lower` may be followed by a gap block that lasts past `at`
+        if after_pause is not None:
+            return after_pause
+        # No pause among them: the first is the anchor if whatever came before it came before `lower`, more than 5
+        # hours earlier (the gap block between them ends at it, not after `at`), or nothing did.
+        if lower is None or first - lower > BLOCK or not scope.exists_before(lower):
+            return first
     raise AssertionError("the last lookback reads every entry")  # pragma: no cover
 
 

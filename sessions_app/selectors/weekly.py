@@ -87,7 +87,7 @@ def usage_weekly(
     at its pace so far. One grouped read of the hourly roll-ups."""
     now = now or timezone.now()
     book = book or PriceBook.load()
-    plan = plan_for(tenant=tenant, user_id=user_id) if user_id is not None else plan_for(tenant=tenant, user_id="")
+    plan = plan_for(tenant=tenant, user_id=user_id or "")  # the user's, else the tenant's: whose reset starts the weeks
     week = week_start_for(plan=plan, weekday=start_of_week, hour=start_hour)
     since, until = week_window(week=week, since=since, until=until, now=now)
 
@@ -125,9 +125,7 @@ def usage_weekly(
     for (start, key), counted in sorted(sums.items(), key=lambda item: (item[0][0], item[0][1] or "")):
         whose = key if group_by == "user_id" else user_id
         user_plan = plans.get(whose) if whose is not None else None
-        results.append(
-            _week_row(start, key, counted, costs[(start, key)], now=now, plan=user_plan, grouped=group_by is not None)
-        )
+        results.append(_week_row(start, key, counted, costs[(start, key)], now=now, plan=user_plan))
         for name in COUNTED:
             totals[name] += counted[name]
         total_cost.merge(costs[(start, key)])
@@ -153,7 +151,7 @@ def _all_tokens(counted: dict) -> int:
     return sum(counted[name] for name in ENTRY_TOKENS)
 
 
-def _week_row(start: datetime, key, counted: dict, cost: Cost, *, now: datetime, plan, grouped: bool) -> dict:
+def _week_row(start: datetime, key, counted: dict, cost: Cost, *, now: datetime, plan) -> dict:
     end = start + WEEK
     current = start <= now < end
     all_tokens = _all_tokens(counted)
@@ -188,7 +186,7 @@ def _week_row(start: datetime, key, counted: dict, cost: Cost, *, now: datetime,
         "week": start.date().isoformat(),
         "week_start": start,
         "week_end": end,
-        **({"key": key} if grouped else {}),
+        "key": key,
         "is_current": current,
         **counted,
         "all_tokens": all_tokens,

@@ -271,6 +271,8 @@ def history(api, sonnet_price):
     for index in range(400):
         if 150 <= index < 250:
             moment += timedelta(minutes=rng.randint(20, 80))  # round the clock
+        elif index == 300:
+            moment += timedelta(days=3)  # away for three days
         else:
             moment += rng.choice([timedelta(minutes=rng.randint(1, 40))] * 6 + [timedelta(hours=rng.randint(5, 14))])
         where = laptop if rng.random() < 0.7 else server
@@ -304,7 +306,10 @@ def test_blocks_near_a_window_are_the_blocks_of_the_whole_history(api, history):
     book = PriceBook.load()
     first, last = history["first"], history["last"]
     span = last - first
+    times = [e.at for e in scope.entries(lower=None)]
+    away = next(later for earlier, later in zip(times, times[1:], strict=False) if later - earlier > timedelta(days=2))
     moments = [first - timedelta(hours=1), first, first + span / 3, first + span / 2, last - timedelta(hours=2), last]
+    moments += [away - timedelta(days=2), away - timedelta(hours=3), away]  # in a long pause: a gap block spans it
     for since in moments:
         for until in (None, since + timedelta(hours=7), since + timedelta(days=2)):
             now = last + timedelta(minutes=30)
@@ -363,5 +368,5 @@ def test_round_the_clock_use_reads_back_to_the_last_pause(api, history):
     inside = times[240]  # the 90th entry of the stretch
     anchor = block_anchor(scope, at=inside)
     assert inside - anchor > timedelta(days=1)
-    steps = zip(times, times[1:], strict=False)
-    assert all(later - earlier <= BLOCK for earlier, later in steps if anchor <= earlier < inside)
+    pairs = zip(times, times[1:], strict=False)
+    assert all(later - earlier <= BLOCK for earlier, later in pairs if anchor <= earlier < inside)

@@ -151,3 +151,8 @@ def test_bad_weekly_queries_are_400s(api):
         response = api.get(WEEKLY, query)
         assert response.status_code == 400, (query, response.content)
         assert field in response.json()["errors"]
+
+
+def test_a_since_too_far_back_is_a_400_with_or_without_until(api):
+    assert api.get(WEEKLY, {"since": "2020-01-01T00:00:00Z"}).status_code == 400
+    assert api.get(WEEKLY, {"until": "2020-01-01T00:00:00Z"}).status_code == 200  # the 8 weeks before it
