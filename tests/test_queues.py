@@ -67,4 +67,6 @@ def test_a_strategy_run_is_not_held_up_by_two_thousand_waiting_embedding_tasks(a
     finally:
         broker.delete("embedding")  # the rest of the flood is not this test's business
     assert StrategyRun.objects.get(pk=run.pk).status == RunStatus.SUCCEEDED, f"not done after {waited:.1f} s"
-    assert still_waiting > 1000, still_waiting  # the run went ahead of the flood, not after it
+    # The run went ahead of the flood: behind it, it would finish only once the queue was empty. (How much of the
+    # flood the embedding worker got through meanwhile depends on the machine's load: 966 left on a busy CI run.)
+    assert still_waiting > 0, still_waiting
