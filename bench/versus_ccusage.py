@@ -22,7 +22,9 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import benchlib
@@ -97,11 +99,12 @@ def ccusage_daily(command: list[str], tree: Path) -> tuple[float, dict]:
     return time.perf_counter() - started, json.loads(done.stdout)
 
 
-def ccusage_rule_totals(files: list[Path]) -> Counter:
+def ccusage_rule_totals(files: list[Path], by_model: dict | None = None) -> Counter:
     """ccusage's counting rule (its data loader, 18.x), applied here: every line with `message.usage`
     (input and output tokens) and a timestamp counts, except a line whose `message.id` and `requestId` pair
     was seen before: the first line of a streamed response counts, with the output tokens it has so far,
-    and a response whose lines have no `requestId` counts once per line."""
+    and a response whose lines have no `requestId` counts once per line. `by_model`, when given, gets the counted
+    tokens per model in Open ACE's names (the 1-hour writes apart), to be priced."""
     seen: set[tuple[str, str]] = set()
     totals: Counter = Counter()
     for path in files:
@@ -126,7 +129,51 @@ def ccusage_rule_totals(files: list[Path]) -> Counter:
                 totals["outputTokens"] += usage["output_tokens"]
                 totals["cacheCreationTokens"] += usage.get("cache_creation_input_tokens") or 0
                 totals["cacheReadTokens"] += usage.get("cache_read_input_tokens") or 0
+                if by_model is not None:
+                    tokens = by_model.setdefault(str(message.get("model") or ""), Counter())
+                    tokens["input_tokens"] += usage["input_tokens"]
+                    tokens["output_tokens"] += usage["output_tokens"]
+                    tokens["cache_read_tokens"] += usage.get("cache_read_input_tokens") or 0
+                    tokens["cache_creation_tokens"] += usage.get("cache_creation_input_tokens") or 0
+                    lifetimes = usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
+                    tokens["cache_creation_1h_tokens"] += lifetimes.get("ephemeral_1h_input_tokens") or 0
     return totals
+
+
+def ccusage_pricing(price):
+    """Our price as ccusage 18 applies one: every cache write at the 5-minute rate, no long-context tier."""
+    return replace(
+        price,
+        cache_write_1h_usd_per_mtok=price.cache_write_usd_per_mtok,
+        long_context_input_usd_per_mtok=None,
+        long_context_output_usd_per_mtok=None,
+        long_context_cache_read_usd_per_mtok=None,
+        long_context_cache_write_usd_per_mtok=None,
+        long_context_cache_write_1h_usd_per_mtok=None,
+    )
+
+
+def priced(book, by_model: dict, *, rules) -> Decimal:
+    """The cost of token sums per model with `rules` applied to each price (models without a price add nothing)."""
+    total = Decimal(0)
+    for model, tokens in by_model.items():
+        price = book.price_for(model)
+        if price is not None:
+            total += rules(price).cost(tokens)
+    return total
+
+
+def cost_steps(book, ours_by_model: dict, lines_by_model: dict, ccusage_cost) -> list[tuple[str, Decimal]]:
+    """From Open ACE's cost to ccusage's, one of ccusage's rules at a time: (what the step applies, the cost)."""
+    return [
+        ("Open ACE (1-hour writes at 2x input, long prompts at their tier, each response once)",
+         priced(book, ours_by_model, rules=lambda price: price)),
+        ("+ every cache write at the 5-minute rate, no long-context tier (ccusage 18's pricing)",
+         priced(book, ours_by_model, rules=ccusage_pricing)),
+        ("+ ccusage's counting: a streamed response's first line, a line without requestId each time",
+         priced(book, lines_by_model, rules=ccusage_pricing)),
+        ("+ ccusage's own price table (the LiteLLM prices it bundles) = ccusage's figure", Decimal(str(ccusage_cost))),
+    ]  # fmt: skip
 
 
 def first_import(tree: Path, tenant_name: str) -> tuple[float, str]:
@@ -180,7 +227,8 @@ def compare(*, tree: Path, files: list[Path], size: int, repeats: int, keep: boo
     ccusage_runs = [ccusage_daily(command, tree) for _ in range(max(1, repeats))]
     ccusage_seconds = min(seconds for seconds, _ in ccusage_runs)
     ccusage_totals = ccusage_runs[-1][1]["totals"]
-    rule = ccusage_rule_totals(sorted(tree.rglob("*.jsonl")))
+    lines_by_model: dict = {}
+    rule = ccusage_rule_totals(sorted(tree.rglob("*.jsonl")), lines_by_model)
 
     tenant_name = f"bench-vs-ccusage-{datetime.now(UTC):%Y%m%d%H%M%S}"
     import_seconds, import_summary = first_import(tree, tenant_name)
@@ -203,6 +251,8 @@ def compare(*, tree: Path, files: list[Path], size: int, repeats: int, keep: boo
         dashboard_query = f"tenant={tenant.pk}&since={min(days)}&until={max(days)}" if days else f"tenant={tenant.pk}"
         dashboard_seconds, _ = timed_get(staff, f"{dashboard_url}?{dashboard_query}", runs=5)
         ours = stats.json()["totals"]
+        by_model = api.get(f"/api/v1/stats/?group_by=model&{query}").json()["results"]
+        ours_by_model = {row["key"] or "": row for row in by_model}
     finally:
         if not keep:
             delete_tenant(tenant)
@@ -252,7 +302,22 @@ def compare(*, tree: Path, files: list[Path], size: int, repeats: int, keep: boo
         "no tokens on either side; Open ACE counts each one the provider answered as a request of the model called, "
         'ccusage leaves their model `<synthetic>` out of its model lists (docs/accounting.md, "Failed calls").'
     )
+    from sessions_app.pricing import PriceBook, money
+
+    steps = cost_steps(PriceBook.load(), ours_by_model, lines_by_model, ccusage_totals.get("totalCost") or 0)
+    cost_rows, before = [], None
+    for label, value in steps:
+        cost_rows.append([label, f"{value:,.4f}", "" if before is None else f"{value - before:+,.4f}"])
+        before = value
+    benchlib.print_table(["cost (USD)", "total", "this step"], cost_rows)
+    same = money(steps[0][1]) == Decimal(str(ours["cost_usd"]))
+    print(
+        "Each step applies one of ccusage's rules to the same logs, so each part of the difference is named by a "
+        "rule (docs/accounting.md, \"Cost\"). The first figure is the stats API's cost_usd: "
+        + ("yes." if same else f"NO (the API says {ours['cost_usd']}).")
+    )
     return {
+        "cost_steps": [{"step": label, "usd": str(money(value))} for label, value in steps],
         "ccusage_version": version,
         "tree_bytes": size,
         "tree_files": len(files),

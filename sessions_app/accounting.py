@@ -31,16 +31,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
 from enum import Enum
 
 from sessions_app.schema import (
     LONG_CONTEXT_FIELDS,
     LONG_CONTEXT_TOKENS,
     MEASURE_FIELDS,
+    REPORTED_COST_FIELDS,
     ROLE_COUNTERS,
     ROLLUP_FIELDS,
     SESSION_COUNTER_FIELDS,
 )
+
+_NOT_STATS = frozenset((*LONG_CONTEXT_FIELDS, *REPORTED_COST_FIELDS))  # measures the stats API does not list
 
 # -- tallies ------------------------------------------------------------------------------------------------
 POSITION = {name: index for index, name in enumerate(ROLLUP_FIELDS)}
@@ -124,6 +128,8 @@ def message_tokens(message: Mapping) -> tuple[int | None, ...]:
         get("cache_creation_tokens"), get("cache_creation_5m_tokens"), get("cache_creation_1h_tokens")
     )
     reported = get("reported_cost_nano_usd")
+    if reported is None and get("reported_cost_usd") is not None:  # an import's or the telemetry's item
+        reported = int(Decimal(str(get("reported_cost_usd"))).scaleb(9).to_integral_value(ROUND_HALF_UP))
     cache_read = get("cache_read_tokens")
     tokens = (input_tokens, output_tokens, cache_read, written, five_minutes, one_hour, total)
     long = long_context(input_tokens, output_tokens, cache_read, written, one_hour)
@@ -242,6 +248,10 @@ class SessionAccount:
 
     def counters(self) -> dict[str, int]:
         """The session's counters (what `GET …/stats/` will say)."""
+        return {name: value for name, value in self.measures().items() if name not in _NOT_STATS}
+
+    def measures(self) -> dict[str, int]:
+        """The session's counters and its other measures (long-context tokens, reported cost)."""
         return tally_as_dict(self.tally, SESSION_COUNTER_FIELDS)
 
 

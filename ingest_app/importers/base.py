@@ -171,7 +171,7 @@ class ParsedMessage:
                 item[name] = value
         cost = self.reported_cost_nano_usd
         if cost is not None and 0 <= cost <= MAX_REPORTED_COST_NANO_USD:
-            item["reported_cost_nano_usd"] = cost
+            item["reported_cost_usd"] = usd_of_nano(cost)  # as the messages API takes it
         for name in ("finish_reason", "feishu_conversation_id"):
             value = getattr(self, name)
             if value:
@@ -375,6 +375,11 @@ def nano_usd(value: Any) -> int | None:
         return None
     nano = int((amount * NANO_PER_USD).to_integral_value(rounding=ROUND_HALF_UP))
     return nano if nano <= MAX_REPORTED_COST_NANO_USD else None
+
+
+def usd_of_nano(nano: int) -> str:
+    """Whole nano-dollars as a decimal string of USD, exactly (4200000 → "0.004200000")."""
+    return format(Decimal(nano).scaleb(-9), "f")
 
 
 def parse_timestamp(value: Any) -> datetime | None:

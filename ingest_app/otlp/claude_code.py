@@ -32,7 +32,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ingest_app.importers.base import nano_usd, parse_timestamp
+from ingest_app.importers.base import nano_usd, parse_timestamp, usd_of_nano
 from ingest_app.importers.claude_code.parser import prompt_round
 from ingest_app.importers.failures import http_status, provider_answered, status_in_text
 from ingest_app.models import ImportTool, TelemetryKind, TelemetryRecord
@@ -232,7 +232,7 @@ def _api_request_item(event: Event) -> dict:
         item["elapsed_ms"] = duration
     reported = nano_usd(metadata.get("cost_usd"))  # Claude Code's own estimate of the call's cost
     if reported is not None:
-        item["reported_cost_nano_usd"] = reported
+        item["reported_cost_usd"] = usd_of_nano(reported)
     if prompt_id:
         item["conversation"] = prompt_round(prompt_id)
     return item

@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Q
 
+from ingest_app.importers.base import usd_of_nano
 from sessions_app.models import Message
 
 WINDOW = timedelta(minutes=10)  # an event is written when its call ends; the log, when its first line is
@@ -185,7 +186,7 @@ def completion_of(message: Message, item: dict) -> dict:
             metadata[name] = message.metadata[name]
     completed = {**item, "external_id": message.external_id, "metadata": metadata}
     if message.reported_cost_nano_usd is not None:  # the event's cost, which the log line does not carry
-        completed["reported_cost_nano_usd"] = message.reported_cost_nano_usd
+        completed["reported_cost_usd"] = usd_of_nano(message.reported_cost_nano_usd)
     if message.request_id:
         completed["request_id"] = message.request_id
     else:

@@ -22,7 +22,7 @@ from sessions_app.pricing import (
     PriceBook,
     cost_sql,
 )
-from sessions_app.schema import COUNTER_FIELDS, LONG_CONTEXT_FIELDS, REPORTED_COST_FIELDS, STATS_FIELDS
+from sessions_app.schema import LONG_CONTEXT_FIELDS, REPORTED_COST_FIELDS, STATS_FIELDS
 
 GROUP_BY = ("day", "tool", "user_id", "project", "machine", "model", "session")
 # What grouped usage adds to the counters: sessions started, and cost.
@@ -40,7 +40,9 @@ def all_tokens(counters) -> int:
 
 
 def counters_of(obj, *, conversations: int | None = None) -> dict[str, int]:
-    values = {field: getattr(obj, field, 0) for field in COUNTER_FIELDS}
+    """The stats API's counters of a session or conversation (STATS_FIELDS: not its other measures, which a list
+    of sessions read with `.only(*STATS_FIELDS)` does not load)."""
+    values = {field: getattr(obj, field, 0) for field in STATS_FIELDS if field != "conversations"}
     values["conversations"] = conversations if conversations is not None else getattr(obj, "conversations", 0)
     return {field: values[field] for field in STATS_FIELDS}
 

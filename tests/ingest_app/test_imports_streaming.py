@@ -19,7 +19,7 @@ from ingest_app.pipeline import import_path
 from memory_app.models import MessageEmbedding
 from sessions_app.accounting import SessionAccount, count_usage, hour_of, message_tokens
 from sessions_app.models import LlmRequest, Message, Session, UsageHourly
-from sessions_app.schema import ROLLUP_FIELDS, TOKEN_FIELDS
+from sessions_app.schema import MEASURE_FIELDS, ROLLUP_FIELDS
 from sessions_app.selectors.recount import rollup_drift, session_count_drift
 from sessions_app.services.messages import AMENDED_FIELDS, messages_append, messages_append_to_sessions
 from sessions_app.signals import messages_amended
@@ -44,13 +44,13 @@ def account_of(messages) -> SessionAccount:
 
 def stored_requests(session) -> dict[str, tuple]:
     return {
-        r.request_id: tuple(getattr(r, name) for name in TOKEN_FIELDS)
+        r.request_id: tuple(getattr(r, name) for name in MEASURE_FIELDS)
         for r in LlmRequest.objects.filter(session=session)
     }
 
 
 def expected_requests(account: SessionAccount) -> dict[str, tuple]:
-    return {key: tuple(request[name] for name in TOKEN_FIELDS) for key, request in account.requests.items()}
+    return {key: tuple(request[name] for name in MEASURE_FIELDS) for key, request in account.requests.items()}
 
 
 def stored_rollups(tenant) -> dict[tuple, list[int]]:
@@ -63,7 +63,7 @@ def stored_rollups(tenant) -> dict[tuple, list[int]]:
 
 
 def stored_messages(session) -> list[dict]:
-    fields = ["external_id", "role", "request_id", *AMENDED_FIELDS, *TOKEN_FIELDS]
+    fields = ["external_id", "role", "request_id", *AMENDED_FIELDS, *MEASURE_FIELDS]
     return list(Message.objects.filter(session=session).order_by("seq").values(*fields))
 
 
@@ -75,7 +75,7 @@ def as_rows(items: list[dict]) -> list[dict]:
         row = {"external_id": item["external_id"], "role": item["role"], "metadata": item["metadata"]}
         for name, default in defaults.items():
             row[name] = item.get(name, default)
-        row.update(zip(TOKEN_FIELDS, message_tokens(item), strict=True))  # as stored: a lone write is 5-minute
+        row.update(zip(MEASURE_FIELDS, message_tokens(item), strict=True))  # as stored: a lone write is 5-minute
         rows.append(row)
     return rows
 

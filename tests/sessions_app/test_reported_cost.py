@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from ingest_app.importers import parse_file
 from ingest_app.importers.base import nano_usd
-from sessions_app.accounting import count_usage
+from sessions_app.accounting import SessionAccount
 from sessions_app.models import LlmRequest, Session, SessionModelUsage, UsageDaily, UsageHourly
 from sessions_app.selectors.recount import rollup_drift
 from tests.support.agent_logs import DATA
@@ -55,8 +55,12 @@ def test_the_reported_cost_is_kept_beside_ours_and_the_difference_flagged_over_o
     ]
     response = api.post(f"/api/v1/sessions/{session.pk}/messages/", items, format="json")
     assert response.status_code == 201, response.content
-    assert count_usage([{**item, "reported_cost_nano_usd": nano_usd(item.get("reported_cost_usd"))}
-                        if "reported_cost_usd" in item else item for item in items])["reported_cost_requests"] == 3
+    account = SessionAccount()
+    for item in items:
+        account.add(item)
+    assert (account.measures()["reported_cost_requests"], account.measures()["reported_cost_nano_usd"]) == (
+        3, 10_950_000)
+    assert "reported_cost_requests" not in account.counters()  # what the stats API lists
 
     by_model = {row["key"]: row for row in api.get("/api/v1/stats/?group_by=model").json()["results"]}
     sonnet = by_model[SONNET]
