@@ -161,25 +161,42 @@ FROM (
 ) AS m
 """
 
+# The measures these data have none of (no 1-hour writes, long prompts or reported costs): 0 in every counter
+# (the columns have no database default). The 5-minute writes are all the writes.
+UNUSED_MEASURES = (
+    "cache_creation_1h_tokens",
+    "long_context_input_tokens",
+    "long_context_output_tokens",
+    "long_context_cache_read_tokens",
+    "long_context_cache_creation_tokens",
+    "long_context_cache_creation_1h_tokens",
+    "reported_cost_nano_usd",
+    "reported_cost_requests",
+)
+_UNUSED = ", ".join(UNUSED_MEASURES)
+_ZEROS = ", ".join(["0"] * len(UNUSED_MEASURES))
+
 ROLLUP_SQL = f"""
 INSERT INTO sessions_app_usagehourly (
     tenant_id, hour, tool, user_id, project, model, requests, messages, message_user, message_assistant,
     message_toolresult, message_error, message_system, input_tokens, output_tokens, cache_read_tokens,
-    cache_creation_tokens, total_tokens, conversations, sessions)
+    cache_creation_tokens, total_tokens, conversations, sessions, cache_creation_5m_tokens, {_UNUSED})
 SELECT %(tenant)s, date_trunc('hour', m.created_at, 'UTC'), p.tool, p.user_id, p.project, m.model,
        count(*) FILTER (WHERE m.role IN ('assistant', 'error')), count(*),
        count(*) FILTER (WHERE m.role = 'user'), count(*) FILTER (WHERE m.role = 'assistant'),
        count(*) FILTER (WHERE m.role = 'toolResult'), count(*) FILTER (WHERE m.role = 'error'), 0,
        sum(m.input_tokens), sum(m.output_tokens), sum(m.cache_read_tokens), sum(m.cache_creation_tokens),
        sum(m.input_tokens + m.output_tokens),
-       count(*) FILTER (WHERE m.role = 'user'), count(*) FILTER (WHERE m.seq = 1)
+       count(*) FILTER (WHERE m.role = 'user'), count(*) FILTER (WHERE m.seq = 1), sum(m.cache_creation_tokens),
+       {_ZEROS}
 FROM {SCRATCH} m JOIN {PLAN} p USING (session_id)
 GROUP BY 2, 3, 4, 5, 6
 """
 
 _DAY_COUNTERS = (
     "requests, messages, message_user, message_assistant, message_toolresult, message_error, message_system, "
-    "input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, total_tokens, conversations, sessions"
+    "input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, total_tokens, conversations, sessions, "
+    f"cache_creation_5m_tokens, {_UNUSED}"
 )
 DAILY_SQL = f"""
 INSERT INTO sessions_app_usagedaily (tenant_id, day, tool, user_id, project, model, {_DAY_COUNTERS})
@@ -193,10 +210,10 @@ GROUP BY 1, 2, 3, 4, 5, 6
 SESSION_MODEL_SQL = f"""
 INSERT INTO sessions_app_sessionmodelusage (
     tenant_id, session_id, model, day, requests, input_tokens, output_tokens, cache_read_tokens,
-    cache_creation_tokens, cache_creation_5m_tokens, total_tokens)
+    cache_creation_tokens, cache_creation_5m_tokens, total_tokens, {_UNUSED})
 SELECT %(tenant)s, session_id, model, (created_at AT TIME ZONE 'UTC')::date, count(*), sum(input_tokens),
        sum(output_tokens), sum(cache_read_tokens), sum(cache_creation_tokens), sum(cache_creation_tokens),
-       sum(input_tokens + output_tokens)
+       sum(input_tokens + output_tokens), {_ZEROS}
 FROM {SCRATCH}
 WHERE role IN ('assistant', 'error')
 GROUP BY session_id, model, 4
@@ -208,6 +225,7 @@ UPDATE sessions_app_session s SET
     message_assistant = c.message_assistant, message_toolresult = c.message_toolresult,
     message_error = c.message_error, input_tokens = c.input_tokens, output_tokens = c.output_tokens,
     cache_read_tokens = c.cache_read_tokens, cache_creation_tokens = c.cache_creation_tokens,
+    cache_creation_5m_tokens = c.cache_creation_tokens,
     total_tokens = c.total_tokens, conversations = c.message_user, last_seq = c.messages,
     last_message_at = c.last_message_at, ended_at = c.last_message_at
 FROM (
@@ -299,6 +317,8 @@ def ensure_data(args) -> dict:
                 "cache_read_tokens",
                 "cache_creation_tokens",
                 "total_tokens",
+                "cache_creation_5m_tokens",
+                *UNUSED_MEASURES,
             ],
             (
                 [
@@ -315,7 +335,7 @@ def ensure_data(args) -> dict:
                     s["started_at"].isoformat(),
                     now.isoformat(),
                     now.isoformat(),
-                    *([0] * 15),
+                    *([0] * (15 + 1 + len(UNUSED_MEASURES))),
                 ]
                 for s in plan
             ),

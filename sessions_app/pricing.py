@@ -92,13 +92,14 @@ def money(value: Decimal) -> Decimal:
     return value.quantize(MICRO_DOLLAR, rounding=ROUND_HALF_UP)
 
 
-def cost_sql(usage: str, price: str, cast: str = "") -> str:
+def cost_sql(usage: str, price: str, cast: str = "", effective: bool = False) -> str:
     """The COST_TERMS as SQL: the cost in USD per million tokens of the usage row aliased `usage` at the rates of
-    the price row aliased `price` (`cast` e.g. "::float8" on each term, for ranking)."""
+    the price row aliased `price` (`cast` e.g. "::float8" on each term, for ranking; `effective`: the price row's
+    rates are `effective_rates`, no fallback to take)."""
     terms = []
     for plus, minus, rate, fallback in COST_TERMS:
         amount = " + ".join(f"{usage}.{name}" for name in plus) + "".join(f" - {usage}.{name}" for name in minus)
-        rate_sql = f"COALESCE({price}.{rate}, {price}.{fallback})" if fallback else f"{price}.{rate}"
+        rate_sql = f"COALESCE({price}.{rate}, {price}.{fallback})" if fallback and not effective else f"{price}.{rate}"
         terms.append(f"({amount}){cast} * ({rate_sql}){cast}")
     return " + ".join(terms)
 
@@ -120,6 +121,18 @@ class Price:
     effective_from: date | None = None
 
     def cost(self, tokens: Mapping[str, int]) -> Decimal:
+        get = tokens.get
+        if not any(get(name) for name in LONG_CONTEXT_FIELDS):
+            # The usual row (no long-context request in it): COST_TERMS with the long-context terms at zero, written
+            # out, as the grouped statistics price thousands of rows per call.
+            written, one_hour = int(get("cache_creation_tokens") or 0), int(get("cache_creation_1h_tokens") or 0)
+            return (
+                int(get("input_tokens") or 0) * self.input_usd_per_mtok
+                + int(get("output_tokens") or 0) * self.output_usd_per_mtok
+                + int(get("cache_read_tokens") or 0) * self.cache_read_usd_per_mtok
+                + (written - one_hour) * self.cache_write_usd_per_mtok
+                + one_hour * self.cache_write_1h_usd_per_mtok
+            ) / MILLION
         total = Decimal(0)
         for plus, minus, rate, fallback in COST_TERMS:
             amount = sum(int(tokens.get(name) or 0) for name in plus)
@@ -128,6 +141,14 @@ class Price:
                 value = getattr(self, rate)
                 total += Decimal(amount) * (value if value is not None else getattr(self, fallback))
         return total / MILLION
+
+
+def effective_rates(price: Price) -> tuple[Decimal, ...]:
+    """The price's rates in PRICE_RATES order, each empty long-context rate replaced by the rate it falls back to."""
+    return tuple(
+        getattr(price, rate) if getattr(price, rate) is not None else getattr(price, fallback)
+        for _, _, rate, fallback in COST_TERMS
+    )
 
 
 _PRICE_COLUMNS = ("pk", "model", "match", *PRICE_RATES, "effective_from")

@@ -21,6 +21,7 @@ from sessions_app.pricing import (
     Cost,
     PriceBook,
     cost_sql,
+    effective_rates,
 )
 from sessions_app.schema import LONG_CONTEXT_FIELDS, REPORTED_COST_FIELDS, STATS_FIELDS
 
@@ -321,12 +322,12 @@ def top_sessions_by_cost(*, usage: UsageFilter, limit: int = 20, book: PriceBook
     value_params = [
         value
         for model, start, until, price in prices
-        for value in (model, start, until, *(getattr(price, rate) for rate in PRICE_RATES))
+        for value in (model, start, until, *effective_rates(price))
     ]
     # Ranked in floating point (numeric arithmetic over every row costs ~3x more); the costs shown are
     # then computed exactly for the sessions ranked.
     sql = f"""
-        SELECT u.session_id, SUM({cost_sql("u", "p", cast="::float8")}) AS cost
+        SELECT u.session_id, SUM({cost_sql("u", "p", cast="::float8", effective=True)}) AS cost
         FROM {SessionModelUsage._meta.db_table} u
         JOIN (VALUES {values}) AS p(model, since, until, {", ".join(PRICE_RATES)})
           ON p.model = u.model AND (p.since IS NULL OR u.day >= p.since) AND (p.until IS NULL OR u.day < p.until)
