@@ -17,6 +17,8 @@ import sys
 
 from django.db import migrations, models
 
+from sessions_app.migrations._backfill import count_into_counters
+
 _COUNTING_TABLES = (
     ("message", "sessions_app_message"),
     ("llmrequest", "sessions_app_llmrequest"),
@@ -69,52 +71,8 @@ def count_existing_writes_as_5_minutes(apps, schema_editor):
         )
 
 
-# Each re-derived 1-hour write, once per request (its largest, as rule 3 counts it), where rule 5 counts it:
-# the hour and model of the request's first message that reported it, its session and conversation.
-_SPLIT_SQL = """
-CREATE TEMPORARY TABLE ace_split_writes ON COMMIT DROP AS
-SELECT DISTINCT ON (m.session_id, COALESCE(m.llm_request_id::text, m.id::text))
-       m.tenant_id, m.session_id, m.conversation_id, m.llm_request_id,
-       date_trunc('hour', m.created_at, 'UTC') AS hour, COALESCE(NULLIF(m.model, ''), r.model, '') AS model,
-       MAX(m.cache_creation_1h_tokens) OVER (PARTITION BY m.session_id, COALESCE(m.llm_request_id::text, m.id::text))
-           AS one_hour
-FROM sessions_app_message m LEFT JOIN sessions_app_llmrequest r ON r.id = m.llm_request_id
-WHERE m.cache_creation_1h_tokens > 0
-ORDER BY m.session_id, COALESCE(m.llm_request_id::text, m.id::text), m.seq
-"""
-_SPLIT_UPDATES = (
-    """UPDATE sessions_app_llmrequest t SET cache_creation_1h_tokens = s.one_hour,
-           cache_creation_5m_tokens = t.cache_creation_tokens - s.one_hour
-       FROM ace_split_writes s WHERE t.id = s.llm_request_id""",
-    """UPDATE sessions_app_session t SET cache_creation_1h_tokens = t.cache_creation_1h_tokens + s.one_hour,
-           cache_creation_5m_tokens = t.cache_creation_5m_tokens - s.one_hour
-       FROM (SELECT session_id, SUM(one_hour) AS one_hour FROM ace_split_writes GROUP BY 1) s
-       WHERE t.id = s.session_id""",
-    """UPDATE sessions_app_conversation t SET cache_creation_1h_tokens = t.cache_creation_1h_tokens + s.one_hour,
-           cache_creation_5m_tokens = t.cache_creation_5m_tokens - s.one_hour
-       FROM (SELECT conversation_id, SUM(one_hour) AS one_hour FROM ace_split_writes GROUP BY 1) s
-       WHERE t.id = s.conversation_id""",
-    """UPDATE sessions_app_usagehourly t SET cache_creation_1h_tokens = t.cache_creation_1h_tokens + s.one_hour,
-           cache_creation_5m_tokens = t.cache_creation_5m_tokens - s.one_hour
-       FROM (SELECT w.tenant_id, w.hour, x.tool, x.user_id, x.project, x.machine, w.model,
-                    SUM(w.one_hour) AS one_hour
-             FROM ace_split_writes w JOIN sessions_app_session x ON x.id = w.session_id
-             GROUP BY 1, 2, 3, 4, 5, 6, 7) s
-       WHERE (t.tenant_id, t.hour, t.tool, t.user_id, t.project, t.machine, t.model)
-           = (s.tenant_id, s.hour, s.tool, s.user_id, s.project, s.machine, s.model)""",
-    """UPDATE sessions_app_usagedaily t SET cache_creation_1h_tokens = t.cache_creation_1h_tokens + s.one_hour,
-           cache_creation_5m_tokens = t.cache_creation_5m_tokens - s.one_hour
-       FROM (SELECT w.tenant_id, (w.hour AT TIME ZONE 'UTC')::date AS day, x.tool, x.user_id, x.project, x.machine,
-                    w.model, SUM(w.one_hour) AS one_hour
-             FROM ace_split_writes w JOIN sessions_app_session x ON x.id = w.session_id
-             GROUP BY 1, 2, 3, 4, 5, 6, 7) s
-       WHERE (t.tenant_id, t.day, t.tool, t.user_id, t.project, t.machine, t.model)
-           = (s.tenant_id, s.day, s.tool, s.user_id, s.project, s.machine, s.model)""",
-    """UPDATE sessions_app_sessionmodelusage t SET cache_creation_1h_tokens = t.cache_creation_1h_tokens + s.one_hour,
-           cache_creation_5m_tokens = t.cache_creation_5m_tokens - s.one_hour
-       FROM (SELECT session_id, model, SUM(one_hour) AS one_hour FROM ace_split_writes GROUP BY 1, 2) s
-       WHERE (t.session_id, t.model) = (s.session_id, s.model)""",
-)
+# The counters whose 5-minute writes are their cache writes less the 1-hour ones, once those are counted.
+_COUNTER_TABLES = [table for model_name, table in _COUNTING_TABLES if model_name != "message"]
 
 
 def split_claude_code_writes_from_their_usage(apps, schema_editor):
@@ -131,12 +89,15 @@ def split_claude_code_writes_from_their_usage(apps, schema_editor):
         )
         if not cursor.rowcount:
             return
-        cursor.execute(_SPLIT_SQL)
-        cursor.execute("SELECT COUNT(*), COALESCE(SUM(one_hour), 0) FROM ace_split_writes")
-        requests, tokens = cursor.fetchone()
-        for update in _SPLIT_UPDATES:
-            cursor.execute(update)
-        cursor.execute("DROP TABLE ace_split_writes")
+        requests, totals = count_into_counters(
+            cursor, ("cache_creation_1h_tokens",), where="m.cache_creation_1h_tokens > 0"
+        )
+        tokens = totals["cache_creation_1h_tokens"]
+        for table in _COUNTER_TABLES:
+            cursor.execute(
+                f"UPDATE {table} SET cache_creation_5m_tokens = cache_creation_tokens - cache_creation_1h_tokens "
+                "WHERE cache_creation_1h_tokens > 0"
+            )
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     sys.stdout.write(
         f"\n  {requests} stored requests wrote {tokens} tokens to a 1-hour cache (re-derived from their Claude Code "

@@ -6,12 +6,13 @@ first message that reports it). Not a migration (Django's loader skips modules s
 _SESSION_DIMENSIONS = "w.tenant_id, {bucket}, x.tool, x.user_id, x.project, x.machine, w.model"
 
 
-def count_into_counters(cursor, fields: tuple[str, ...]) -> tuple[int, dict]:
-    """Count `fields` of the stored messages that have them (not NULL) into every counter. The counters must hold
-    none of it yet (the columns were just added with 0). (the requests counted, {field: their sum})."""
+def count_into_counters(cursor, fields: tuple[str, ...], where: str | None = None) -> tuple[int, dict]:
+    """Count `fields` of the stored messages that have them (`where`, on the message `m`; default: not NULL) into
+    every counter. The counters must hold none of it yet (the columns were just added with 0). (the requests
+    counted, {field: their sum})."""
     key = "COALESCE(m.llm_request_id::text, m.id::text)"
     largest = ", ".join(f"MAX(m.{f}) OVER (PARTITION BY m.session_id, {key}) AS {f}" for f in fields)
-    reported = " OR ".join(f"m.{f} IS NOT NULL" for f in fields)
+    reported = where or " OR ".join(f"m.{f} IS NOT NULL" for f in fields)
     cursor.execute(
         f"""CREATE TEMPORARY TABLE ace_counted ON COMMIT DROP AS
             SELECT DISTINCT ON (m.session_id, {key})
