@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "retention_app",  # rooms of cross-app features, above the apps they span
     "portability_app",
     "mcp_app",
+    "gateway_app",  # the LLM gateway: a room above the ledger and the memory
     "aceproject",  # wires the apps together: cross-app commands (ace_bootstrap)
 ]
 

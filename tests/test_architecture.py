@@ -16,6 +16,7 @@ PACKAGES = (
     "retention_app",
     "portability_app",
     "mcp_app",
+    "gateway_app",
     "aceproject",
 )
 # What each package may import, besides itself and the platform kit.
@@ -31,6 +32,8 @@ ALLOWED = {
     # Rooms of cross-app features: each above the apps it spans, and no app imports a room.
     "retention_app": {"sessions_app", "ingest_app", "memory_app"},
     "mcp_app": {"sessions_app", "memory_app", "strategies_app"},
+    # The LLM gateway: records calls through the ledger's turn services and injects the memory's context.
+    "gateway_app": {"sessions_app", "memory_app"},
     "portability_app": {"sessions_app", "ingest_app", "memory_app", "strategies_app", "webhooks_app", "retention_app"},
     "aceproject": {
         "sessions_app",
@@ -41,6 +44,7 @@ ALLOWED = {
         "retention_app",
         "portability_app",
         "mcp_app",
+        "gateway_app",
     },
 }
 # An app's surfaces: what no other app imports (the kit holds what they share).
@@ -61,6 +65,7 @@ ACEPROJECT_WIRING = {
     "urls.py",
     "celery.py",
     "wsgi.py",
+    "asgi.py",
     "gunicorn_conf.py",
     "data_folder.py",
     "embedded_db.py",

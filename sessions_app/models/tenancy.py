@@ -29,6 +29,13 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Enforced by the LLM gateway (gateway_app.limits): a call over either gets a 429 with Retry-After.
+    requests_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Gateway calls a minute this key may make (empty: no limit)"
+    )
+    tokens_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens a minute this key's gateway calls may use (empty: no limit)"
+    )
 
     class Meta:
         ordering = ["-created_at"]
