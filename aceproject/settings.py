@@ -190,6 +190,17 @@ if not ACE_EMBED_MESSAGE_ROLES or set(ACE_EMBED_MESSAGE_ROLES) - set(ROLES):
         f"from {', '.join(ROLES)} (set ACE_EMBED_MESSAGES=false to embed none)"
     )
 
+# The LLM gateway (docs/gateway.md): the `gateway` process of the Procfile, an ASGI server on its own port.
+ACE_GATEWAY_PORT = env.int("ACE_GATEWAY_PORT", default=8001)
+ACE_GATEWAY_DB_THREADS = env.int("ACE_GATEWAY_DB_THREADS", default=8)  # per process: its database connections
+ACE_GATEWAY_UPSTREAM_CONNECTIONS = env.int("ACE_GATEWAY_UPSTREAM_CONNECTIONS", default=1000)  # per process
+ACE_GATEWAY_CONNECT_TIMEOUT = env.float("ACE_GATEWAY_CONNECT_TIMEOUT", default=10.0)
+ACE_GATEWAY_READ_TIMEOUT = env.float("ACE_GATEWAY_READ_TIMEOUT", default=600.0)  # between two bytes of an answer
+ACE_GATEWAY_MAX_BODY = env.int("ACE_GATEWAY_MAX_BODY", default=32 * 1024 * 1024)  # a call's body, in bytes
+ACE_GATEWAY_CHECKPOINT_SECONDS = env.float("ACE_GATEWAY_CHECKPOINT_SECONDS", default=1.0)  # a stream's partial answer
+ACE_GATEWAY_MEMORY_TOKENS = env.int("ACE_GATEWAY_MEMORY_TOKENS", default=1000)  # X-ACE-Memory: inject, at most
+ACE_SECRETS_KEYS = env.str("ACE_SECRETS_KEYS", default="")  # gateway_app/secrets.py: provider keys at rest
+
 # A chat turn with no checkpoint or completion for this long is closed as abandoned (finish_reason error).
 ACE_TURN_TIMEOUT_SECONDS = env.int("ACE_TURN_TIMEOUT_SECONDS", default=600)
 

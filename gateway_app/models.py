@@ -72,7 +72,7 @@ class Provider(models.Model):
 
 class RateWindow(models.Model):
     """A key's calls and tokens through the gateway in the current minute and the one before (one row per key:
-    the sliding-window estimate of gateway_app.limits)."""
+    the sliding-window estimate of gateway_app.recording)."""
 
     api_key = models.OneToOneField(ApiKey, on_delete=models.CASCADE, primary_key=True, related_name="+")
     minute = models.DateTimeField()
@@ -80,3 +80,6 @@ class RateWindow(models.Model):
     tokens = models.BigIntegerField(default=0)
     previous_requests = models.PositiveIntegerField(default=0)
     previous_tokens = models.BigIntegerField(default=0)
+
+    def __str__(self):
+        return f"{self.api_key_id} at {self.minute:%H:%M}"

@@ -56,6 +56,9 @@ class Way(StrEnum):
     TURN_COMPLETE = "turn_complete"  # a turn's completion, or its close as abandoned
     IMPORT = "import"  # log files (`ingest_app.pipeline.batch`)
     OTLP = "otlp"  # OpenTelemetry events (`ingest_app.otlp`)
+    # A call through the LLM gateway (gateway_app): its hard budgets were checked before the call was forwarded,
+    # so its turn is recorded whatever happened since (the money is spent).
+    GATEWAY = "gateway"
 
 
 # The ways a used-up hard-limit budget refuses (docs/budgets.md, Hard limits). The others record work already

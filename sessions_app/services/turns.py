@@ -93,6 +93,7 @@ def turn_start(
     conversation: str | None = None,
     external_id: str | None = None,
     api_key_id=None,
+    way: Way = Way.TURN_START,
 ) -> TurnStarted:
     """Write the user message and the assistant placeholder. A repeated `external_id` returns the turn.
 
@@ -108,6 +109,7 @@ def turn_start(
         conversation=conversation,
         external_id=external_id,
         api_key_id=api_key_id,
+        way=way,
     )
     try:
         with transaction.atomic():  # a savepoint when the caller has a transaction open: the retry below reads on
@@ -138,7 +140,17 @@ class TurnStart(MessagesAppend):
     (services.ledger) with the turn's row a clause of the same statement. `started`: the TurnStarted."""
 
     def __init__(
-        self, *, tenant, session_id, content, attachments, thinking_mode, conversation, external_id, api_key_id
+        self,
+        *,
+        tenant,
+        session_id,
+        content,
+        attachments,
+        thinking_mode,
+        conversation,
+        external_id,
+        api_key_id,
+        way=Way.TURN_START,
     ):
         self.now = now = timezone.now()
         user = {"role": Role.USER, "content": content, "created_at": now, "thinking_mode": thinking_mode}
@@ -150,7 +162,7 @@ class TurnStart(MessagesAppend):
         # Embedding and the strategies' triggers wait for the turn's end (turn_completed, with both messages'
         # final text; an abandoned turn ends too): the question is not looked at twice.
         super().__init__(
-            way=Way.TURN_START,
+            way=way,
             appends=[(None, [user, placeholder])],
             also=self.the_turn,
             announce=False,
@@ -421,6 +433,8 @@ class TurnFinish(Change):
         assistant.reported_cost_requests = assistant.api_calls if assistant.reported_cost_nano_usd is not None else None
         # The error of this completion, or none: a late completion replaces the abandoned close's error.
         assistant.metadata = {k: v for k, v in assistant.metadata.items() if k != "error"}
+        if isinstance(data.get("metadata"), dict):  # what the caller knows of the call (the gateway's timings)
+            assistant.metadata.update(redact(data["metadata"]))
         if data.get("error"):
             assistant.metadata["error"] = redact_text(data["error"])
         if needs_index(assistant.content):
