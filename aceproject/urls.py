@@ -5,6 +5,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from aceproject.celery import app as celery_app
+from gateway_app.views import gateway_elsewhere
 from memory_app.embedders.health import embedder_health
 from platform_kit.api.docs import redoc_bundle
 from platform_kit.health import healthz
@@ -42,6 +43,7 @@ urlpatterns = [
     path("api/docs/", api_docs_policy(SpectacularSwaggerView.as_view(url_name="schema")), name="api-docs"),
     path("api/redoc/redoc.standalone.js", redoc_bundle, name="api-redoc-bundle"),
     path("api/redoc/", api_docs_policy(SpectacularRedocView.as_view(url_name="schema")), name="api-redoc"),
+    path("gateway/<path:rest>", gateway_elsewhere, name="gateway-elsewhere"),  # served by the gateway process
     path("admin/", admin.site.urls),
     path("", include("mcp_app.urls")),  # /mcp/: the MCP server over streamable HTTP (docs/mcp.md)
 ]

@@ -67,11 +67,12 @@ class Output:
 
 def test_scripts_up_restarts_a_killed_worker_and_ctrl_c_stops_everything_database_last():
     data_dir = settings.ACE_DATA_DIR / "up"
-    port = _free_port()
+    port, gateway_port = _free_port(), _free_port()
     env = {
         **os.environ,
         "ACE_DATA_DIR": str(data_dir),
         "ACE_PORT": str(port),
+        "ACE_GATEWAY_PORT": str(gateway_port),
         "WEB_CONCURRENCY": "1",
         "CELERY_CONCURRENCY": "1",
         "ACE_EMBEDDER": "hash",
@@ -91,7 +92,7 @@ def test_scripts_up_restarts_a_killed_worker_and_ctrl_c_stops_everything_databas
     output = Output(up.stdout)
     try:
         started = time.monotonic()
-        for name in ("web", "worker", "embedder", "beat"):
+        for name in ("web", "gateway", "worker", "embedder", "beat"):
             output.wait_for(rf"success: {name} entered RUNNING state", seconds=150 if first_run else 60)
         # supervisord calls a program RUNNING after 3 s; a Celery worker handles SIGTERM (a warm shutdown, exit
         # status 0) only once it has booted, which on a busy machine takes far longer: wait for it to say so.
@@ -100,6 +101,7 @@ def test_scripts_up_restarts_a_killed_worker_and_ctrl_c_stops_everything_databas
         worker_pid = int(output.wait_for(r"spawned: 'worker' with pid (\d+)", seconds=1).group(1))
         web_pid = int(output.wait_for(r"spawned: 'web' with pid (\d+)", seconds=1).group(1))
         assert wait_for(lambda: _healthy(port)), output.text()[-4000:]
+        assert wait_for(lambda: _healthy(gateway_port)), output.text()[-4000:]  # the gateway's ASGI process
         print(f"\nscripts/up serving after {time.monotonic() - started:.0f} s (first run: {first_run})")
 
         # The kernel's OOM killer, say.
