@@ -145,8 +145,11 @@ def test_a_changed_price_takes_effect_from_its_day_and_past_usage_keeps_its_own(
     assert (row.cache_read_usd_per_mtok, row.cache_write_usd_per_mtok) == (Decimal("0.3"), Decimal("3.75"))
     # models.dev gives no 1-hour price: the one in force before is kept (2x the old input), not re-derived.
     assert row.cache_write_1h_usd_per_mtok == Decimal(6)
-    assert "Changed 1 (from 2026-04-01; usage before that day keeps its price):" in output
+    assert "Changed 2 (from 2026-04-01; usage before that day keeps its price):" in output
     assert f"{SONNET}: input 3 → 2.5, output 15 → 12.5 (anthropic's {SONNET})" in output
+    # deepseek-chat has shipped prices by its exact name, so the list's is compared with the one in force that day
+    # (V3.2's, from 2025-09-29): the list's V4 price is taken from the import's day.
+    assert "deepseek-chat: input 0.28 → 0.14, output 0.42 → 0.28, cache read 0.028 → 0.0028" in output
     days, _ = stats(api, "?group_by=day")
     assert Decimal(days["2026-03-10"]["cost_usd"]) == march_cost
     assert Decimal(days["2026-04-20"]["cost_usd"]) == Decimal("0.003750")  # 1000×2.5 + 100×12.5
