@@ -192,7 +192,7 @@ def unload_prices(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sessions_app", "0029_long_context_tiers"),
+        ("sessions_app", "0030_apikey_rate_limits"),
     ]
 
     operations = [migrations.RunPython(load_prices, unload_prices)]
