@@ -81,3 +81,13 @@ def spans(_exporter: InMemorySpanExporter):
         return {span.name: span for span in _exporter.get_finished_spans()}
 
     return finished
+
+
+@pytest.fixture
+def stand_in():
+    """A stand-in OpenAI and Anthropic upstream on loopback, serving for the test (tests/support/stand_in_upstream.py:
+    `.openai_base_url`, `.anthropic_base_url`, `.received`, behaviour by the model name or `X-Stand-In`)."""
+    from tests.support.stand_in_upstream import StandInUpstream
+
+    with StandInUpstream() as upstream:
+        yield upstream
