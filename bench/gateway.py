@@ -68,6 +68,11 @@ def parse_args():
     parser.add_argument("--kinds", default="openai,anthropic", help="openai, anthropic or both (default both)")
     parser.add_argument("--settle", type=float, default=120.0, help="s to wait for the turns to be stored")
     parser.add_argument("--direct-only", action="store_true", help="no gateway: the stand-in and the client alone")
+    parser.add_argument(
+        "--gateway-app",
+        default="aceproject.asgi:application",
+        help="the ASGI app uvicorn serves (another one, e.g. with a part stubbed out, to find where time goes)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep earlier runs' rows (default: delete them first)")
     parser.add_argument("--name", default="gateway", help="results file name (default gateway)")
     return parser.parse_args()
@@ -118,7 +123,8 @@ class Process:
 
 
 def process_ticks(pid: int) -> int:
-    """utime + stime of `pid` (all its threads) and of its live children, in clock ticks."""
+    """utime + stime of `pid` (all its threads), of its live children, and of the children it has reaped (cutime +
+    cstime: PostgreSQL's backends that ended between two readings), in clock ticks."""
     total = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -129,9 +135,20 @@ def process_ticks(pid: int) -> int:
         except OSError:
             continue
         fields = raw[raw.rindex(")") + 2 :].split()
-        if int(entry) == pid or int(fields[1]) == pid:
+        if int(entry) == pid:
+            total += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+        elif int(fields[1]) == pid:
             total += int(fields[11]) + int(fields[12])
     return total
+
+
+def main_thread_ticks(pid: int) -> int:
+    try:
+        raw = Path(f"/proc/{pid}/task/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])
 
 
 def postmaster_pid() -> int | None:
@@ -155,7 +172,11 @@ class CpuMeter:
             self.pids["postgres"] = postmaster
 
     def snapshot(self) -> dict[str, int]:
-        return {name: process_ticks(pid) for name, pid in self.pids.items()}
+        ticks = {name: process_ticks(pid) for name, pid in self.pids.items()}
+        if "gateway" in self.pids:  # its main thread runs the event loop (the relay); the others, database jobs
+            ticks["gateway loop"] = main_thread_ticks(self.pids["gateway"])
+            ticks["gateway db threads"] = ticks["gateway"] - ticks["gateway loop"]
+        return ticks
 
     @staticmethod
     def ms_per_call(before: dict, after: dict, calls: int) -> dict[str, float]:
@@ -273,6 +294,13 @@ def cleanup(tenant) -> None:
         "DELETE FROM sessions_app_llmrequest WHERE tenant_id = %s",
         "DELETE FROM sessions_app_conversation WHERE tenant_id = %s",
         "DELETE FROM sessions_app_usagehourly WHERE tenant_id = %s",
+        "DELETE FROM sessions_app_sessionmodelusage WHERE session_id IN "
+        "(SELECT id FROM sessions_app_session WHERE tenant_id = %s)",
+        "DELETE FROM sessions_app_stateversion WHERE tenant_id = %s",
+        "DELETE FROM memory_app_sessionembeddingprogress WHERE session_id IN "
+        "(SELECT id FROM sessions_app_session WHERE tenant_id = %s)",
+        "DELETE FROM strategies_app_watermark WHERE session_id IN "
+        "(SELECT id FROM sessions_app_session WHERE tenant_id = %s)",
         "DELETE FROM sessions_app_session WHERE tenant_id = %s",
     ]
     try:
@@ -493,7 +521,7 @@ def main() -> int:
         "gateway",
         [
             str(Path(python).with_name("uvicorn")),
-            "aceproject.asgi:application",
+            args.gateway_app,
             "--host",
             "127.0.0.1",
             "--port",
@@ -622,32 +650,28 @@ def report(kind: str, result: dict, args) -> None:
     def total(name, *parts):
         return round(sum(part.get(name, 0) for part in parts), 2)
 
+    def split(cpu):
+        return [cpu.get("gateway"), cpu.get("gateway loop"), cpu.get("gateway db threads"), cpu.get("postgres")]
+
+    whole = {name: total(name, streams, tail) for name in streams}
     cpu_rows = [
-        ["sequential, one at a time (until stored)", seq_cpu.get("gateway"), seq_cpu.get("postgres"), "", ""],
-        [
-            f"{args.concurrency} at once: streams",
-            streams.get("gateway"),
-            streams.get("postgres"),
-            streams.get("stand-in"),
-            streams.get("bench client"),
-        ],
-        [f"{args.concurrency} at once: then until stored", tail.get("gateway"), tail.get("postgres"), "", ""],
-        [
-            f"{args.concurrency} at once: whole call",
-            total("gateway", streams, tail),
-            total("postgres", streams, tail),
-            "",
-            "",
-        ],
+        ["sequential, one at a time (until stored)", *split(seq_cpu), "", ""],
+        [f"{args.concurrency} at once: streams", *split(streams), streams.get("stand-in"), streams.get("bench client")],
+        [f"{args.concurrency} at once: then until stored", *split(tail), "", ""],
+        [f"{args.concurrency} at once: whole call", *split(whole), "", ""],
         [
             f"{args.concurrency} at once direct (no gateway)",
+            "",
+            "",
             "",
             direct_cpu.get("postgres"),
             direct_cpu.get("stand-in"),
             direct_cpu.get("bench client"),
         ],
     ]
-    benchlib.print_table(["CPU ms per call", "gateway", "postgres", "stand-in", "bench client"], cpu_rows)
+    benchlib.print_table(
+        ["CPU ms per call", "gateway", "its loop", "its db threads", "postgres", "stand-in", "bench client"], cpu_rows
+    )
     turn_rows = [
         [label, t["calls"], t["stored"], t["by_status"].get("completed", 0), t["faithful"], t["settle_s"]]
         for label, t in (("sequential", seq_turns), ("concurrent", burst["turns"]))
