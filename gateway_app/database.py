@@ -22,10 +22,10 @@ def _job(function, args, kwargs):
     return function(*args, **kwargs)
 
 
-class Database:
-    def __init__(self, threads: int | None = None):
-        self.threads = threads or settings.ACE_GATEWAY_DB_THREADS
-        self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="gateway-db")
+class Pool:
+    def __init__(self, threads: int, name: str):
+        self.threads = threads
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix=name)
 
     async def run(self, function, *args, **kwargs):
         loop = asyncio.get_running_loop()
@@ -44,3 +44,22 @@ class Database:
             for _ in range(threads):
                 self.pool.submit(close_own)
         self.pool.shutdown(wait=True)
+
+
+class Database:
+    """Two pools: the checks a call waits for before it is forwarded (`run`), never queued behind the turns'
+    writes, which run on their own (`write`)."""
+
+    def __init__(self):
+        self.checks = Pool(max(2, settings.ACE_GATEWAY_DB_THREADS // 2), "gateway-checks")
+        self.writes = Pool(settings.ACE_GATEWAY_DB_THREADS, "gateway-writes")
+
+    async def run(self, function, *args, **kwargs):
+        return await self.checks.run(function, *args, **kwargs)
+
+    async def write(self, function, *args, **kwargs):
+        return await self.writes.run(function, *args, **kwargs)
+
+    def close(self) -> None:
+        self.checks.close()
+        self.writes.close()

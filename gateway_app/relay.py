@@ -27,7 +27,7 @@ from gateway_app.models import Provider
 from gateway_app.sse import SSEReader
 from platform_kit.auth_throttle import api_key_blocked, api_key_failed
 from platform_kit.outbound import OutboundRefused
-from sessions_app.services.apikeys import apikey_authenticate
+from sessions_app.services.apikeys import apikey_authenticate, apikey_cached
 
 log = logging.getLogger("gateway_app")
 
@@ -54,12 +54,21 @@ PROVIDER_CACHE_SECONDS = 5.0
 _providers: dict[tuple, tuple[float, Provider | None]] = {}
 
 
+_MISSING = object()
+
+
+def provider_cached(tenant_id, name: str):
+    """The provider as this process last read it, while trusted; _MISSING when it must be read (no query)."""
+    cached = _providers.get((tenant_id, name.lower()))
+    return cached[1] if cached is not None and cached[0] > time.monotonic() else _MISSING
+
+
 def provider_lookup(tenant_id, name: str) -> Provider | None:
     """The tenant's provider of that name (case-insensitive), trusted for PROVIDER_CACHE_SECONDS by this process."""
     cache_key = (tenant_id, name.lower())
-    cached = _providers.get(cache_key)
-    if cached is not None and cached[0] > time.monotonic():
-        return cached[1]
+    cached = provider_cached(tenant_id, name)
+    if cached is not _MISSING:
+        return cached
     provider = Provider.objects.filter(tenant_id=tenant_id, name__iexact=name).first()
     if provider is not None:
         provider.plain_key = provider.api_key  # decrypted once per lookup, not per call
@@ -146,7 +155,7 @@ class Recorder:
 
     def start(self, **fields) -> None:
         async def job():
-            self.turn_id = await self.gateway.db.run(recording.start, api_key=self.api_key, **fields)
+            self.turn_id = await self.gateway.db.write(recording.start, api_key=self.api_key, **fields)
 
         self._then(job)
 
@@ -158,7 +167,7 @@ class Recorder:
         async def job():
             self.checkpoint_pending = False
             if self.turn_id is not None:
-                await self.gateway.db.run(
+                await self.gateway.db.write(
                     recording.checkpoint,
                     tenant=self.api_key.tenant,
                     turn_id=self.turn_id,
@@ -171,7 +180,7 @@ class Recorder:
     def complete(self, data_of) -> None:
         async def job():
             if self.turn_id is not None:
-                await self.gateway.db.run(
+                await self.gateway.db.write(
                     recording.complete, api_key=self.api_key, turn_id=self.turn_id, data=data_of()
                 )
 
@@ -181,11 +190,16 @@ class Recorder:
 async def relay(gateway, request: Request, provider_name: str, dialect: Dialect) -> Response:
     received = time.perf_counter()
     address = request.client.host if request.client else "unknown"
-    api_key, refusal = await gateway.db.run(authenticate, _key_of(request), address)
+    plain_key = _key_of(request)
+    api_key, refusal = apikey_cached(plain_key=plain_key), None  # the event loop reads the caches: no hop
+    if api_key is None:
+        api_key, refusal = await gateway.db.run(authenticate, plain_key, address)
     if refusal is not None:
         status, message, wait = refusal
         return _error(dialect, status, message, "invalid_api_key" if status == 401 else "", wait)
-    provider = await gateway.db.run(provider_lookup, api_key.tenant_id, provider_name)
+    provider = provider_cached(api_key.tenant_id, provider_name)
+    if provider is _MISSING:
+        provider = await gateway.db.run(provider_lookup, api_key.tenant_id, provider_name)
     if provider is None:
         return _error(dialect, 404, f"No provider named '{provider_name}': add it at /api/v1/providers/.")
     if provider.kind != dialect.kind:

@@ -77,6 +77,20 @@ def apikey_authenticate(*, plain_key: str) -> ApiKey | None:
     return api_key
 
 
+def apikey_cached(*, plain_key: str) -> ApiKey | None:
+    """The key this process accepted within the last ACE_API_KEY_CACHE_SECONDS, when nothing about it needs writing
+    (its last use is recent): no query, so an event loop may call it. Otherwise None: ask apikey_authenticate."""
+    if not plain_key.startswith(KEY_PREFIX):
+        return None
+    checked = _CHECKED.get(_digest(plain_key))
+    if checked is None or checked[0] <= time.monotonic():
+        return None
+    api_key = checked[1]
+    if api_key.last_used_at is None or timezone.now() - api_key.last_used_at > LAST_USED_RESOLUTION:
+        return None
+    return api_key
+
+
 def apikey_recently_accepted(*, plain_key: str) -> bool:
     """Whether this process accepted `plain_key` within the last ACE_API_KEY_CACHE_SECONDS (no query)."""
     if not plain_key.startswith(KEY_PREFIX):
