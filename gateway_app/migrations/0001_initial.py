@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('sessions_app', '0030_apikey_requests_per_minute_apikey_tokens_per_minute'),
+        ('sessions_app', '0030_apikey_rate_limits'),
     ]
 
     operations = [
