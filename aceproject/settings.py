@@ -281,6 +281,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
+        "ProviderKindEnum": "gateway_app.models.ProviderKind",
         "RecordTypeEnum": "memory_app.models.RecordType",
         "RoleEnum": "sessions_app.models.Role",
         "TurnStatusEnum": "sessions_app.models.TurnStatus",
