@@ -80,3 +80,6 @@ class RateWindow(models.Model):
     tokens = models.BigIntegerField(default=0)
     previous_requests = models.PositiveIntegerField(default=0)
     previous_tokens = models.BigIntegerField(default=0)
+
+    def __str__(self):
+        return f"{self.api_key_id} at {self.minute:%Y-%m-%d %H:%M}"

@@ -15,7 +15,7 @@ class ProviderSerializer(ModelSerializer):
     kind = serializers.ChoiceField(choices=ProviderKind.choices, read_only=True)
     api_key_hint = serializers.CharField(
         read_only=True,
-        help_text="The key's last 4 characters (…abcd), or … for a short key: the key itself is never shown"
+        help_text="The key's last 4 characters (…abcd), or … for a short key: the key itself is never shown",
     )
     models = serializers.ListField(
         child=serializers.CharField(), source="allowed_models", read_only=True, help_text=MODELS_HELP

@@ -41,7 +41,9 @@ def base_url_problems(url, *, kind: str | None = None) -> list[str]:
     """What is wrong with a provider's base URL (empty when nothing is): http(s), a host, no credentials, no
     query, a host the outbound policy allows (platform_kit.outbound, ACE_OUTBOUND_ALLOW)."""
     if not isinstance(url, str) or not url.strip():
-        return ["Give the base URL the official SDK takes, e.g. https://api.openai.com/v1 or https://api.anthropic.com."]
+        return [
+            "Give the base URL the official SDK takes, e.g. https://api.openai.com/v1 or https://api.anthropic.com."
+        ]
     url = url.strip()
     if len(url) > MAX_URL_LENGTH:
         return [f"At most {MAX_URL_LENGTH} characters (it has {len(url)})."]
@@ -265,9 +267,7 @@ def provider_for_call(tenant_id, name: str) -> Provider | None:
     cached = _CACHED.get(key)
     if cached is not None and cached[0] > time.monotonic():
         return cached[1]
-    provider = (
-        Provider.objects.alias(lower_name=Lower("name")).filter(tenant_id=tenant_id, lower_name=key[1]).first()
-    )
+    provider = Provider.objects.alias(lower_name=Lower("name")).filter(tenant_id=tenant_id, lower_name=key[1]).first()
     if provider is None:
         with _CACHED_LOCK:
             _CACHED.pop(key, None)
