@@ -7,6 +7,7 @@ The provider's API key is write-only: it is encrypted at rest (gateway_app.secre
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 import time
@@ -17,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from gateway_app import secrets
 from gateway_app.models import MAX_URL_LENGTH, PROVIDER_NAME_PATTERN, Provider, ProviderKind
 from platform_kit import outbound
 from sessions_app.models import Tenant
@@ -247,6 +249,32 @@ def providers_set_active(*, providers, active: bool) -> int:
         changed = providers.exclude(active=active).update(active=active, updated_at=timezone.now())
         transaction.on_commit(providers_forget)
     return changed
+
+
+@dataclasses.dataclass
+class KeyRotation:
+    reencrypted: int = 0
+    # The providers whose key no configured key decrypts: their keys must be entered again.
+    unreadable: list[Provider] = dataclasses.field(default_factory=list)
+
+
+def provider_keys_reencrypt() -> KeyRotation:
+    """Every stored provider key encrypted again with the first key of ACE_SECRETS_KEYS (rotation: docs/gateway.md,
+    "Keys at rest"). One a key no configured key decrypts is left as it is and named in the result; a key changed
+    meanwhile is left to its change (written with the first key already)."""
+    rotation = KeyRotation()
+    stored = Provider.objects.exclude(api_key_encrypted="").select_related("tenant").order_by("tenant__name", "name")
+    for provider in list(stored):
+        try:
+            token = secrets.reencrypt(provider.api_key_encrypted)
+        except secrets.SecretUnreadable:
+            rotation.unreadable.append(provider)
+            continue
+        rotation.reencrypted += Provider.objects.filter(
+            pk=provider.pk, api_key_encrypted=provider.api_key_encrypted
+        ).update(api_key_encrypted=token)
+    providers_forget()
+    return rotation
 
 
 # -- the lookup of every gateway call -----------------------------------------------------------------------------
