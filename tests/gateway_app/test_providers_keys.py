@@ -97,3 +97,14 @@ def test_a_malformed_setting_is_a_system_check_error():
         assert error.id == "gateway_app.E001" and "32 url-safe base64-encoded bytes" in error.msg
     with override_settings(ACE_SECRETS_KEYS=f"{KEY_A},{KEY_B}"):
         assert secrets_keys() == []
+
+
+def test_setting_the_keys_for_the_first_time_keeps_what_the_derived_key_encrypted(db):
+    tenant = TenantFactory(name="acme")
+    with override_settings(ACE_SECRETS_KEYS="", SECRET_KEY="one-secret-key-" * 4):
+        provider = new_provider(tenant, "deepseek", "sk-deepseek-0001")
+        derived = run("derived-key")[0].strip()
+    with override_settings(ACE_SECRETS_KEYS=f"{KEY_B},{derived}", SECRET_KEY="one-secret-key-" * 4):
+        assert "Re-encrypted 1 provider key(s)" in run("rotate")[0]
+    with override_settings(ACE_SECRETS_KEYS=KEY_B, SECRET_KEY="a-new-secret-key-" * 4):  # SECRET_KEY free to change
+        assert Provider.objects.get(pk=provider.pk).api_key == "sk-deepseek-0001"

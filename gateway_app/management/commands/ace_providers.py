@@ -1,5 +1,6 @@
 """`ace_providers new-key` prints a new key for ACE_SECRETS_KEYS; `ace_providers rotate` encrypts every stored
-provider key again with the first of them (docs/gateway.md, "Keys at rest")."""
+provider key again with the first of them; `ace_providers derived-key` prints the key used while ACE_SECRETS_KEYS
+is unset (docs/gateway.md, "Keys at rest")."""
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -18,10 +19,18 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True)
         sub.add_parser("new-key", help="Print a new Fernet key for ACE_SECRETS_KEYS (nothing is changed)")
         sub.add_parser("rotate", help="Re-encrypt every stored provider key with the first key of ACE_SECRETS_KEYS")
+        sub.add_parser(
+            "derived-key",
+            help="Print the key derived from SECRET_KEY (what encrypts while ACE_SECRETS_KEYS is unset), to list "
+            "after a new one when setting ACE_SECRETS_KEYS for the first time",
+        )
 
     def handle(self, *args, action, **options):
         if action == "new-key":
             self.stdout.write(secrets.new_key())
+            return
+        if action == "derived-key":
+            self.stdout.write(secrets.derived_key())
             return
         configured = [key for key in getattr(settings, secrets.SETTING, "").split(",") if key.strip()]
         with_what = (
