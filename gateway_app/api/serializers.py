@@ -1,7 +1,15 @@
+from django.core.validators import RegexValidator
 from rest_framework import serializers
 
-from gateway_app.models import MAX_URL_LENGTH, Provider, ProviderKind
-from gateway_app.services.providers import MAX_ALLOWED_MODELS, MAX_API_KEY_LENGTH, MAX_MODEL_NAME_LENGTH
+from gateway_app.models import MAX_URL_LENGTH, PROVIDER_NAME_PATTERN, Provider, ProviderKind
+from gateway_app.services.providers import (
+    API_KEY_PATTERN,
+    API_KEY_RULE,
+    MAX_ALLOWED_MODELS,
+    MAX_API_KEY_LENGTH,
+    MAX_MODEL_NAME_LENGTH,
+    NAME_RULE,
+)
 from platform_kit.api.fields import RejectUnknownFieldsMixin, StrictCharField
 from platform_kit.api.serializers import ModelSerializer
 
@@ -32,7 +40,9 @@ class ProviderWriteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     (gateway_app/services/providers.py)."""
 
     name = StrictCharField(
-        max_length=64, help_text="In the gateway's URL, /gateway/<name>/v1/…: letters, digits, '.', '_', '-'"
+        max_length=64,
+        validators=[RegexValidator(PROVIDER_NAME_PATTERN, message=NAME_RULE)],
+        help_text="In the gateway's URL, /gateway/<name>/v1/…: letters, digits, '.', '_', '-'",
     )
     kind = serializers.ChoiceField(
         choices=ProviderKind.choices,
@@ -44,6 +54,7 @@ class ProviderWriteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     )
     api_key = StrictCharField(
         max_length=MAX_API_KEY_LENGTH,
+        validators=[RegexValidator(API_KEY_PATTERN, message=API_KEY_RULE)],
         write_only=True,
         help_text="The provider's key, sent upstream on every call; stored encrypted, never shown again "
         "(api_key_hint). On PATCH, replaces it",

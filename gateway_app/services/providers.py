@@ -29,6 +29,13 @@ MAX_ALLOWED_MODELS = 500
 MAX_MODEL_NAME_LENGTH = 255
 EDITABLE = ("name", "kind", "base_url", "api_key", "active", "allowed_models")
 _NAME = re.compile(PROVIDER_NAME_PATTERN)
+API_KEY_PATTERN = r"^[!-~]+$"  # printable ASCII, no spaces: it goes in a header
+_API_KEY = re.compile(API_KEY_PATTERN)
+API_KEY_RULE = "An API key is printable ASCII without spaces (it is sent in a header): check what was pasted."
+NAME_RULE = (
+    "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or a digit: it is the provider's part of the "
+    "gateway's URL (/gateway/<name>/v1/...)."
+)
 
 # How long a process trusts its last read of a provider (`provider_for_call`). The process that changes or deletes
 # a provider forgets its reads at once (on commit); every other process sees the change within this time.
@@ -83,8 +90,8 @@ def _api_key_problems(api_key) -> list[str]:
     api_key = api_key.strip()
     if len(api_key) > MAX_API_KEY_LENGTH:
         return [f"At most {MAX_API_KEY_LENGTH} characters (it has {len(api_key)})."]
-    if not all(33 <= ord(c) <= 126 for c in api_key):
-        return ["An API key is printable ASCII without spaces (it is sent in a header): check what was pasted."]
+    if not _API_KEY.match(api_key):
+        return [API_KEY_RULE]
     return []
 
 
@@ -125,10 +132,7 @@ def provider_validate(*, tenant: Tenant, values: dict, provider: Provider | None
     if "name" in values:
         name = values["name"]
         if not isinstance(name, str) or not _NAME.match(name.strip()):
-            errors["name"] = [
-                "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or a digit: it is the provider's "
-                "part of the gateway's URL (/gateway/<name>/v1/...)."
-            ]
+            errors["name"] = [NAME_RULE]
         else:
             cleaned["name"] = name.strip()
             if _name_taken(tenant_id=tenant.pk, name=cleaned["name"], provider_id=provider.pk if provider else None):
