@@ -90,7 +90,7 @@ def _api_key_problems(api_key) -> list[str]:
     api_key = api_key.strip()
     if len(api_key) > MAX_API_KEY_LENGTH:
         return [f"At most {MAX_API_KEY_LENGTH} characters (it has {len(api_key)})."]
-    if not _API_KEY.match(api_key):
+    if not _API_KEY.fullmatch(api_key):
         return [API_KEY_RULE]
     return []
 
@@ -131,7 +131,7 @@ def provider_validate(*, tenant: Tenant, values: dict, provider: Provider | None
                 errors[field] = ["This field is required."]
     if "name" in values:
         name = values["name"]
-        if not isinstance(name, str) or not _NAME.match(name.strip()):
+        if not isinstance(name, str) or not _NAME.fullmatch(name.strip()):
             errors["name"] = [NAME_RULE]
         else:
             cleaned["name"] = name.strip()
@@ -264,7 +264,7 @@ class KeyRotation:
 
 def provider_keys_reencrypt() -> KeyRotation:
     """Every stored provider key encrypted again with the first key of ACE_SECRETS_KEYS (rotation: docs/gateway.md,
-    "Keys at rest"). One a key no configured key decrypts is left as it is and named in the result; a key changed
+    "Keys at rest"). A key no configured key decrypts is left as it is and named in the result; a key changed
     meanwhile is left to its change (written with the first key already)."""
     rotation = KeyRotation()
     stored = Provider.objects.exclude(api_key_encrypted="").select_related("tenant").order_by("tenant__name", "name")
@@ -293,7 +293,7 @@ def provider_for_call(tenant_id, name: str) -> Provider | None:
     calls), or None. Read at most once every CACHE_SECONDS per process: a change made on this process is seen at
     once, one made on another process within CACHE_SECONDS. An unknown name is not kept, so a new provider works at
     once everywhere. The Provider returned is shared by the calls of this process: read it, never change it."""
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         return None
     key = (str(tenant_id), name.lower())
     cached = _CACHED.get(key)

@@ -60,6 +60,7 @@ def test_found_by_name_ignoring_case_inactive_included_other_tenants_never(db, d
     assert provider_for_call(other.pk, "qwen") is None
     with django_assert_num_queries(0):  # not a name: no query
         assert provider_for_call(tenant.pk, "../qwen") is None
+        assert provider_for_call(tenant.pk, "qwen\n") is None
         assert provider_for_call(tenant.pk, "") is None
         assert provider_for_call(tenant.pk, None) is None
 
