@@ -40,6 +40,9 @@ ACE_DATA_DIR = Path(env.str("ACE_DATA_DIR", default=str(BASE_DIR / ".ace"))).res
 DEBUG = env("DEBUG")
 # Production sets SECRET_KEY; a laptop install gets a stable key of its own, kept in the data folder.
 SECRET_KEY = env.str("SECRET_KEY", default="") or secret_key(ACE_DATA_DIR)
+# The keys that encrypt the gateway's provider keys at rest: comma-separated Fernet keys, the first encrypts, all
+# decrypt (gateway_app/secrets.py; rotation: docs/gateway.md). Unset: one derived from SECRET_KEY.
+ACE_SECRETS_KEYS = env.str("ACE_SECRETS_KEYS", default="")
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 CSRF_TRUSTED_ORIGINS = env("CSRF_TRUSTED_ORIGINS")
 
@@ -292,6 +295,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
+        "ProviderKindEnum": "gateway_app.models.ProviderKind",
         "RecordTypeEnum": "memory_app.models.RecordType",
         "RoleEnum": "sessions_app.models.Role",
         "TurnStatusEnum": "sessions_app.models.TurnStatus",

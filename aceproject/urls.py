@@ -38,6 +38,7 @@ urlpatterns = [
     path("api/v1/", include("strategies_app.urls")),
     path("api/v1/", include("webhooks_app.urls")),
     path("api/v1/", include("retention_app.urls")),
+    path("api/v1/", include("gateway_app.urls")),
     path("v1/", include("ingest_app.otlp.urls")),  # the OTLP/HTTP receiver (docs/otel.md)
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", api_docs_policy(SpectacularSwaggerView.as_view(url_name="schema")), name="api-docs"),

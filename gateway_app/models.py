@@ -72,7 +72,7 @@ class Provider(models.Model):
 
 class RateWindow(models.Model):
     """A key's calls and tokens through the gateway in the current minute and the one before (one row per key:
-    the sliding-window estimate of gateway_app.recording)."""
+    the sliding-window estimate of gateway_app.limits)."""
 
     api_key = models.OneToOneField(ApiKey, on_delete=models.CASCADE, primary_key=True, related_name="+")
     minute = models.DateTimeField()
@@ -82,4 +82,4 @@ class RateWindow(models.Model):
     previous_tokens = models.BigIntegerField(default=0)
 
     def __str__(self):
-        return f"{self.api_key_id} at {self.minute:%H:%M}"
+        return f"{self.api_key_id} at {self.minute:%Y-%m-%d %H:%M}"

@@ -72,3 +72,9 @@ def reencrypt(token: str) -> str:
 
 def new_key() -> str:
     return Fernet.generate_key().decode()
+
+
+def derived_key() -> str:
+    """The key derived from SECRET_KEY, which encrypts while ACE_SECRETS_KEYS is unset: listed after a new key when
+    ACE_SECRETS_KEYS is set for the first time, it still decrypts what it encrypted until `rotate` has run."""
+    return _derived_key(settings.SECRET_KEY).decode()

@@ -43,6 +43,7 @@ DOC_PAGES = {
             "mcp",
             "budgets",
             "webhooks",
+            "gateway",
             "portability",
         )
     },  # fmt: skip

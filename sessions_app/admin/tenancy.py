@@ -16,7 +16,9 @@ from platform_kit.admin.mixins import ReadOnlyAdminMixin
 from sessions_app.admin.display import STATUS_TONES
 from sessions_app.admin.filters import ApiKeyStatusFilter
 from sessions_app.models import ApiKey, Tenant
-from sessions_app.services.apikeys import KEY_PREFIX, apikey_create, apikeys_revoke
+from sessions_app.services.apikeys import KEY_PREFIX, apikey_create, apikey_update, apikeys_revoke
+
+RATE_LIMITS = ("requests_per_minute", "tokens_per_minute")
 
 
 def key_display(api_key: ApiKey) -> str:
@@ -99,7 +101,7 @@ class TenantAdmin(admin.ModelAdmin):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ("key", "name", "tenant", "status", "created_at", "last_used_at", "revoked_at")
+    list_display = ("key", "name", "tenant", "status", "rate_limits", "created_at", "last_used_at", "revoked_at")
     list_display_links = ("key", "name")
     list_filter = (ApiKeyStatusFilter, "tenant")
     search_fields = ("name", "=prefix", "tenant__name")
@@ -109,8 +111,8 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def get_fields(self, request, obj=None):
         if obj is None:
-            return ("tenant", "name")
-        return ("key", "tenant", "name", "status", "created_at", "last_used_at", "revoked_at")
+            return ("tenant", "name", *RATE_LIMITS)
+        return ("key", "tenant", "name", *RATE_LIMITS, "status", "created_at", "last_used_at", "revoked_at")
 
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
@@ -128,11 +130,26 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def status(self, obj):
         return key_status(obj)
 
+    @admin.display(description="gateway limits")
+    def rate_limits(self, obj):
+        limits = [
+            f"{number(value)} {unit}/min"
+            for value, unit in ((obj.requests_per_minute, "calls"), (obj.tokens_per_minute, "tokens"))
+            if value is not None
+        ]
+        return " · ".join(limits) if limits else EMPTY
+
     def save_model(self, request, obj, form, change):
         if change:
-            obj.save(update_fields=[f for f in form.changed_data if f == "name"])
+            fields = [f for f in form.changed_data if f in ("name", *RATE_LIMITS)]
+            if fields:
+                apikey_update(api_key=obj, fields=fields)
             return
-        created = apikey_create(tenant_name=form.cleaned_data["tenant"].name, name=form.cleaned_data.get("name", ""))
+        created = apikey_create(
+            tenant_name=form.cleaned_data["tenant"].name,
+            name=form.cleaned_data.get("name", ""),
+            **{field: form.cleaned_data.get(field) for field in RATE_LIMITS},
+        )
         for field in ApiKey._meta.concrete_fields:
             setattr(obj, field.attname, getattr(created.api_key, field.attname))
         obj._state.adding = False

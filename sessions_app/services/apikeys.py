@@ -50,12 +50,28 @@ def tenant_get_or_create(*, name: str) -> Tenant:
 
 
 @transaction.atomic
-def apikey_create(*, tenant_name: str, name: str = "") -> NewApiKey:
+def apikey_create(
+    *, tenant_name: str, name: str = "", requests_per_minute: int | None = None, tokens_per_minute: int | None = None
+) -> NewApiKey:
     tenant = tenant_get_or_create(name=tenant_name)
     prefix = secrets.token_hex(6)
     plain = f"{KEY_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
-    api_key = ApiKey.objects.create(tenant=tenant, name=name, prefix=prefix, key_hash=_digest(plain))
+    api_key = ApiKey.objects.create(
+        tenant=tenant,
+        name=name,
+        prefix=prefix,
+        key_hash=_digest(plain),
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
+    )
     return NewApiKey(api_key=api_key, plain_key=plain)
+
+
+def apikey_update(*, api_key: ApiKey, fields: list[str]) -> None:
+    """Save the given fields of a key (its name, its gateway rate limits): this process forgets its key checks at
+    once, so the new limits apply to its next call; other processes within ACE_API_KEY_CACHE_SECONDS."""
+    api_key.save(update_fields=fields)
+    transaction.on_commit(apikeys_forget)
 
 
 def apikey_authenticate(*, plain_key: str) -> ApiKey | None:
