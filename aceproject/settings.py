@@ -202,7 +202,6 @@ ACE_GATEWAY_READ_TIMEOUT = env.float("ACE_GATEWAY_READ_TIMEOUT", default=600.0) 
 ACE_GATEWAY_MAX_BODY = env.int("ACE_GATEWAY_MAX_BODY", default=32 * 1024 * 1024)  # a call's body, in bytes
 ACE_GATEWAY_CHECKPOINT_SECONDS = env.float("ACE_GATEWAY_CHECKPOINT_SECONDS", default=1.0)  # a stream's partial answer
 ACE_GATEWAY_MEMORY_TOKENS = env.int("ACE_GATEWAY_MEMORY_TOKENS", default=1000)  # X-ACE-Memory: inject, at most
-ACE_SECRETS_KEYS = env.str("ACE_SECRETS_KEYS", default="")  # gateway_app/secrets.py: provider keys at rest
 
 # A chat turn with no checkpoint or completion for this long is closed as abandoned (finish_reason error).
 ACE_TURN_TIMEOUT_SECONDS = env.int("ACE_TURN_TIMEOUT_SECONDS", default=600)

@@ -19,6 +19,8 @@ from starlette.routing import Route
 from gateway_app import relay, upstream
 from gateway_app.database import Database
 from gateway_app.dialects import Anthropic, OpenAI, dialect_for
+from gateway_app.secrets import SecretUnreadable
+from gateway_app.services.providers import provider_for_call
 
 log = logging.getLogger("gateway_app")
 DRAIN_SECONDS = 30
@@ -76,7 +78,7 @@ async def passthrough(request: Request) -> Response:
     api_key, refusal = await gateway.db.run(relay.authenticate, relay._key_of(request), address)
     if refusal is not None:
         return relay._error(guess, refusal[0], refusal[1], retry_after=refusal[2])
-    provider = await gateway.db.run(relay.provider_lookup, api_key.tenant_id, name)
+    provider = await gateway.db.run(provider_for_call, api_key.tenant_id, name)
     if provider is None or not provider.active:
         return relay._error(guess, 404, f"No active provider named '{name}'.")
     dialect = dialect_for(provider.kind)
@@ -86,7 +88,10 @@ async def passthrough(request: Request) -> Response:
         target = provider.base_url.rstrip("/") + "/" + path[3:]
     else:
         target = provider.base_url.rstrip("/") + "/" + path
-    headers = relay._forwarded_headers(request, dialect, provider.plain_key)
+    try:
+        headers = relay._forwarded_headers(request, dialect, provider.api_key)
+    except SecretUnreadable:
+        return relay._error(dialect, 502, f"The key of the provider '{name}' cannot be decrypted: enter it again.")
     if request.method in ("GET", "HEAD", "DELETE"):
         headers.pop("content-type", None)
     try:

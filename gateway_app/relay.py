@@ -23,7 +23,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from gateway_app import recording
 from gateway_app.dialects import Answer, BadCall, Dialect, dialect_for
 from gateway_app.memory import memory_block
-from gateway_app.models import Provider
+from gateway_app.secrets import SecretUnreadable
+from gateway_app.services.providers import provider_cached, provider_for_call
 from gateway_app.sse import SSEReader
 from platform_kit.auth_throttle import api_key_blocked, api_key_failed
 from platform_kit.outbound import OutboundRefused
@@ -50,32 +51,6 @@ HOP_BY_HOP = frozenset(
 )
 NOT_FORWARDED = HOP_BY_HOP | {"authorization", "x-api-key", "cookie", "accept-encoding", "api-key"}
 NOT_RETURNED = HOP_BY_HOP | {"set-cookie", "alt-svc"}
-PROVIDER_CACHE_SECONDS = 5.0
-_providers: dict[tuple, tuple[float, Provider | None]] = {}
-
-
-_MISSING = object()
-
-
-def provider_cached(tenant_id, name: str):
-    """The provider as this process last read it, while trusted; _MISSING when it must be read (no query)."""
-    cached = _providers.get((tenant_id, name.lower()))
-    return cached[1] if cached is not None and cached[0] > time.monotonic() else _MISSING
-
-
-def provider_lookup(tenant_id, name: str) -> Provider | None:
-    """The tenant's provider of that name (case-insensitive), trusted for PROVIDER_CACHE_SECONDS by this process."""
-    cache_key = (tenant_id, name.lower())
-    cached = provider_cached(tenant_id, name)
-    if cached is not _MISSING:
-        return cached
-    provider = Provider.objects.filter(tenant_id=tenant_id, name__iexact=name).first()
-    if provider is not None:
-        provider.plain_key = provider.api_key  # decrypted once per lookup, not per call
-    if len(_providers) > 10_000:
-        _providers.clear()
-    _providers[cache_key] = (time.monotonic() + PROVIDER_CACHE_SECONDS, provider)
-    return provider
 
 
 def authenticate(plain_key: str, address: str):
@@ -198,8 +173,8 @@ async def relay(gateway, request: Request, provider_name: str, dialect: Dialect)
         status, message, wait = refusal
         return _error(dialect, status, message, "invalid_api_key" if status == 401 else "", wait)
     provider = provider_cached(api_key.tenant_id, provider_name)
-    if provider is _MISSING:
-        provider = await gateway.db.run(provider_lookup, api_key.tenant_id, provider_name)
+    if provider is None:
+        provider = await gateway.db.run(provider_for_call, api_key.tenant_id, provider_name)
     if provider is None:
         return _error(dialect, 404, f"No provider named '{provider_name}': add it at /api/v1/providers/.")
     if provider.kind != dialect.kind:
@@ -237,6 +212,10 @@ async def relay(gateway, request: Request, provider_name: str, dialect: Dialect)
         memory = await gateway.db.run(
             memory_block, api_key=api_key, agent_session_id=agent_session_id, user_id=user_id, query=call.content
         )
+    try:
+        upstream_key = provider.api_key
+    except SecretUnreadable:
+        return _error(dialect, 502, f"The key of the provider '{provider.name}' cannot be decrypted: enter it again.")
     forwarded = dialect.prepare(body, call, memory)
     system = call.system_prompt if not memory else "\n\n".join(p for p in (call.system_prompt, memory) if p)
 
@@ -255,7 +234,7 @@ async def relay(gateway, request: Request, provider_name: str, dialect: Dialect)
         "POST",
         provider.base_url.rstrip("/") + dialect.upstream_path,
         params=request.query_params,
-        headers=_forwarded_headers(request, dialect, provider.plain_key),
+        headers=_forwarded_headers(request, dialect, upstream_key),
         content=json.dumps(forwarded, ensure_ascii=False).encode() if forwarded is not body else body_bytes,
     )
 

@@ -288,6 +288,13 @@ def providers_forget() -> None:
         _CACHED.clear()
 
 
+def provider_cached(tenant_id, name: str) -> Provider | None:
+    """provider_for_call's answer while this process trusts it, without a query (an event loop may call it); None
+    when it must be read."""
+    cached = _CACHED.get((str(tenant_id), name.lower()))
+    return cached[1] if cached is not None and cached[0] > time.monotonic() else None
+
+
 def provider_for_call(tenant_id, name: str) -> Provider | None:
     """The tenant's provider named `name` (ignoring case), inactive ones included (the caller refuses their
     calls), or None. Read at most once every CACHE_SECONDS per process: a change made on this process is seen at
