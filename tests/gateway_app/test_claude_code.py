@@ -23,13 +23,20 @@ from gateway_app.models import Provider
 from sessions_app.models import Message, Session, Tenant, Turn
 from sessions_app.services.apikeys import apikey_create
 from tests.support.gateway import GatewayServer
-from tests.support.stand_in_upstream import StandInUpstream, answer_text, thinking_text
+from tests.support.stand_in_upstream import (
+    DEFAULT_CHUNKS,
+    DEFAULT_THINKING,
+    StandInUpstream,
+    answer_text,
+    thinking_text,
+)
 
 UPSTREAM_KEY = "sk-ant-upstream-secret-123"
 MODEL = "claude-sonnet-4-5"  # one of the stand-in's models; Claude Code sends it as given
 # What the stand-in reports as cached for every call (the prompt's own words are the input tokens).
 CACHE = "cache_read=1200;cache_write=300;cache_write_1h=45"
 RUN_SECONDS = 60
+PROMPT = "Say hello to the gateway."
 
 
 def claude_code() -> str:
@@ -77,8 +84,11 @@ def setup(gateway, upstream):
     return key
 
 
-def run_claude(cli: str, home: Path, base_url: str, credentials: dict, *arguments: str) -> dict:
-    """`claude -p PROMPT --output-format json` as a script runs it, with nothing on the way but the gateway."""
+def run_claude(
+    cli: str, home: Path, base_url: str, credentials: dict, *arguments: str, prompt: str = PROMPT, ok: bool = True
+) -> dict:
+    """`claude -p PROMPT --output-format json` as a script runs it, with nothing on the way but the gateway; its
+    result (JSON). `credentials` is its environment's key (and any other variable of the test's)."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),  # its settings, sessions and logs land here
@@ -96,7 +106,7 @@ def run_claude(cli: str, home: Path, base_url: str, credentials: dict, *argument
     workdir = home / "project"
     workdir.mkdir(exist_ok=True)
     done = subprocess.run(
-        [cli, "-p", "Say hello to the gateway.", "--output-format", "json", "--model", MODEL, *arguments],
+        [cli, "-p", prompt, "--output-format", "json", "--model", MODEL, *arguments],
         env=env,
         cwd=workdir,
         stdin=subprocess.DEVNULL,
@@ -104,7 +114,8 @@ def run_claude(cli: str, home: Path, base_url: str, credentials: dict, *argument
         text=True,
         timeout=RUN_SECONDS,
     )
-    assert done.returncode == 0, f"claude exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    said = f"claude exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert (done.returncode == 0) == ok, said
     return json.loads(done.stdout)
 
 
@@ -117,6 +128,17 @@ def ledger_usage(usage: dict) -> tuple:
         usage["cache_creation_input_tokens"],
         usage["cache_creation"]["ephemeral_5m_input_tokens"],
         usage["cache_creation"]["ephemeral_1h_input_tokens"],
+    )
+
+
+def recorded_usage(answer: Message) -> tuple:
+    return (
+        answer.input_tokens,
+        answer.output_tokens,
+        answer.cache_read_tokens,
+        answer.cache_creation_tokens,
+        answer.cache_creation_5m_tokens,
+        answer.cache_creation_1h_tokens,
     )
 
 
@@ -168,16 +190,13 @@ def test_claude_code_through_the_gateway(cli, gateway, upstream, setup, tmp_path
     assert answer.content == answer_text()
     assert answer.thinking == thinking_text()
     assert answer.model == MODEL
+    # Output: the answer's pieces and the thinking's (Claude Code asks for thinking); the cache as the stand-in had it.
+    output = DEFAULT_CHUNKS + DEFAULT_THINKING
     assert (
-        answer.input_tokens,
-        answer.output_tokens,
-        answer.cache_read_tokens,
-        answer.cache_creation_tokens,
-        answer.cache_creation_5m_tokens,
-        answer.cache_creation_1h_tokens,
-    ) == ledger_usage(call.usage) == (call.usage["input_tokens"], len(answer_text().split()) + 3, 1200, 345, 300, 45)
+        recorded_usage(answer) == ledger_usage(call.usage) == (call.usage["input_tokens"], output, 1200, 345, 300, 45)
+    )
     question = Message.objects.get(pk=turn.user_message_id)
-    assert "Say hello to the gateway." in question.content
+    assert question.content.endswith(PROMPT)  # after the <system-reminder> blocks Claude Code puts before it
     session.refresh_from_db()
     assert (session.requests, session.input_tokens, session.cache_read_tokens, session.cache_creation_tokens) == (
         1,
@@ -185,3 +204,75 @@ def test_claude_code_through_the_gateway(cli, gateway, upstream, setup, tmp_path
         1200,
         345,
     )
+
+
+def test_claude_code_agent_loop_in_a_named_session(cli, gateway, upstream, setup, tmp_path):
+    """Claude Code's loop: the stand-in calls its tool, Claude Code answers with the tool's result, the stand-in
+    answers. Two calls, two turns, in the session its ANTHROPIC_CUSTOM_HEADERS name (X-ACE-Session, X-ACE-User)."""
+    upstream.queue("tool_call=1", "")  # the first call ends with a call of the request's first tool, Read here
+    environment = {
+        "ANTHROPIC_API_KEY": setup,
+        "ANTHROPIC_CUSTOM_HEADERS": "X-ACE-Session: claude-code-loop\nX-ACE-User: alice",
+    }
+    result = run_claude(cli, tmp_path, gateway.base_url("claude", "anthropic"), environment, "--tools", "Read")
+
+    assert result["result"] == answer_text()
+    assert result["num_turns"] == 2
+    first, second = upstream.received
+    assert [r.json["tools"][0]["name"] for r in (first, second)] == ["Read", "Read"]
+    (tool_use,) = [block for block in second.json["messages"][-2]["content"] if block["type"] == "tool_use"]
+    assert tool_use["name"] == "Read" and tool_use["input"] == {"query": "stand-in"}
+    tool_result = second.json["messages"][-1]["content"][0]
+    assert tool_result["type"] == "tool_result" and tool_result["tool_use_id"] == tool_use["id"]
+    assert tool_result["is_error"] is True  # Read wants a file_path: Claude Code says so to the model
+    for call in (first, second):
+        assert not [name for name in call.headers if name.startswith("x-ace-")]  # ours, not forwarded
+        assert call.headers["x-api-key"] == UPSTREAM_KEY
+
+    assert gateway.drained()
+    session = Session.objects.get()
+    assert (session.tool, session.agent_session_id, session.user_id) == ("gateway", "claude-code-loop", "alice")
+    turns = list(Turn.objects.filter(session=session).order_by("started_at"))
+    assert [t.status for t in turns] == ["completed", "completed"]
+    answers = [Message.objects.get(pk=t.assistant_message_id) for t in turns]
+    assert [a.finish_reason for a in answers] == ["tool_calls", "stop"]
+    assert [(c["id"], c["name"], c["input"]) for c in answers[0].tool_calls] == [
+        (tool_use["id"], "Read", {"query": "stand-in"})
+    ]
+    assert answers[1].content == answer_text()
+    for answer, call in zip(answers, (first, second), strict=True):
+        assert recorded_usage(answer) == ledger_usage(call.usage)
+    question = Message.objects.get(pk=turns[1].user_message_id)
+    assert "InputValidationError" in question.content  # the second turn's new input is the tool's result
+    session.refresh_from_db()
+    assert (session.requests, session.cache_read_tokens) == (2, 2400)
+
+
+def test_claude_code_context_counts_tokens_through_the_gateway(cli, gateway, upstream, setup, tmp_path):
+    """`/context` asks count_tokens for each part of its context: passed through, with the provider's key; not
+    recorded."""
+    result = run_claude(
+        cli, tmp_path, gateway.base_url("claude", "anthropic"), {"ANTHROPIC_API_KEY": setup}, prompt="/context"
+    )
+
+    assert "## Context Usage" in result["result"]
+    calls = upstream.received
+    assert len(calls) > 5
+    assert {(r.method, r.path, r.query, r.status) for r in calls} == {
+        ("POST", "/v1/messages/count_tokens", "beta=true", 200)
+    }
+    assert {r.headers["x-api-key"] for r in calls} == {UPSTREAM_KEY}
+    assert gateway.drained()
+    assert not Turn.objects.exists() and not Session.objects.exists()
+
+
+def test_claude_code_shows_the_gateway_refusal(cli, gateway, upstream, setup, tmp_path):
+    """An unknown Open ACE key: the gateway's 401, in Anthropic's error shape, is what Claude Code reports."""
+    environment = {"ANTHROPIC_API_KEY": "ace_not-a-key-of-this-server", "CLAUDE_CODE_MAX_RETRIES": "0"}
+    result = run_claude(cli, tmp_path, gateway.base_url("claude", "anthropic"), environment, ok=False)
+
+    assert result["is_error"] is True
+    assert result["api_error_status"] == 401
+    assert "Unknown or revoked Open ACE API key." in json.dumps(result)
+    assert upstream.received == []
+    assert not Turn.objects.exists()
