@@ -93,7 +93,8 @@ def _new_input(messages: list, assistant_role: str = "assistant") -> list:
     last = max(
         (i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == assistant_role), default=-1
     )
-    return [m for m in messages[last + 1 :] if isinstance(m, dict)]
+    # System messages among them (Claude Code puts one after the user's) are the system prompt's, not the input.
+    return [m for m in messages[last + 1 :] if isinstance(m, dict) and m.get("role") not in ("system", "developer")]
 
 
 @dataclass
@@ -407,6 +408,22 @@ ANTHROPIC_ERROR_TYPES = {
 }
 
 
+def _anthropic_user(user_id) -> str:
+    """`metadata.user_id`; Claude Code's (2.x) is JSON, `{"device_id", "account_uuid", "session_id"}`: its account,
+    else its device (its session is the session, not the user)."""
+    if not isinstance(user_id, str):
+        return ""
+    if user_id.startswith("{"):
+        try:
+            parsed = json.loads(user_id)
+        except ValueError:
+            return user_id
+        if isinstance(parsed, dict):
+            found = parsed.get("account_uuid") or parsed.get("device_id")
+            return found if isinstance(found, str) and found else user_id
+    return user_id
+
+
 class Anthropic(Dialect):
     kind = "anthropic"
     path = "v1/messages"
@@ -426,12 +443,23 @@ class Anthropic(Dialect):
             stream=body.get("stream") is True,
             content="\n\n".join(parts),
             attachments=[a for m in new for a in _attachments_of(m.get("content"))],
-            system_prompt=_text_of(body.get("system")),
+            system_prompt="\n\n".join(
+                text
+                for text in (
+                    _text_of(body.get("system")),
+                    *(
+                        _text_of(m.get("content"))
+                        for m in body["messages"]
+                        if isinstance(m, dict) and m.get("role") == "system"
+                    ),
+                )
+                if text
+            ),
             tool_names=[t["name"] for t in tools or [] if isinstance(t, dict) and isinstance(t.get("name"), str)],
             tool_schema=tools,
             max_tokens=_max_tokens(body.get("max_tokens")),
             temperature=_number(body.get("temperature"), 0, 1),
-            user=metadata["user_id"] if isinstance(metadata.get("user_id"), str) else "",
+            user=_anthropic_user(metadata.get("user_id")),
         )
 
     def prepare(self, body, call, memory):

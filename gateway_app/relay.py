@@ -200,7 +200,9 @@ async def relay(gateway, request: Request, provider_name: str, dialect: Dialect)
 
     user_id = (request.headers.get("x-ace-user") or call.user or api_key.name or f"key:{api_key.prefix}")[:255]
     agent_session_id = (
-        request.headers.get("x-ace-session") or f"{user_id}:{time.strftime('%Y-%m-%d', time.gmtime())}"
+        request.headers.get("x-ace-session")
+        or request.headers.get("x-claude-code-session-id")  # Claude Code's session, sent with each of its calls
+        or f"{user_id}:{time.strftime('%Y-%m-%d', time.gmtime())}"
     )[:255]
     refusal = await gateway.db.run(
         recording.preflight, api_key=api_key, agent_session_id=agent_session_id, user_id=user_id

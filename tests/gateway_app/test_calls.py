@@ -18,6 +18,7 @@ from sessions_app.models import ApiKey, Budget, Message, Role, Session, Tenant, 
 from sessions_app.services.apikeys import apikey_create
 from tests.support.gateway import GatewayServer
 from tests.support.stand_in_upstream import StandInUpstream, answer_text, thinking_text
+from tests.support.waiting import wait_for
 
 UPSTREAM_KEY = "sk-upstream-0123456789"
 
@@ -262,6 +263,8 @@ def test_a_client_that_leaves_mid_stream_leaves_the_partial_answer(gateway, upst
                 if received.count(b"\n\n") >= 3:  # what comes before the stand-in holds
                     break
     upstream.release()
+    # The gateway learns of the leaving when its server does: wait for the turn's close, not for idle tasks.
+    assert wait_for(lambda: Turn.objects.filter(status=TurnStatus.FAILED).exists(), 20)
     assert gateway.drained()
     turn = Turn.objects.get()
     answer = Message.objects.get(pk=turn.assistant_message_id)
@@ -394,3 +397,23 @@ def test_other_paths_of_the_provider_pass_through(gateway, upstream, oa, claude,
     )
     assert count.input_tokens > 0
     assert not Turn.objects.exists()  # not calls of a model
+
+
+def test_system_messages_among_the_messages_are_the_system_prompts(gateway, upstream, claude, key):
+    """Claude Code (2.x) puts a system message after the user's, and names its device in metadata.user_id (JSON)."""
+    device = "d" * 64
+    httpx2.post(
+        gateway.base_url("claude", "anthropic") + "/v1/messages",
+        headers={"x-api-key": key, "anthropic-version": "2023-06-01", "x-claude-code-session-id": "cc-1"},
+        json={
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 20,
+            "system": "You are Claude Code.",
+            "metadata": {"user_id": json.dumps({"device_id": device, "account_uuid": "", "session_id": "cc-1"})},
+            "messages": [{"role": "user", "content": "Fix the bug"}, {"role": "system", "content": "Mode: plan"}],
+        },
+    ).raise_for_status()
+    turn, question, _ = the_turn(gateway)
+    assert question.content == "Fix the bug"
+    assert question.thinking == "You are Claude Code.\n\nMode: plan"
+    assert (turn.session.user_id, turn.session.agent_session_id) == (device, "cc-1")

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -151,7 +150,6 @@ def recorded_usage(answer: Message) -> tuple:
 )
 def test_claude_code_through_the_gateway(cli, gateway, upstream, setup, tmp_path, credentials):
     key = setup
-    day = time.strftime("%Y-%m-%d", time.gmtime())
     result = run_claude(cli, tmp_path, gateway.base_url("claude", "anthropic"), credentials(key))
 
     # What Claude Code printed is the stand-in's answer, relayed.
@@ -183,9 +181,8 @@ def test_claude_code_through_the_gateway(cli, gateway, upstream, setup, tmp_path
     assert turn.status == "completed"
     session = Session.objects.get(pk=turn.session_id)
     assert session.tool == "gateway"
-    user_id = call.json["metadata"]["user_id"]  # Claude Code's metadata.user_id, sent with every call
-    assert session.user_id == user_id[:255]
-    assert session.agent_session_id == f"{user_id}:{day}"[:255]
+    assert session.user_id == json.loads(call.json["metadata"]["user_id"])["device_id"]
+    assert session.agent_session_id == call.headers["x-claude-code-session-id"] == result["session_id"]
     answer = Message.objects.get(pk=turn.assistant_message_id)
     assert answer.content == answer_text()
     assert answer.thinking == thinking_text()

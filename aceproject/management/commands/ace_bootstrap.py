@@ -70,5 +70,7 @@ class Command(BaseCommand):
         self.stdout.write(f"  Home:     {url}/")
         self.stdout.write(f"  Admin:    {url}/admin/")
         self.stdout.write(f"  API docs: {url}/api/docs/")
+        gateway = f"http://{settings.ACE_HOST}:{settings.ACE_GATEWAY_PORT}/gateway/<provider>/v1"
+        self.stdout.write(f"  Gateway:  {gateway} (add a provider first: docs/gateway.md)")
         self.stdout.write(f"  API key for tenant '{tenant}' (kept in {key_file}):")
         self.stdout.write(f"    {key_file.read_text().strip()}")
