@@ -21,6 +21,7 @@ from gateway_app.database import Database
 from gateway_app.dialects import Anthropic, OpenAI, dialect_for
 from gateway_app.secrets import SecretUnreadable
 from gateway_app.services.providers import provider_for_call
+from platform_kit.outages import RETRY_AFTER_SECONDS, database_unavailable
 
 log = logging.getLogger("gateway_app")
 DRAIN_SECONDS = 30
@@ -62,12 +63,27 @@ class Gateway:
 gateway = Gateway()
 
 
+async def _answered(request: Request, dialect) -> Response:
+    """A call's answer; an outage of the database before forwarding is a 503 with Retry-After, any other failure of
+    ours a 500, both in the provider's shape (the SDKs retry the first) and nothing forwarded."""
+    try:
+        return await relay.relay(gateway, request, request.path_params["provider"], dialect)
+    except Exception as error:
+        reason = database_unavailable(error)
+        if reason:
+            log.warning("Gateway call refused: %s.", reason)
+            message = f"The gateway cannot reach its database ({reason}); try again in {RETRY_AFTER_SECONDS} s."
+            return relay._error(dialect, 503, message, "database_unavailable", RETRY_AFTER_SECONDS)
+        log.exception("Gateway call failed.")
+        return relay._error(dialect, 500, "The gateway failed on this call; it was logged.", "gateway_error")
+
+
 async def chat_completions(request: Request) -> Response:
-    return await relay.relay(gateway, request, request.path_params["provider"], OpenAI())
+    return await _answered(request, OpenAI())
 
 
 async def messages(request: Request) -> Response:
-    return await relay.relay(gateway, request, request.path_params["provider"], Anthropic())
+    return await _answered(request, Anthropic())
 
 
 async def passthrough(request: Request) -> Response:

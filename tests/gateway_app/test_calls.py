@@ -3,6 +3,8 @@ upstream gets, and the chat turn each call leaves (docs/gateway.md)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from datetime import timedelta
 
@@ -417,3 +419,38 @@ def test_system_messages_among_the_messages_are_the_system_prompts(gateway, upst
     assert question.content == "Fix the bug"
     assert question.thinking == "You are Claude Code.\n\nMode: plan"
     assert (turn.session.user_id, turn.session.agent_session_id) == (device, "cc-1")
+
+
+def test_images_json_mode_and_tools_reach_the_upstream_untouched(gateway, upstream, oa, key):
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64).decode()
+    body = {
+        "model": "gpt-4o",
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What is in this picture?"},
+                    {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}", "detail": "low"}},
+                    {"type": "image_url", "image_url": {"url": "https://example.com/cat.jpg"}},
+                ],
+            }
+        ],
+        "response_format": {"type": "json_object"},
+        "tools": [{"type": "function", "function": {"name": "look", "parameters": {"type": "object"}}}],
+        "seed": 7,
+    }
+    answer = httpx2.post(
+        gateway.base_url("oa") + "/chat/completions", headers={"Authorization": f"Bearer {key}"}, json=body
+    )
+    assert answer.status_code == 200
+    assert upstream.last.json == body  # byte for byte what the client sent (nothing injected: not streamed)
+    _, question, _ = the_turn(gateway)
+    assert question.content == "What is in this picture?"
+    inline, linked = question.attachments
+    assert inline == {
+        "type": "image",
+        "media_type": "image/png",
+        "bytes": 72,
+        "sha256": hashlib.sha256(base64.b64decode(png)).hexdigest(),
+    }
+    assert linked == {"type": "image", "url": "https://example.com/cat.jpg"}
