@@ -201,13 +201,37 @@ def usage_breakdowns(*, usage: UsageFilter, group_bys, book: PriceBook | None = 
         sum(1 << (len(names) - 1 - i) for i, other in enumerate(names) if other not in (name, "model")): name
         for name in scanned
     }
-    sql = f"""
-        SELECT GROUPING({", ".join(expressions[n] for n in names)}) AS grouping_set,
-               {", ".join(f"{expressions[n]} AS {n}" for n in names)}, epoch,
-               {_sums(SUMMED_FIELDS)}
-        FROM (SELECT *, {epoch} AS epoch FROM {rows.model._meta.db_table} WHERE {where}) AS rollups
-        GROUP BY GROUPING SETS ({sets})
-    """
+    rollups = f"(SELECT *, {epoch} AS epoch FROM {rows.model._meta.db_table} WHERE {where}) AS rollups"
+    dimensions = [name for name in names if name not in ("day", "model")]
+    if "day" in scanned and len(dimensions) > 1:
+        # Hashing every roll-up row once per grouping is most of the time: the rows are summed per combination of the
+        # dimensions first (a few thousand, where a quarter has tens of thousands of rows), beside the days, and the
+        # combinations then grouped by each dimension. The day bit added back keeps grouping_set as in one level.
+        combinations = ", ".join(dimensions)
+        mask_of = {name: mask for mask, name in grouping_of.items()}
+        sql = f"""
+            WITH firsts AS (
+                SELECT GROUPING({day}) AS by_dimensions, {day} AS day, {combinations}, model, epoch,
+                       {_sums(SUMMED_FIELDS)}
+                FROM {rollups}
+                GROUP BY GROUPING SETS (({day}, model, epoch), ({combinations}, model, epoch))
+            )
+            SELECT {mask_of["day"]} AS grouping_set, day, {combinations}, model, epoch, {", ".join(SUMMED_FIELDS)}
+            FROM firsts WHERE by_dimensions = 0
+            UNION ALL
+            SELECT {1 << (len(names) - 1)} + GROUPING({combinations}, model), NULL, {combinations}, model, epoch,
+                   {_sums(SUMMED_FIELDS)}
+            FROM firsts WHERE by_dimensions = 1
+            GROUP BY GROUPING SETS ({", ".join(f"({name}, model, epoch)" for name in dimensions)})
+        """
+    else:
+        sql = f"""
+            SELECT GROUPING({", ".join(expressions[n] for n in names)}) AS grouping_set,
+                   {", ".join(f"{expressions[n]} AS {n}" for n in names)}, epoch,
+                   {_sums(SUMMED_FIELDS)}
+            FROM {rollups}
+            GROUP BY GROUPING SETS ({sets})
+        """
     params = [*epoch_params, *params]
     folds = {name: _GroupSums() for name in group_bys}
     with connection.cursor() as cursor:
@@ -225,22 +249,34 @@ def usage_breakdowns(*, usage: UsageFilter, group_bys, book: PriceBook | None = 
     }
 
 
+_PRICED_SUMS = (*RECONCILE_FIELDS, *PRICED_TOKEN_FIELDS)  # what a (key, model, epoch) is priced and reconciled from
+
+
 class _GroupSums:
     """The rows of one grouping: counters summed per key; token sums per (key, model, price epoch), priced once
     each."""
 
     def __init__(self):
-        self.counters: dict = defaultdict(lambda: dict.fromkeys(USAGE_FIELDS, 0))
-        self.tokens: dict = defaultdict(lambda: dict.fromkeys((*RECONCILE_FIELDS, *PRICED_TOKEN_FIELDS), 0))
+        self.counters: dict[object, dict] = {}
+        self.tokens: dict[tuple, dict] = {}
 
     def add(self, key, row: dict) -> None:
         key = key.isoformat() if hasattr(key, "isoformat") else (key or None)
-        counters = self.counters[key]
-        for field in USAGE_FIELDS:
-            counters[field] += row[field]
-        tokens = self.tokens[(key, row["model"], row["epoch"])]
-        for field in (*RECONCILE_FIELDS, *PRICED_TOKEN_FIELDS):
-            tokens[field] += row[field]
+        # A (key, model, epoch) comes once per grouping set, except in the model grouping summed from another set: a
+        # copy of the row's sums the first time, added to after that.
+        counters = self.counters.get(key)
+        if counters is None:
+            self.counters[key] = {field: row[field] for field in USAGE_FIELDS}
+        else:
+            for field in USAGE_FIELDS:
+                counters[field] += row[field]
+        token_key = (key, row["model"], row["epoch"])
+        tokens = self.tokens.get(token_key)
+        if tokens is None:
+            self.tokens[token_key] = {field: row[field] for field in _PRICED_SUMS}
+        else:
+            for field in _PRICED_SUMS:
+                tokens[field] += row[field]
 
     def body(self, *, book: PriceBook, sort_by_key: bool) -> dict:
         costs: dict = defaultdict(Cost)
