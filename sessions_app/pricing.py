@@ -20,10 +20,6 @@ from decimal import ROUND_HALF_UP, Decimal
 from sessions_app.models import ModelPrice, PriceMatch
 from sessions_app.schema import LONG_CONTEXT_FIELDS, NANO_PER_USD, REPORTED_COST_FIELDS
 
-# The token kinds of a usage row a cost is computed from, and how: each term is (tokens, minus these tokens,
-# the ModelPrice rate). A cache write is priced by its lifetime: the 1-hour writes at the 1-hour rate, the
-# rest of `cache_creation_tokens` (5-minute writes, and writes whose lifetime was not reported: the API's
-# default lifetime) at the 5-minute rate.
 # Each term: (the tokens it counts, the tokens it takes away from them, the ModelPrice rate, the rate it falls back
 # to when that one is empty). A cache write is priced by its lifetime: the 1-hour writes at the 1-hour rate, the rest
 # of `cache_creation_tokens` (5-minute writes, and writes whose lifetime was not reported: the API's default
@@ -92,15 +88,14 @@ def money(value: Decimal) -> Decimal:
     return value.quantize(MICRO_DOLLAR, rounding=ROUND_HALF_UP)
 
 
-def cost_sql(usage: str, price: str, cast: str = "", effective: bool = False) -> str:
+def cost_sql(usage: str, price: str) -> str:
     """The COST_TERMS as SQL: the cost in USD per million tokens of the usage row aliased `usage` at the rates of
-    the price row aliased `price` (`cast` e.g. "::float8" on each term, for ranking; `effective`: the price row's
-    rates are `effective_rates`, no fallback to take)."""
+    the price row aliased `price` (a ModelPrice row: an empty long-context rate falls back to its standard one)."""
     terms = []
     for plus, minus, rate, fallback in COST_TERMS:
         amount = " + ".join(f"{usage}.{name}" for name in plus) + "".join(f" - {usage}.{name}" for name in minus)
-        rate_sql = f"COALESCE({price}.{rate}, {price}.{fallback})" if fallback and not effective else f"{price}.{rate}"
-        terms.append(f"({amount}){cast} * ({rate_sql}){cast}")
+        rate_sql = f"COALESCE({price}.{rate}, {price}.{fallback})" if fallback else f"{price}.{rate}"
+        terms.append(f"({amount}) * {rate_sql}")
     return " + ".join(terms)
 
 
@@ -149,6 +144,20 @@ def effective_rates(price: Price) -> tuple[Decimal, ...]:
         getattr(price, rate) if getattr(price, rate) is not None else getattr(price, fallback)
         for _, _, rate, fallback in COST_TERMS
     )
+
+
+def rates_per_token(price: Price) -> dict[str, Decimal]:
+    """COST_TERMS folded into one rate per token kind of PRICED_TOKEN_FIELDS: {kind: USD per million tokens}, so that
+    the cost is sum(tokens[kind] * rate) over the kinds. The same linear function, term for term (a long-context
+    token's rate is its tier's rate less the standard rate it is also counted at); a price without a long-context
+    tier has 0 for every long-context kind, and a cost ranked in SQL can leave out the kinds no price charges."""
+    rates = dict.fromkeys(PRICED_TOKEN_FIELDS, Decimal(0))
+    for (plus, minus, _, _), rate in zip(COST_TERMS, effective_rates(price), strict=True):
+        for name in plus:
+            rates[name] += rate
+        for name in minus:
+            rates[name] -= rate
+    return rates
 
 
 _PRICE_COLUMNS = ("pk", "model", "match", *PRICE_RATES, "effective_from")

@@ -247,7 +247,10 @@ def dashboard_view(request, model_admin):
             ],
             "budgets": _budget_panel(usage.tenant),
             "plan_windows": _plan_windows_panel(usage, book),
-            "reconciliation": cost_reconciliation(usage=usage, book=book, limit=RECONCILIATION_ROWS),
+            # Only where some usage in the window reported a cost (the totals count its requests): a read of none.
+            "reconciliation": cost_reconciliation(usage=usage, book=book, limit=RECONCILIATION_ROWS)
+            if totals["reported_cost_requests"]
+            else [],
             "chart": _chart_data(grouped, filters.cleaned_data["since"], filters.cleaned_data["until"]),
             "choices": {
                 "tools": [r["key"] for r in grouped["tool"]["results"] if r["key"]],

@@ -15,13 +15,11 @@ from sessions_app.models import Session, SessionModelUsage, Tenant, UsageDaily, 
 from sessions_app.models.ledger import ALL_TOKENS
 from sessions_app.pricing import (
     ALL_TOKEN_FIELDS,
-    PRICE_RATES,
     PRICED_TOKEN_FIELDS,
     RECONCILE_FIELDS,
     Cost,
     PriceBook,
-    cost_sql,
-    effective_rates,
+    rates_per_token,
 )
 from sessions_app.schema import LONG_CONTEXT_FIELDS, REPORTED_COST_FIELDS, STATS_FIELDS
 
@@ -32,6 +30,13 @@ USAGE_FIELDS = ("sessions", *STATS_FIELDS)
 SESSION_TOKEN_FIELDS = (*RECONCILE_FIELDS, *PRICED_TOKEN_FIELDS)
 # What a grouped usage row sums to be priced and reconciled, besides its counters.
 SUMMED_FIELDS = (*USAGE_FIELDS, *LONG_CONTEXT_FIELDS, *REPORTED_COST_FIELDS)
+# The aggregate the roll-ups' columns are summed with: bigint into bigint (migration 0030), several times cheaper per
+# row than SUM(bigint), which accumulates in a 128-bit state and returns numeric. An overflow is an error with either.
+SUM_BIGINT = "ace_sum_bigint"
+
+
+def _sums(fields) -> str:
+    return ", ".join(f"{SUM_BIGINT}({field}) AS {field}" for field in fields)
 
 
 def all_tokens(counters) -> int:
@@ -196,13 +201,37 @@ def usage_breakdowns(*, usage: UsageFilter, group_bys, book: PriceBook | None = 
         sum(1 << (len(names) - 1 - i) for i, other in enumerate(names) if other not in (name, "model")): name
         for name in scanned
     }
-    sql = f"""
-        SELECT GROUPING({", ".join(expressions[n] for n in names)}) AS grouping_set,
-               {", ".join(f"{expressions[n]} AS {n}" for n in names)}, epoch,
-               {", ".join(f"SUM({f})::bigint AS {f}" for f in SUMMED_FIELDS)}
-        FROM (SELECT *, {epoch} AS epoch FROM {rows.model._meta.db_table} WHERE {where}) AS rollups
-        GROUP BY GROUPING SETS ({sets})
-    """
+    rollups = f"(SELECT *, {epoch} AS epoch FROM {rows.model._meta.db_table} WHERE {where}) AS rollups"
+    dimensions = [name for name in names if name not in ("day", "model")]
+    if "day" in scanned and len(dimensions) > 1:
+        # Hashing every roll-up row once per grouping is most of the time: the rows are summed per combination of the
+        # dimensions first (a few thousand, where a quarter has tens of thousands of rows), beside the days, and the
+        # combinations then grouped by each dimension. The day bit added back keeps grouping_set as in one level.
+        combinations = ", ".join(dimensions)
+        mask_of = {name: mask for mask, name in grouping_of.items()}
+        sql = f"""
+            WITH firsts AS (
+                SELECT GROUPING({day}) AS by_dimensions, {day} AS day, {combinations}, model, epoch,
+                       {_sums(SUMMED_FIELDS)}
+                FROM {rollups}
+                GROUP BY GROUPING SETS (({day}, model, epoch), ({combinations}, model, epoch))
+            )
+            SELECT {mask_of["day"]} AS grouping_set, day, {combinations}, model, epoch, {", ".join(SUMMED_FIELDS)}
+            FROM firsts WHERE by_dimensions = 0
+            UNION ALL
+            SELECT {1 << (len(names) - 1)} + GROUPING({combinations}, model), NULL, {combinations}, model, epoch,
+                   {_sums(SUMMED_FIELDS)}
+            FROM firsts WHERE by_dimensions = 1
+            GROUP BY GROUPING SETS ({", ".join(f"({name}, model, epoch)" for name in dimensions)})
+        """
+    else:
+        sql = f"""
+            SELECT GROUPING({", ".join(expressions[n] for n in names)}) AS grouping_set,
+                   {", ".join(f"{expressions[n]} AS {n}" for n in names)}, epoch,
+                   {_sums(SUMMED_FIELDS)}
+            FROM {rollups}
+            GROUP BY GROUPING SETS ({sets})
+        """
     params = [*epoch_params, *params]
     folds = {name: _GroupSums() for name in group_bys}
     with connection.cursor() as cursor:
@@ -220,22 +249,34 @@ def usage_breakdowns(*, usage: UsageFilter, group_bys, book: PriceBook | None = 
     }
 
 
+_PRICED_SUMS = (*RECONCILE_FIELDS, *PRICED_TOKEN_FIELDS)  # what a (key, model, epoch) is priced and reconciled from
+
+
 class _GroupSums:
     """The rows of one grouping: counters summed per key; token sums per (key, model, price epoch), priced once
     each."""
 
     def __init__(self):
-        self.counters: dict = defaultdict(lambda: dict.fromkeys(USAGE_FIELDS, 0))
-        self.tokens: dict = defaultdict(lambda: dict.fromkeys((*RECONCILE_FIELDS, *PRICED_TOKEN_FIELDS), 0))
+        self.counters: dict[object, dict] = {}
+        self.tokens: dict[tuple, dict] = {}
 
     def add(self, key, row: dict) -> None:
         key = key.isoformat() if hasattr(key, "isoformat") else (key or None)
-        counters = self.counters[key]
-        for field in USAGE_FIELDS:
-            counters[field] += row[field]
-        tokens = self.tokens[(key, row["model"], row["epoch"])]
-        for field in (*RECONCILE_FIELDS, *PRICED_TOKEN_FIELDS):
-            tokens[field] += row[field]
+        # A (key, model, epoch) comes once per grouping set, except in the model grouping summed from another set: a
+        # copy of the row's sums the first time, added to after that.
+        counters = self.counters.get(key)
+        if counters is None:
+            self.counters[key] = {field: row[field] for field in USAGE_FIELDS}
+        else:
+            for field in USAGE_FIELDS:
+                counters[field] += row[field]
+        token_key = (key, row["model"], row["epoch"])
+        tokens = self.tokens.get(token_key)
+        if tokens is None:
+            self.tokens[token_key] = {field: row[field] for field in _PRICED_SUMS}
+        else:
+            for field in _PRICED_SUMS:
+                tokens[field] += row[field]
 
     def body(self, *, book: PriceBook, sort_by_key: bool) -> dict:
         costs: dict = defaultdict(Cost)
@@ -311,26 +352,30 @@ def top_sessions_by_cost(*, usage: UsageFilter, limit: int = 20, book: PriceBook
         models = SessionModelUsage.objects.filter(tenant=usage.tenant).values_list("model", flat=True).distinct()
     else:  # every tenant's models: the daily roll-ups name them in far fewer rows
         models = UsageDaily.objects.values_list("model", flat=True).distinct().order_by()
-    # Each model's prices over time: (model, from, until, rates), joined on the day of the usage.
-    prices = [(model, start, until, price) for model in models for start, until, price in book.periods(model)]
+    # Each model's prices over time: (model, from, until, a rate per token kind), joined on the day of the usage.
+    prices = [
+        (model, start, until, rates_per_token(price)) for model in models for start, until, price in book.periods(model)
+    ]
     if not prices:
         return []
+    # Only the kinds some price charges: the long-context kinds add nothing where no model has a long-context tier.
+    kinds = [kind for kind in PRICED_TOKEN_FIELDS if any(rates[kind] for *_, rates in prices)]
+    dated = any(start is not None or until is not None for _, start, until, _ in prices)
     sessions = usage.sessions().filter(deleted_at__isnull=True).order_by()
     session_sql, session_params = sessions.values("pk").query.sql_with_params()
-    row = "(%s, %s::date, %s::date, " + ", ".join(["%s::float8"] * len(PRICE_RATES)) + ")"
-    values = ", ".join([row] * len(prices))
+    row = "(%s, %s::date, %s::date" + ", %s::float8" * len(kinds) + ")"
     value_params = [
-        value
-        for model, start, until, price in prices
-        for value in (model, start, until, *effective_rates(price))
+        value for model, start, until, rates in prices for value in (model, start, until, *(rates[k] for k in kinds))
     ]
-    # Ranked in floating point (numeric arithmetic over every row costs ~3x more); the costs shown are
-    # then computed exactly for the sessions ranked.
+    # Ranked in floating point (numeric arithmetic over every row costs ~3x more); the costs shown are then computed
+    # exactly for the sessions ranked. With no dated price the join is on the model alone: a condition on the day
+    # would make PostgreSQL expect a few rows and look up each one's session by its index.
     sql = f"""
-        SELECT u.session_id, SUM({cost_sql("u", "p", cast="::float8", effective=True)}) AS cost
+        SELECT u.session_id, SUM({" + ".join(f"u.{kind}::float8 * p.{kind}" for kind in kinds) or "0"}) AS cost
         FROM {SessionModelUsage._meta.db_table} u
-        JOIN (VALUES {values}) AS p(model, since, until, {", ".join(PRICE_RATES)})
-          ON p.model = u.model AND (p.since IS NULL OR u.day >= p.since) AND (p.until IS NULL OR u.day < p.until)
+        JOIN (VALUES {", ".join([row] * len(prices))}) AS p(model, since, until{"".join(f", {k}" for k in kinds)})
+          ON p.model = u.model
+             {"AND (p.since IS NULL OR u.day >= p.since) AND (p.until IS NULL OR u.day < p.until)" if dated else ""}
         WHERE {"u.tenant_id = %s AND" if usage.tenant is not None else ""} u.session_id IN ({session_sql})
         GROUP BY u.session_id
         ORDER BY cost DESC
@@ -368,15 +413,20 @@ def sessions_by_model(*, usage: UsageFilter) -> dict[str | None, int]:
     """{model (None for no model): how many sessions started in the window used it}, from the sessions' usage
     by model: a session that used three models counts under each. (The roll-ups count a session once, under
     the model of its first message, a user's prompt of no model: they cannot say this.)"""
-    rows = (
-        SessionModelUsage.objects.filter(session__in=usage.sessions().values("pk"))
-        .values("model")
-        .annotate(sessions=Count("session_id", distinct=True))  # a row per (session, model, day)
-        .order_by()
-    )
-    if usage.tenant is not None:
-        rows = rows.filter(tenant=usage.tenant)
-    return {row["model"] or None: row["sessions"] for row in rows}
+    # The distinct (model, session) pairs, then counted per model: a hash of the pairs, where COUNT(DISTINCT) sorts
+    # every row (one per session, model and day).
+    session_sql, session_params = usage.sessions().order_by().values("pk").query.sql_with_params()
+    sql = f"""
+        SELECT model, count(*) FROM (
+            SELECT DISTINCT model, session_id FROM {SessionModelUsage._meta.db_table}
+            WHERE {"tenant_id = %s AND" if usage.tenant is not None else ""} session_id IN ({session_sql})
+        ) AS used
+        GROUP BY model
+    """
+    tenant_params = [usage.tenant.pk] if usage.tenant is not None else []
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*tenant_params, *session_params])
+        return {model or None: sessions for model, sessions in cursor.fetchall()}
 
 
 def cost_reconciliation(*, usage: UsageFilter, book: PriceBook | None = None, limit: int = 50) -> list[dict]:
@@ -390,7 +440,7 @@ def cost_reconciliation(*, usage: UsageFilter, book: PriceBook | None = None, li
     epoch, epoch_params = book.epochs_sql(day)
     fields = (*RECONCILE_FIELDS, *PRICED_TOKEN_FIELDS)
     sql = f"""
-        SELECT usage_day AS day, model, epoch, {", ".join(f"SUM({f})::bigint AS {f}" for f in fields)}
+        SELECT usage_day AS day, model, epoch, {_sums(fields)}
         FROM (SELECT *, {day} AS usage_day, {epoch} AS epoch FROM {rows.model._meta.db_table}
               WHERE {where} AND reported_cost_requests > 0) AS reported
         GROUP BY usage_day, model, epoch
@@ -409,4 +459,3 @@ def cost_reconciliation(*, usage: UsageFilter, book: PriceBook | None = None, li
     ]
     results.sort(key=lambda r: (not r["cost_flagged"], -r["day"].toordinal(), r["model"]))
     return results[:limit]
-

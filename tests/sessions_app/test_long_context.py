@@ -10,6 +10,7 @@ from sessions_app.accounting import long_context
 from sessions_app.models import LlmRequest, ModelPrice
 from sessions_app.pricing import PriceBook
 from sessions_app.selectors.recount import rollup_drift
+from sessions_app.selectors.usage import UsageFilter, top_sessions_by_cost
 from tests.support.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
@@ -74,3 +75,27 @@ def test_long_context_requests_are_priced_at_their_tier_one_by_one(api):
     ModelPrice.objects.filter(model="gemini-2.5-pro").update(long_context_input_usd_per_mtok=None)
     by_model = {row["key"]: row for row in api.get("/api/v1/stats/?group_by=model").json()["results"]}
     assert Decimal(by_model[GEMINI]["cost_usd"]) == Decimal("0.375") + Decimal("0.015")  # $1.25 input, $15 output
+
+
+def test_the_top_sessions_by_cost_rank_a_long_context_request_at_its_tier(api):
+    """The dashboard's ranking by cost prices a long request at its tier: $0.705 against a standard session's $0.45,
+    where the standard rates ($0.36) would put it second; without the tier, second it is."""
+    long, standard = (SessionFactory(tenant=api.tenant, tool="claude-code", user_id=u) for u in ("alice", "bob"))
+    for session, items in (
+        (long, [call("r3", SONNET, 10, input_tokens=10_000, cache_read_tokens=200_000, cache_creation_tokens=40_000,
+                     cache_creation_1h_tokens=40_000, output_tokens=2_000)]),
+        # 100K input × $3 + 10K output × $15 = $0.30 + $0.15.
+        (standard, [call("s1", SONNET, 10, input_tokens=100_000, output_tokens=10_000)]),
+    ):
+        assert api.post(f"/api/v1/sessions/{session.pk}/messages/", items, format="json").status_code == 201
+
+    def ranked():
+        top = top_sessions_by_cost(usage=UsageFilter(tenant=api.tenant), limit=5)
+        return [(entry["session"].pk, entry["cost_usd"]) for entry in top]
+
+    assert ranked() == [(long.pk, Decimal("0.705")), (standard.pk, Decimal("0.45"))]
+    ModelPrice.objects.filter(model="claude-sonnet-4-5").update(
+        **{f"long_context_{kind}_usd_per_mtok": None for kind in ("input", "output", "cache_read", "cache_write",
+                                                                  "cache_write_1h")}
+    )
+    assert ranked() == [(standard.pk, Decimal("0.45")), (long.pk, Decimal("0.36"))]

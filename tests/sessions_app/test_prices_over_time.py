@@ -13,6 +13,7 @@ import pytest
 from django.core.management import call_command
 
 from sessions_app.models import LlmRequest, ModelPrice
+from sessions_app.selectors.usage import UsageFilter, top_sessions_by_cost
 from tests.sessions_app.test_prices_import import MODELS_DEV_FILE
 from tests.support.factories import SessionFactory
 
@@ -57,6 +58,15 @@ def rates_on(model, day):
     if table is None:
         return None
     return [price for since, price in table if since is None or since <= day][-1]
+
+
+def test_the_top_sessions_by_cost_are_ranked_by_their_cost_across_price_changes(usage_over_a_month):
+    """The dashboard's ranking by cost (in SQL, each model's prices joined on the day) is the oracle's: the same ten
+    sessions, in the same order, at the same cost."""
+    expected, _ = oracle(usage_over_a_month.tenant, lambda request: request.session_id)
+    want = sorted(((key, cost) for key, (cost, _) in expected.items()), key=lambda item: -Decimal(item[1]))[:10]
+    top = top_sessions_by_cost(usage=UsageFilter(tenant=usage_over_a_month.tenant), limit=10)
+    assert [(entry["session"].pk, str(entry["cost_usd"])) for entry in top] == want
 
 
 def cost_of(request) -> Decimal | None:

@@ -1,13 +1,14 @@
 """Cost: shipped list prices, which price a model name gets, exact cost in the stats API and session stats,
 unknown models flagged (never priced as zero), and a corrected price reflected at once."""
 
+import random
 from decimal import Decimal
 
 import pytest
 from django.urls import reverse
 
 from sessions_app.models import ModelPrice
-from sessions_app.pricing import PriceBook, normalize_model
+from sessions_app.pricing import PRICED_TOKEN_FIELDS, PriceBook, normalize_model, rates_per_token
 from tests.support.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
@@ -139,6 +140,31 @@ def test_an_exact_name_wins_and_then_the_longest_prefix():
 
 def _rates(value):
     return {f"{kind}_usd_per_mtok": Decimal(value) for kind in ("input", "output", "cache_read", "cache_write")}
+
+
+def test_one_rate_per_token_kind_prices_as_the_cost_terms_do():
+    """rates_per_token (what the ranking by cost multiplies each kind of token by) is COST_TERMS folded: the same cost
+    to the last digit, for every shipped price (tiers or none) and mixes of every kind, long-context ones included."""
+    rng = random.Random(32)
+    book = PriceBook.load()
+    prices = {price for dated in (*book.exact.values(), *(dated for _, dated in book.prefixes)) for price in dated}
+    assert any(price.long_context_input_usd_per_mtok for price in prices)  # tiers among them
+    for price in prices:
+        rates = rates_per_token(price)
+        for _ in range(20):
+            long_context = rng.random() < 0.5
+            tokens = {kind: rng.randint(0, 400_000) for kind in PRICED_TOKEN_FIELDS}
+            tokens["cache_creation_1h_tokens"] = rng.randint(0, tokens["cache_creation_tokens"])
+            for kind in ("input", "output", "cache_read", "cache_creation"):
+                tokens[f"long_context_{kind}_tokens"] = rng.randint(0, tokens[f"{kind}_tokens"]) if long_context else 0
+            tokens["long_context_cache_creation_1h_tokens"] = min(
+                tokens["cache_creation_1h_tokens"],
+                rng.randint(0, tokens["long_context_cache_creation_tokens"]),
+            )
+            folded = sum(tokens[kind] * rates[kind] for kind in PRICED_TOKEN_FIELDS) / 1_000_000
+            assert folded == price.cost(tokens), (price.pattern, tokens)
+        if price.long_context_input_usd_per_mtok is None:
+            assert not any(rates[kind] for kind in PRICED_TOKEN_FIELDS if kind.startswith("long_context_"))
 
 
 def test_cost_is_exact_and_unknown_models_are_flagged_not_zero(api, priced):
