@@ -15,6 +15,6 @@ DROP = "DROP AGGREGATE IF EXISTS ace_sum_bigint(bigint);"
 
 
 class Migration(migrations.Migration):
-    dependencies = [("sessions_app", "0029_long_context_tiers")]
+    dependencies = [("sessions_app", "0031_prices_deepseek_kimi_minimax_glm_qwen")]
 
     operations = [migrations.RunSQL(CREATE, DROP)]
