@@ -25,7 +25,7 @@ from sessions_app.schema import MESSAGE_TEXT_LIMITS
 from sessions_app.selectors.budgets import budget_blocking, budgets_blocked
 from sessions_app.services.ledger import Way
 from sessions_app.services.sessions import session_create
-from sessions_app.services.turns import turn_checkpoint, turn_complete, turn_start, turn_system_ready
+from sessions_app.services.turns import turn_checkpoint, turn_complete, turn_start
 
 TOOL = "gateway"  # the sessions the gateway makes: `tool` says where they came from
 MINUTE = timedelta(minutes=1)
@@ -181,9 +181,8 @@ def start(*, api_key: ApiKey, agent_session_id: str, user_id: str, provider: str
         external_id=external_id,
         api_key_id=api_key.pk,
         way=Way.GATEWAY,
+        system_prompt=system or None,
     )
-    if system:
-        turn_system_ready(tenant=tenant, turn_id=started.turn.pk, system_prompt=system)
     return started.turn.pk
 
 

@@ -94,11 +94,14 @@ def turn_start(
     external_id: str | None = None,
     api_key_id=None,
     way: Way = Way.TURN_START,
+    system_prompt: str | None = None,
 ) -> TurnStarted:
     """Write the user message and the assistant placeholder. A repeated `external_id` returns the turn.
 
     Two statements: the session's row locked (with whether a budget refuses the write, and the turn a
     repeated `external_id` names), then the messages, the turn, the counters and the roll-ups in one.
+    `system_prompt`, when the caller has it already (the gateway), is kept as turn_system_ready keeps it, in the
+    same write.
     Raises Session.DoesNotExist (not the tenant's) and BudgetUsedUp."""
     change = TurnStart(
         tenant=tenant,
@@ -110,6 +113,7 @@ def turn_start(
         external_id=external_id,
         api_key_id=api_key_id,
         way=way,
+        system_prompt=system_prompt,
     )
     try:
         with transaction.atomic():  # a savepoint when the caller has a transaction open: the retry below reads on
@@ -151,9 +155,13 @@ class TurnStart(MessagesAppend):
         external_id,
         api_key_id,
         way=Way.TURN_START,
+        system_prompt=None,
     ):
         self.now = now = timezone.now()
         user = {"role": Role.USER, "content": content, "created_at": now, "thinking_mode": thinking_mode}
+        self.system_ready = bool(system_prompt)
+        if system_prompt:
+            user["thinking"] = system_prompt  # redacted with the rest of the message (MessagesAppend.validate)
         if attachments is not None:
             user["attachments"] = attachments
         if conversation:
@@ -198,6 +206,7 @@ class TurnStart(MessagesAppend):
             external_id=self.external_id,
             started_at=self.now,
             last_activity_at=self.now,
+            system_ready_at=self.now if self.system_ready else None,
         )
         cache = turn._state.fields_cache
         cache["user_message"], cache["assistant_message"] = user_message, assistant_message

@@ -68,7 +68,11 @@ def test_reading_any_stream_never_raises_and_makes_a_completion(dialect, events)
     speaker, answer = dialect(), Answer()
     for name, data in events:
         assert speaker.read_event(name, data, answer) in (True, False)
-    speaker.read_answer(json.loads(events[0][1]) if events and events[0][1].startswith("{") else None, answer)
+    for _, data in events[:1]:
+        try:
+            speaker.read_answer(json.loads(data), answer)  # a JSON answer of any shape
+        except ValueError:
+            pass
     data = recording.completion(
         call=speaker.read_call({"model": "m", "messages": [{"role": "user", "content": "x"}]}),
         answer=answer,
