@@ -51,6 +51,8 @@ HOP_BY_HOP = frozenset(
 )
 NOT_FORWARDED = HOP_BY_HOP | {"authorization", "x-api-key", "cookie", "accept-encoding", "api-key"}
 NOT_RETURNED = HOP_BY_HOP | {"set-cookie", "alt-svc"}
+# A stream's turn starts once its first event has been relayed, or after this long without one (a model thinking).
+FIRST_EVENT_WAIT = 0.05
 
 
 def authenticate(plain_key: str, address: str):
@@ -113,6 +115,8 @@ class Recorder:
         self.turn_id = None
         self.last: asyncio.Task | None = None
         self.checkpoint_pending = False
+        self.start_fields: dict | None = None
+        self.timer: asyncio.TimerHandle | None = None
 
     def _then(self, job) -> asyncio.Task:
         previous = self.last
@@ -128,13 +132,30 @@ class Recorder:
         self.last = self.gateway.track(asyncio.get_running_loop().create_task(run()))
         return self.last
 
-    def start(self, **fields) -> None:
+    def start(self, *, defer: float | None = None, **fields) -> None:
+        """The turn's start, now, or (`defer`) once the first event has gone to the client or `defer` seconds have
+        passed, whichever comes first: its write then never competes with the relay for the interpreter while the
+        first token is on its way. Every later step starts it first if it has not started."""
+        self.start_fields = fields
+        if defer is None:
+            self.started()
+        else:
+            self.timer = asyncio.get_running_loop().call_later(defer, self.started)
+
+    def started(self) -> None:
+        if self.start_fields is None:
+            return
+        fields, self.start_fields = self.start_fields, None
+        if self.timer is not None:
+            self.timer.cancel()
+
         async def job():
             self.turn_id = await self.gateway.db.write(recording.start, api_key=self.api_key, **fields)
 
         self._then(job)
 
     def checkpoint(self, answer: Answer) -> None:
+        self.started()
         if self.checkpoint_pending:
             return  # the one waiting will take the text as it is then
         self.checkpoint_pending = True
@@ -153,6 +174,8 @@ class Recorder:
         self._then(job)
 
     def complete(self, data_of) -> None:
+        self.started()
+
         async def job():
             if self.turn_id is not None:
                 await self.gateway.db.write(
@@ -224,6 +247,7 @@ async def relay(gateway, request: Request, provider_name: str, dialect: Dialect)
     call_id = uuid.uuid4().hex
     recorder = Recorder(gateway, api_key)
     recorder.start(
+        defer=FIRST_EVENT_WAIT if call.stream else None,
         agent_session_id=agent_session_id,
         user_id=user_id,
         provider=provider.name,
@@ -309,6 +333,8 @@ async def _stream(upstream: httpx2.Response, dialect: Dialect, answer: Answer, r
                         if ttft_ms is None:
                             ttft_ms = round((time.perf_counter() - received) * 1000)
                         yield raw
+                if answer.size:
+                    recorder.started()  # once the answer's first text has gone out, not before it
                 if time.monotonic() >= next_checkpoint and answer.size:
                     recorder.checkpoint(answer)
                     next_checkpoint = time.monotonic() + every

@@ -264,9 +264,14 @@ def test_a_client_that_leaves_mid_stream_leaves_the_partial_answer(gateway, upst
                 received += part
                 if received.count(b"\n\n") >= 3:  # what comes before the stand-in holds
                     break
+    # The client is gone once the gateway's server has seen its connection close (the test shares its interpreter
+    # with that server: under load the stand-in's next events could otherwise be relayed into the void first).
+    assert wait_for(lambda: not gateway.server.server_state.connections, 10)
     upstream.release()
     # The gateway learns of the leaving when its server does: wait for the turn's close, not for idle tasks.
-    assert wait_for(lambda: Turn.objects.filter(status=TurnStatus.FAILED).exists(), 20)
+    assert wait_for(lambda: Turn.objects.filter(status=TurnStatus.FAILED).exists(), 20), list(
+        Turn.objects.values_list("status", "assistant_message__content", "assistant_message__metadata")
+    )
     assert gateway.drained()
     turn = Turn.objects.get()
     answer = Message.objects.get(pk=turn.assistant_message_id)
