@@ -201,6 +201,8 @@ ACE_GATEWAY_CONNECT_TIMEOUT = env.float("ACE_GATEWAY_CONNECT_TIMEOUT", default=1
 ACE_GATEWAY_READ_TIMEOUT = env.float("ACE_GATEWAY_READ_TIMEOUT", default=600.0)  # between two bytes of an answer
 ACE_GATEWAY_MAX_BODY = env.int("ACE_GATEWAY_MAX_BODY", default=32 * 1024 * 1024)  # a call's body, in bytes
 ACE_GATEWAY_CHECKPOINT_SECONDS = env.float("ACE_GATEWAY_CHECKPOINT_SECONDS", default=1.0)  # a stream's partial answer
+# How long a gateway process trusts that a tenant has no used-up hard budget before it reads again (0: every call).
+ACE_GATEWAY_BUDGET_CACHE_SECONDS = env.float("ACE_GATEWAY_BUDGET_CACHE_SECONDS", default=1.0)
 ACE_GATEWAY_MEMORY_TOKENS = env.int("ACE_GATEWAY_MEMORY_TOKENS", default=1000)  # X-ACE-Memory: inject, at most
 
 # A chat turn with no checkpoint or completion for this long is closed as abandoned (finish_reason error).

@@ -12,10 +12,12 @@ the event loop, and never before the first byte reaches the client except the ch
 from __future__ import annotations
 
 import math
+import time
 import zlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -51,20 +53,51 @@ def session_find(*, tenant_id, agent_session_id: str) -> Session | None:
     )
 
 
+# Whether a tenant has a used-up hard budget, as this process last read it: the call that finds none within
+# ACE_GATEWAY_BUDGET_CACHE_SECONDS is forwarded without a query (the common case); one that finds some reads them
+# again. A budget used up on this process is seen at once (its completions forget the tenant's entry), on another
+# within that time.
+_NONE_BLOCKED: dict = {}
+
+
+def none_blocked(tenant_id) -> bool:
+    """True when this process read, within ACE_GATEWAY_BUDGET_CACHE_SECONDS, that the tenant has no used-up hard
+    budget (no query: an event loop may ask)."""
+    until = _NONE_BLOCKED.get(tenant_id)
+    return until is not None and until > time.monotonic()
+
+
+def _remember_blocked(tenant_id, blocked: list) -> None:
+    seconds = settings.ACE_GATEWAY_BUDGET_CACHE_SECONDS
+    if blocked or seconds <= 0:
+        _NONE_BLOCKED.pop(tenant_id, None)
+        return
+    if len(_NONE_BLOCKED) > 10_000:
+        _NONE_BLOCKED.clear()
+    _NONE_BLOCKED[tenant_id] = time.monotonic() + seconds
+
+
 def preflight(*, api_key: ApiKey, agent_session_id: str, user_id: str) -> Refusal | None:
     """Whether the call may be forwarded: a used-up hard budget covering it, or the key's rate limits, refuse it."""
     now = timezone.now()
-    blocked = budgets_blocked(tenant_id=api_key.tenant_id, now=now)
-    if blocked:
-        session = session_find(tenant_id=api_key.tenant_id, agent_session_id=agent_session_id) or Session(
-            tenant_id=api_key.tenant_id, user_id=user_id, project="", api_key_id=api_key.pk
-        )
-        budget = budget_blocking(session=session, api_key_id=api_key.pk, blocked=blocked)
-        if budget is not None:
-            return _budget_refusal(budget, now)
+    if not none_blocked(api_key.tenant_id):
+        blocked = budgets_blocked(tenant_id=api_key.tenant_id, now=now)
+        _remember_blocked(api_key.tenant_id, blocked)
+        if blocked:
+            session = session_find(tenant_id=api_key.tenant_id, agent_session_id=agent_session_id) or Session(
+                tenant_id=api_key.tenant_id, user_id=user_id, project="", api_key_id=api_key.pk
+            )
+            budget = budget_blocking(session=session, api_key_id=api_key.pk, blocked=blocked)
+            if budget is not None:
+                return _budget_refusal(budget, now)
     if api_key.requests_per_minute or api_key.tokens_per_minute:
         return rate_take(api_key, now=now)
     return None
+
+
+def preflight_needed(api_key: ApiKey) -> bool:
+    """Whether preflight must query (else it is known to pass, without a query)."""
+    return bool(api_key.requests_per_minute or api_key.tokens_per_minute) or not none_blocked(api_key.tenant_id)
 
 
 def _budget_refusal(budget: Budget, now: datetime) -> Refusal:
@@ -192,6 +225,7 @@ def checkpoint(*, tenant: Tenant, turn_id, content: str, thinking: str) -> None:
 
 def complete(*, api_key: ApiKey, turn_id, data: dict) -> None:
     turn_complete(tenant=api_key.tenant, turn_id=turn_id, data=data)
+    _NONE_BLOCKED.pop(api_key.tenant_id, None)  # its usage may have used a budget up: read again next call
     usage = [data.get(name) or 0 for name in ("input_tokens", "output_tokens", "cache_read_tokens")]
     rate_add_tokens(api_key, sum(usage) + (data.get("cache_creation_tokens") or 0))
 

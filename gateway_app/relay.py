@@ -227,9 +227,11 @@ async def relay(gateway, request: Request, provider_name: str, dialect: Dialect)
         or request.headers.get("x-claude-code-session-id")  # Claude Code's session, sent with each of its calls
         or f"{user_id}:{time.strftime('%Y-%m-%d', time.gmtime())}"
     )[:255]
-    refusal = await gateway.db.run(
-        recording.preflight, api_key=api_key, agent_session_id=agent_session_id, user_id=user_id
-    )
+    refusal = None
+    if recording.preflight_needed(api_key):  # usually not: no budget used up, no rate limit on the key
+        refusal = await gateway.db.run(
+            recording.preflight, api_key=api_key, agent_session_id=agent_session_id, user_id=user_id
+        )
     if refusal is not None:
         return _error(dialect, refusal.status, refusal.message, refusal.code, refusal.retry_after)
     memory = ""

@@ -459,3 +459,16 @@ def test_images_json_mode_and_tools_reach_the_upstream_untouched(gateway, upstre
         "sha256": hashlib.sha256(base64.b64decode(png)).hexdigest(),
     }
     assert linked == {"type": "image", "url": "https://example.com/cat.jpg"}
+
+
+def test_the_call_that_uses_a_budget_up_is_the_last_one_forwarded(gateway, upstream, oa, key):
+    Budget.objects.create(
+        tenant=Tenant.objects.get(name="acme"), name="tiny", scope="tenant", period="month", limit=1, hard_limit=True
+    )
+    client = openai_client(gateway, key)
+    client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Hi"}])
+    assert gateway.drained()  # its usage counted: the budget is used up
+    with pytest.raises(openai.RateLimitError) as raised:
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Again"}])
+    assert raised.value.body["code"] == "budget_exceeded"
+    assert len(upstream.received) == 1
