@@ -330,11 +330,16 @@ async def _stream(upstream: httpx2.Response, dialect: Dialect, answer: Answer, r
     try:
         try:
             async for chunk in upstream.aiter_raw():
-                for raw, event, data in reader.feed(chunk):
-                    if reader.broken or dialect.read_event(event, data, answer):
-                        if ttft_ms is None:
-                            ttft_ms = round((time.perf_counter() - received) * 1000)
-                        yield raw
+                # The events a read brought go on together: one write to the client, not one per event.
+                relayed = [
+                    raw
+                    for raw, event, data in reader.feed(chunk)
+                    if reader.broken or dialect.read_event(event, data, answer)
+                ]
+                if relayed:
+                    if ttft_ms is None:
+                        ttft_ms = round((time.perf_counter() - received) * 1000)
+                    yield b"".join(relayed) if len(relayed) > 1 else relayed[0]
                 if answer.size:
                     recorder.started()  # once the answer's first text has gone out, not before it
                 if time.monotonic() >= next_checkpoint and answer.size:
