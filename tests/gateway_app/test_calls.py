@@ -472,3 +472,63 @@ def test_the_call_that_uses_a_budget_up_is_the_last_one_forwarded(gateway, upstr
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "Again"}])
     assert raised.value.body["code"] == "budget_exceeded"
     assert len(upstream.received) == 1
+
+
+def test_a_long_stream_is_checkpointed_while_it_streams(gateway, upstream, oa, key, settings):
+    settings.ACE_GATEWAY_CHECKPOINT_SECONDS = 0.1
+    with httpx2.Client(timeout=10) as client:
+        with client.stream(
+            "POST",
+            gateway.base_url("oa") + "/chat/completions",
+            headers={"Authorization": f"Bearer {key}"},
+            json={
+                "model": "gpt-4o;chunks=8;hold_after=4;chunk_ms=60",
+                "messages": [{"role": "user", "content": "Go"}],
+                "stream": True,
+            },
+        ) as response:
+            parts = response.iter_raw()
+            next(parts)
+            # Held mid-answer upstream: what streamed so far is stored, the turn still open.
+            stored = wait_for(
+                lambda: Message.objects.filter(role=Role.ASSISTANT)
+                .exclude(content="")
+                .values_list("content", flat=True)
+                .first(),
+                10,
+            )
+            assert stored and answer_text(8).startswith(stored)
+            assert Turn.objects.get().status == TurnStatus.STREAMING
+            upstream.release()
+            for _ in parts:
+                pass
+    turn, _, answer = the_turn(gateway)
+    assert (turn.status, answer.content) == (TurnStatus.COMPLETED, answer_text(8))
+
+
+def test_redaction_applies_to_what_is_stored_never_to_what_is_forwarded(gateway, upstream, oa, key):
+    secret = "AKIAIOSFODNN7EXAMPLE"
+    openai_client(gateway, key).chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": f"My key is {secret}, is it valid?"}]
+    )
+    assert secret in upstream.last.json["messages"][0]["content"]  # the model sees what the user wrote
+    _, question, _ = the_turn(gateway)
+    assert secret not in question.content and "[REDACTED]" in question.content
+
+
+def test_a_malformed_event_from_the_upstream_is_relayed_and_the_turn_still_completes(gateway, upstream, claude, key):
+    answer = httpx2.post(
+        gateway.base_url("claude", "anthropic") + "/v1/messages",
+        headers={"x-api-key": key, "anthropic-version": "2023-06-01"},
+        json={
+            "model": "claude-sonnet-4-5;chunks=6;malformed_after=2",
+            "max_tokens": 50,
+            "stream": True,
+            "messages": [{"role": "user", "content": "Go"}],
+        },
+    )
+    assert answer.status_code == 200
+    turn, _, stored = the_turn(gateway)
+    assert turn.status == TurnStatus.COMPLETED
+    assert stored.content == answer_text(6)  # the cut event carried nothing the answer lost
+    assert answer.text.count("event: ") >= 6
