@@ -4,6 +4,7 @@ upstream gets, and the chat turn each call leaves (docs/gateway.md)."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 from datetime import timedelta
@@ -18,18 +19,10 @@ from gateway_app.models import Provider
 from memory_app.services import record_create
 from sessions_app.models import ApiKey, Budget, Message, Role, Session, Tenant, Turn, TurnStatus
 from sessions_app.services.apikeys import apikey_create
-from tests.support.gateway import GatewayServer
 from tests.support.stand_in_upstream import StandInUpstream, answer_text, thinking_text
 from tests.support.waiting import wait_for
 
 UPSTREAM_KEY = "sk-upstream-0123456789"
-
-
-@pytest.fixture
-def gateway(transactional_db):
-    server = GatewayServer()
-    yield server
-    server.close()
 
 
 @pytest.fixture
@@ -68,6 +61,17 @@ def anthropic_client(gateway, key, **headers) -> anthropic.Anthropic:
     return anthropic.Anthropic(
         api_key=key, base_url=gateway.base_url("claude", "anthropic"), default_headers=headers, max_retries=0
     )
+
+
+@contextlib.contextmanager
+def raw_stream(gateway, key, model: str):
+    """A streamed OpenAI call read byte by byte, for tests that stop reading part-way."""
+    with httpx2.Client(timeout=10) as client:
+        body = {"model": model, "messages": [{"role": "user", "content": "Go"}], "stream": True}
+        with client.stream(
+            "POST", gateway.base_url("oa") + "/chat/completions", headers={"Authorization": f"Bearer {key}"}, json=body
+        ) as response:
+            yield response
 
 
 def the_turn(gateway) -> tuple[Turn, Message, Message]:
@@ -248,22 +252,12 @@ def test_a_stream_the_upstream_breaks_keeps_what_the_client_saw(gateway, upstrea
 
 
 def test_a_client_that_leaves_mid_stream_leaves_the_partial_answer(gateway, upstream, oa, key):
-    with httpx2.Client(timeout=10) as client:
-        with client.stream(
-            "POST",
-            gateway.base_url("oa") + "/chat/completions",
-            headers={"Authorization": f"Bearer {key}"},
-            json={
-                "model": "gpt-4o;chunks=8;hold_after=3",
-                "messages": [{"role": "user", "content": "Go"}],
-                "stream": True,
-            },
-        ) as response:
-            received = b""
-            for part in response.iter_raw():
-                received += part
-                if received.count(b"\n\n") >= 3:  # what comes before the stand-in holds
-                    break
+    with raw_stream(gateway, key, "gpt-4o;chunks=8;hold_after=3") as response:
+        received = b""
+        for part in response.iter_raw():
+            received += part
+            if received.count(b"\n\n") >= 3:  # what comes before the stand-in holds
+                break
     # The client is gone once the gateway's server has seen its connection close (the test shares its interpreter
     # with that server: under load the stand-in's next events could otherwise be relayed into the void first).
     assert wait_for(lambda: not gateway.server.server_state.connections, 10)
@@ -476,32 +470,22 @@ def test_the_call_that_uses_a_budget_up_is_the_last_one_forwarded(gateway, upstr
 
 def test_a_long_stream_is_checkpointed_while_it_streams(gateway, upstream, oa, key, settings):
     settings.ACE_GATEWAY_CHECKPOINT_SECONDS = 0.1
-    with httpx2.Client(timeout=10) as client:
-        with client.stream(
-            "POST",
-            gateway.base_url("oa") + "/chat/completions",
-            headers={"Authorization": f"Bearer {key}"},
-            json={
-                "model": "gpt-4o;chunks=8;hold_after=4;chunk_ms=60",
-                "messages": [{"role": "user", "content": "Go"}],
-                "stream": True,
-            },
-        ) as response:
-            parts = response.iter_raw()
-            next(parts)
-            # Held mid-answer upstream: what streamed so far is stored, the turn still open.
-            stored = wait_for(
-                lambda: Message.objects.filter(role=Role.ASSISTANT)
-                .exclude(content="")
-                .values_list("content", flat=True)
-                .first(),
-                10,
-            )
-            assert stored and answer_text(8).startswith(stored)
-            assert Turn.objects.get().status == TurnStatus.STREAMING
-            upstream.release()
-            for _ in parts:
-                pass
+    with raw_stream(gateway, key, "gpt-4o;chunks=8;hold_after=4;chunk_ms=60") as response:
+        parts = response.iter_raw()
+        next(parts)
+        # Held mid-answer upstream: what streamed so far is stored, the turn still open.
+        stored = wait_for(
+            lambda: Message.objects.filter(role=Role.ASSISTANT)
+            .exclude(content="")
+            .values_list("content", flat=True)
+            .first(),
+            10,
+        )
+        assert stored and answer_text(8).startswith(stored)
+        assert Turn.objects.get().status == TurnStatus.STREAMING
+        upstream.release()
+        for _ in parts:
+            pass
     turn, _, answer = the_turn(gateway)
     assert (turn.status, answer.content) == (TurnStatus.COMPLETED, answer_text(8))
 

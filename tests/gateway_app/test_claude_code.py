@@ -21,7 +21,6 @@ import pytest
 from gateway_app.models import Provider
 from sessions_app.models import Message, Session, Tenant, Turn
 from sessions_app.services.apikeys import apikey_create
-from tests.support.gateway import GatewayServer
 from tests.support.stand_in_upstream import (
     DEFAULT_CHUNKS,
     DEFAULT_THINKING,
@@ -56,13 +55,6 @@ def claude_code() -> str:
 @pytest.fixture
 def cli():
     return claude_code()
-
-
-@pytest.fixture
-def gateway(transactional_db):
-    server = GatewayServer()
-    yield server
-    server.close()
 
 
 @pytest.fixture

@@ -91,3 +91,13 @@ def stand_in():
 
     with StandInUpstream() as upstream:
         yield upstream
+
+
+@pytest.fixture
+def gateway(transactional_db):
+    """The LLM gateway served for real on loopback (tests.support.gateway)."""
+    from tests.support.gateway import GatewayServer
+
+    server = GatewayServer()
+    yield server
+    server.close()
