@@ -20,7 +20,6 @@ from gateway_app import relay, upstream
 from gateway_app.database import Database
 from gateway_app.dialects import Anthropic, OpenAI, dialect_for
 from gateway_app.secrets import SecretUnreadable
-from gateway_app.services.providers import provider_for_call
 from platform_kit.outages import RETRY_AFTER_SECONDS, database_unavailable
 
 log = logging.getLogger("gateway_app")
@@ -63,11 +62,11 @@ class Gateway:
 gateway = Gateway()
 
 
-async def _answered(request: Request, dialect) -> Response:
-    """A call's answer; an outage of the database before forwarding is a 503 with Retry-After, any other failure of
-    ours a 500, both in the provider's shape (the SDKs retry the first) and nothing forwarded."""
+async def _answered(request: Request, dialect, handler) -> Response:
+    """`handler`'s answer; an outage of the database before forwarding is a 503 with Retry-After, any other failure
+    of ours a 500, both in the provider's shape (the SDKs retry the first) and nothing forwarded."""
     try:
-        return await relay.relay(gateway, request, request.path_params["provider"], dialect)
+        return await handler(request, dialect)
     except Exception as error:
         reason = database_unavailable(error)
         if reason:
@@ -78,25 +77,30 @@ async def _answered(request: Request, dialect) -> Response:
         return relay._error(dialect, 500, "The gateway failed on this call; it was logged.", "gateway_error")
 
 
+async def _call(request: Request, dialect) -> Response:
+    return await relay.relay(gateway, request, request.path_params["provider"], dialect)
+
+
 async def chat_completions(request: Request) -> Response:
-    return await _answered(request, OpenAI())
+    return await _answered(request, OpenAI(), _call)
 
 
 async def messages(request: Request) -> Response:
-    return await _answered(request, Anthropic())
+    return await _answered(request, Anthropic(), _call)
 
 
 async def passthrough(request: Request) -> Response:
+    guess = Anthropic() if request.path_params["path"].startswith("v1/messages") else OpenAI()
+    return await _answered(request, guess, _passed_through)
+
+
+async def _passed_through(request: Request, guess) -> Response:
     """Another endpoint of the provider's API: authenticated, forwarded, relayed as it comes, not recorded."""
     name, path = request.path_params["provider"], request.path_params["path"]
-    guess = Anthropic() if path.startswith("v1/messages") else OpenAI()
-    address = request.client.host if request.client else "unknown"
-    api_key, refusal = await gateway.db.run(relay.authenticate, relay._key_of(request), address)
-    if refusal is not None:
-        return relay._error(guess, refusal[0], refusal[1], retry_after=refusal[2])
-    provider = await gateway.db.run(provider_for_call, api_key.tenant_id, name)
-    if provider is None or not provider.active:
-        return relay._error(guess, 404, f"No active provider named '{name}'.")
+    found = await relay.caller(gateway, request, name, guess)
+    if isinstance(found, Response):
+        return found
+    _, provider = found
     dialect = dialect_for(provider.kind)
     if provider.kind == "openai":
         if not path.startswith("v1/"):

@@ -167,7 +167,6 @@ def _max_tokens(value) -> int | None:
 
 class Dialect:
     kind = ""
-    path = ""  # what the client calls under /gateway/{provider}/
     upstream_path = ""  # appended to the provider's base_url
 
     # -- errors ---------------------------------------------------------------------------------------------
@@ -242,7 +241,7 @@ OPENAI_ERROR_TYPES = {
 
 class OpenAI(Dialect):
     kind = "openai"
-    path = "v1/chat/completions"
+    client_wants_usage = True  # read_call sets it for its call (a Dialect is made per call)
     upstream_path = "/chat/completions"
 
     def error_body(self, status, message, code=""):
@@ -380,8 +379,6 @@ class OpenAI(Dialect):
             return bool(choices) or self.client_wants_usage
         return True
 
-    client_wants_usage = True  # set per call (a Dialect is made per call)
-
     def finish_reason(self, answer):
         return OPENAI_FINISH.get(answer.stop_reason, "stop" if answer.stop_reason else "")
 
@@ -426,7 +423,6 @@ def _anthropic_user(user_id) -> str:
 
 class Anthropic(Dialect):
     kind = "anthropic"
-    path = "v1/messages"
     upstream_path = "/v1/messages"
 
     def error_body(self, status, message, code=""):

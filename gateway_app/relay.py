@@ -21,7 +21,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from gateway_app import recording
-from gateway_app.dialects import Answer, BadCall, Dialect, dialect_for
+from gateway_app.dialects import Answer, BadCall, Dialect
 from gateway_app.memory import memory_block
 from gateway_app.secrets import SecretUnreadable
 from gateway_app.services.providers import provider_cached, provider_for_call
@@ -185,12 +185,13 @@ class Recorder:
         self._then(job)
 
 
-async def relay(gateway, request: Request, provider_name: str, dialect: Dialect) -> Response:
-    received = time.perf_counter()
-    address = request.client.host if request.client else "unknown"
+async def caller(gateway, request: Request, provider_name: str, dialect: Dialect):
+    """(the calling key, the provider it names), read from this process's caches when they hold them (no hop off
+    the event loop), else from the database; or the refusal, a Response in the provider's shape."""
     plain_key = _key_of(request)
-    api_key, refusal = apikey_cached(plain_key=plain_key), None  # the event loop reads the caches: no hop
+    api_key, refusal = apikey_cached(plain_key=plain_key), None
     if api_key is None:
+        address = request.client.host if request.client else "unknown"
         api_key, refusal = await gateway.db.run(authenticate, plain_key, address)
     if refusal is not None:
         status, message, wait = refusal
@@ -200,13 +201,22 @@ async def relay(gateway, request: Request, provider_name: str, dialect: Dialect)
         provider = await gateway.db.run(provider_for_call, api_key.tenant_id, provider_name)
     if provider is None:
         return _error(dialect, 404, f"No provider named '{provider_name}': add it at /api/v1/providers/.")
+    if not provider.active:
+        return _error(dialect, 403, f"The provider '{provider.name}' is inactive.")
+    return api_key, provider
+
+
+async def relay(gateway, request: Request, provider_name: str, dialect: Dialect) -> Response:
+    received = time.perf_counter()
+    found = await caller(gateway, request, provider_name, dialect)
+    if isinstance(found, Response):
+        return found
+    api_key, provider = found
     if provider.kind != dialect.kind:
         right = "v1/chat/completions" if provider.kind == "openai" else "v1/messages"
         return _error(
             dialect, 404, f"'{provider.name}' is an {provider.kind} provider: call /gateway/{provider.name}/{right}."
         )
-    if not provider.active:
-        return _error(dialect, 403, f"The provider '{provider.name}' is inactive.")
     try:
         body_bytes = await _body(request)
         body = json.loads(body_bytes) if body_bytes else None
@@ -381,7 +391,3 @@ async def _body(request: Request) -> bytes:
             raise _TooLarge
         parts.append(part)
     return b"".join(parts)
-
-
-def dialect_of(kind: str) -> Dialect:
-    return dialect_for(kind)
