@@ -53,6 +53,31 @@ def planner_settings(settings: dict[str, str], *, using: str = "default"):
         )
 
 
+@contextlib.contextmanager
+def held_lock(name: str, *, using: str = "default"):
+    """Whether this process got the advisory lock `name` (yielded), held until the block ends, whatever
+    transactions the block runs, for work that must not run twice at once (a scan of one import source).
+
+    Taken by a transaction of a connection of its own, kept open while the block runs: a session-level advisory
+    lock would not survive a pooler in transaction mode (PgBouncer hands the server connection to another client
+    between transactions, and the unlock may reach another one), while a client inside a transaction keeps its
+    server connection. If the process dies, its connection closes and the lock goes with it."""
+    wrapper = connections[using]
+    raw = wrapper.get_new_connection(wrapper.get_connection_params())
+    try:
+        raw.autocommit = False
+        with raw.cursor() as cursor:
+            # The transaction is idle while the block works: a server-wide idle timeout must not end it.
+            cursor.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
+            cursor.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))", [name])
+            taken = cursor.fetchone()[0]
+        yield taken
+    finally:
+        with contextlib.suppress(psycopg.Error):
+            raw.rollback()
+        raw.close()
+
+
 def within_time(
     fn: Callable[[], T], *, milliseconds: int, using: str = "default", planner: dict[str, str] | None = None
 ) -> T | None:

@@ -15,6 +15,7 @@ import zipfile
 from typing import BinaryIO
 
 import orjson
+from django.db import transaction
 from django.utils import timezone
 
 from ingest_app.models import ImportedFile, ImportSource, TelemetryRecord
@@ -87,6 +88,9 @@ def _line(value) -> bytes:
     return orjson.dumps(value, default=str) + b"\n"
 
 
+# One transaction: the tables are read with server-side cursors, which a pooler in transaction mode (PgBouncer)
+# keeps only inside a transaction.
+@transaction.atomic
 def tenant_export(*, tenant: Tenant, out: BinaryIO, chunk_size: int = 2000) -> dict[str, int]:
     """Write the zip to `out` (a file opened for binary writing); returns the rows written per file."""
     counts: dict[str, int] = {}

@@ -30,13 +30,12 @@ import reports).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from ingest_app.importers import ParseIssue, describe_layout
@@ -47,7 +46,7 @@ from ingest_app.pipeline.run import PARALLEL_MIN_BYTES, ImportRun
 from ingest_app.pipeline.summary import MAX_ISSUES, FileResult, ImportSummary, format_issue
 from ingest_app.push_client import default_machine_name
 from ingest_app.signals import import_finished
-from platform_kit.db import statistics_refreshed
+from platform_kit.db import held_lock, statistics_refreshed
 from sessions_app.models import Message, Session, Tenant
 
 __all__ = [
@@ -182,14 +181,9 @@ def _announce_finished(*, tenant: Tenant, summary: ImportSummary, origin: str, s
 
 def import_source_scan(*, source: ImportSource) -> ImportSummary | None:
     """Scan one import source; None when another scan of it is still running (the collector skips it)."""
-    lock_key = int.from_bytes(
-        hashlib.sha256(f"ace-import-source:{source.pk}".encode()).digest()[:8], "big", signed=True
-    )
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [lock_key])
-        if not cursor.fetchone()[0]:
+    with held_lock(f"ace-import-source:{source.pk}") as taken:
+        if not taken:
             return None
-    try:
         try:
             summary = import_path(
                 tenant=source.tenant, path=source.path, tool=source.tool, user_id=source.user_id, source=source
@@ -201,6 +195,3 @@ def import_source_scan(*, source: ImportSource) -> ImportSummary | None:
         report["files"] = [f for f in report["files"] if f["status"] != "unchanged"][:MAX_ISSUES]
         ImportSource.objects.filter(pk=source.pk).update(last_scan_at=timezone.now(), last_summary=report)
         return summary
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [lock_key])

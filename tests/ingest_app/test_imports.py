@@ -699,3 +699,19 @@ def test_conversations_of_imported_sessions_carry_the_parsers_references(api, tm
     refs = list(Conversation.objects.filter(session=only_session(api)).values_list("conversation_id", flat=True))
     assert refs and all(ref.startswith("openclaw:") for ref in refs)
     assert json.dumps(ImportedFile.objects.get(tenant=api.tenant).carry)  # stored as JSON
+
+
+def test_a_source_being_scanned_is_not_scanned_twice_at_once(api, tmp_path):
+    """The scan's lock is held by a transaction of its own connection, so it holds through a pooler in transaction
+    mode too (platform_kit.db.held_lock): while one scan runs, another of the same source returns None at once."""
+    from platform_kit.db import held_lock
+
+    source = ImportSource.objects.create(tenant=api.tenant, path=str(tmp_path / "gone"))
+    other = ImportSource.objects.create(tenant=api.tenant, path=str(tmp_path / "also-gone"))
+    with held_lock(f"ace-import-source:{source.pk}") as taken:
+        assert taken
+        with held_lock(f"ace-import-source:{source.pk}") as again:
+            assert not again  # one holder at a time
+        assert imports.import_source_scan(source=source) is None
+        assert imports.import_source_scan(source=other).files_seen == 0  # another source is not held up
+    assert imports.import_source_scan(source=source).files_seen == 0  # released with the block

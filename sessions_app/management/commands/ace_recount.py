@@ -35,7 +35,7 @@ class Command(BaseCommand):
         if session:
             sessions = sessions.filter(pk__in=session)
         checked = drifted = 0
-        for item in sessions[:limit].iterator():
+        for item in sessions[:limit]:  # at most --limit rows (not a server-side cursor: a pooler would lose it)
             checked += 1
             drift = session_count_drift(session=item)
             if drift:
