@@ -1,8 +1,14 @@
 """Storing uploaded log files (`POST /api/v1/imports/`) before they are imported, and what the server holds.
 
-Uploads are kept under `$ACE_DATA_DIR/uploads/<tenant id>/<path>`, or `.../<tenant id>/~machines/<machine>/<path>`
-when the upload names its machine (`ace_push` does), so two machines' files never mix. The stored copy is what
-the server has received of the client's file; the importer then reads it from where it stopped (`ImportedFile`).
+What the server has received of a client's file is kept as segments (`UploadSegment`: the whole file, then each
+run of bytes appended) whose bytes are in the storage every host reads (platform_kit.storage: PostgreSQL or an
+S3-compatible store). Each host reads them through its own copy of the file, a cache under
+`$ACE_DATA_DIR/uploads/<tenant id>/<path>`, or `.../<tenant id>/~machines/<machine>/<path>` when the upload names
+its machine (`ace_push` does), so two machines' files never mix. Under the file's lock the copy is brought up to
+the segments first (`upload_cache_refresh`: the missing segments appended, or the file made again when it was
+replaced elsewhere), so an upload begun through one host continues through any other; the copy's modification
+time is its last segment's, which is how a host knows its copy is current. The importer then reads the copy from
+where it stopped (`ImportedFile`, which names it the same on every host: `paths.record_path`).
 
 A part is either a whole file (it replaces the stored copy: a rewritten `.json` document, a truncated or
 rotated log) or the bytes of the client's file from an `offset` on. Appending is idempotent: bytes the server
@@ -17,6 +23,7 @@ held in memory whole.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -24,10 +31,13 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.core.files import File
 from django.db import connection, transaction
+from django.utils import timezone
 
 from ingest_app.importers.jsonl import is_compressed
 from ingest_app.importers.limits import (
@@ -38,8 +48,11 @@ from ingest_app.importers.limits import (
     check_log_bytes,
     read_limits,
 )
+from ingest_app.models import UploadSegment
+from ingest_app.pipeline.paths import local_path
 from ingest_app.pipeline.plan import file_refusal
 from platform_kit.files import private_folder, private_open
+from platform_kit.storage import ace_storage, stored_chunks
 from sessions_app.models import Tenant
 
 MACHINES_DIR = "~machines"  # `~` never survives `clean_relative_path`: no plain upload's path starts with it
@@ -123,7 +136,9 @@ def uploads_store(*, tenant: Tenant, machine: str, parts: list[UploadPart], tool
     try:
         with transaction.atomic():
             _lock(tenant, machine, [part.name for part in parts])
-            plans = [_plan(root, staging, index, part, tool) for index, part in enumerate(parts)]
+            for part in parts:
+                _cache_refresh(tenant, machine, root, part.name)
+            plans = [_plan(tenant, machine, root, staging, index, part, tool) for index, part in enumerate(parts)]
             errors = {key: messages for plan in plans for key, messages in plan.errors.items()}
             if errors:
                 statuses = {plan.status for plan in plans if plan.errors}
@@ -133,36 +148,173 @@ def uploads_store(*, tenant: Tenant, machine: str, parts: list[UploadPart], tool
                     413 if 413 in statuses else 409 if 409 in statuses else 400,
                 )
             for plan in plans:
-                plan.write()
+                plan.write(tenant=tenant, machine=machine)
         return [plan.stored for plan in plans]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
 def stored_uploads_delete(*, tenant: Tenant, paths: list[str], dry_run: bool = False) -> int:
-    """Delete these stored copies (a forgotten user's files), inside the caller's transaction and under each
-    file's upload lock, so no upload of them is in flight or starts before it commits: a later part at an offset
-    finds nothing to continue from (a 400 that says to send from offset 0). Paths outside the tenant's uploads
-    are left alone. Returns how many copies there were (a dry run only counts them)."""
+    """Delete these uploaded files (a forgotten user's: `ImportedFile.path`s), inside the caller's transaction and
+    under each file's upload lock, so no upload of them is in flight or starts before it commits: a later part at
+    an offset finds nothing to continue from (a 400 that says to send from offset 0). Their segments go now, their
+    bytes in the storage and this host's copy after the commit (another host's copy goes the next time it is
+    refreshed). Paths outside the tenant's uploads are left alone. Returns how many files there were (a dry run
+    only counts them)."""
     root = upload_root(tenant)
-    by_machine: dict[str, list[tuple[str, Path]]] = {}
-    for path in map(Path, paths):
+    by_machine: dict[str, list[str]] = {}
+    for path in map(local_path, paths):
         try:
             parts = path.relative_to(root).parts
         except ValueError:
             continue
         machine, name = (parts[1], parts[2:]) if parts[0] == MACHINES_DIR and len(parts) > 2 else ("", parts)
-        by_machine.setdefault(machine, []).append(("/".join(name), path))
+        by_machine.setdefault(machine, []).append("/".join(name))
     present = 0
-    for machine, files in sorted(by_machine.items()):
-        _lock(tenant, machine, [name for name, _ in files])
-        for _, path in files:
-            if path.is_file():
-                present += 1
-                if not dry_run:
-                    path.unlink()
-                    _remove_empty_folders(path.parent, upload_root(tenant, machine))
+    for machine, names in sorted(by_machine.items()):
+        _lock(tenant, machine, names)
+        segments = UploadSegment.objects.filter(tenant=tenant, machine=machine, path__in=names)
+        held = set(segments.values_list("path", flat=True))
+        held |= {name for name in names if (upload_root(tenant, machine) / name).is_file()}
+        present += len(held)
+        if dry_run or not held:
+            continue
+        stored = [segment.storage_name for segment in segments]
+        segments.delete()
+        transaction.on_commit(functools.partial(_forgotten_delete, tenant, machine, sorted(held), stored))
     return present
+
+
+def _forgotten_delete(tenant: Tenant, machine: str, names: list[str], stored: list[str]) -> None:
+    storage = ace_storage()
+    for name in stored:
+        storage.delete(name)
+    root = upload_root(tenant, machine)
+    for name in names:
+        (root / name).unlink(missing_ok=True)
+        _remove_empty_folders((root / name).parent, root)
+
+
+def upload_cache_refresh(*, tenant: Tenant, machine: str, names: list[str]) -> Path:
+    """Bring this host's copies of these uploaded files up to what the storage holds (see the module's
+    docstring), under their locks; returns the folder they are in."""
+    root = private_folder(upload_root(tenant, machine), within=settings.ACE_DATA_DIR)
+    with transaction.atomic():
+        _lock(tenant, machine, names)
+        for name in names:
+            _cache_refresh(tenant, machine, root, name)
+    return root
+
+
+def _cache_refresh(tenant: Tenant, machine: str, root: Path, name: str) -> None:
+    """Make the copy `root/name` hold the file's segments: nothing to do when its size and modification time are
+    its last segment's; the segments after its end appended when it is an earlier state of the same file; else
+    made again (replaced elsewhere, or a failed write left it ahead). No segment: no copy."""
+    final = root / name
+    segments = list(UploadSegment.objects.filter(tenant=tenant, machine=machine, path=name).order_by("start"))
+    if not segments:
+        if final.is_file():
+            final.unlink()
+            _remove_empty_folders(final.parent, root)
+        return
+    try:
+        stat = final.stat()
+        held = (stat.st_size, stat.st_mtime_ns)
+    except OSError:
+        held = None
+    ends = [(segment.start + segment.length, _mtime_ns(segment.created_at)) for segment in segments]
+    if held == ends[-1]:
+        return
+    last = segments[-1]
+    if held is not None and held in ends:
+        with private_open(final, "ab") as handle:
+            for segment in segments[ends.index(held) + 1 :]:
+                _segment_copy(segment, handle)
+    else:
+        _clear_the_way(root, name)
+        private_folder(final.parent)
+        descriptor, made = tempfile.mkstemp(prefix=".refresh-", dir=final.parent)  # 0600
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                for segment in segments:
+                    _segment_copy(segment, handle)
+            os.replace(made, final)
+        except BaseException:
+            Path(made).unlink(missing_ok=True)
+            raise
+    _mark(final, last.created_at)
+
+
+def _segment_copy(segment: UploadSegment, handle) -> None:
+    for chunk in stored_chunks(segment.storage_name):
+        handle.write(chunk)
+    handle.flush()
+    os.fsync(handle.fileno())
+
+
+def _clear_the_way(root: Path, name: str) -> None:
+    """Copies left on this host where the file `name` now is (files forgotten or replaced through another host):
+    a file where its path needs a folder, a folder where it needs the file."""
+    folder = root
+    for part in name.split("/")[:-1]:
+        folder = folder / part
+        if folder.is_file():
+            folder.unlink()
+    if (root / name).is_dir():
+        shutil.rmtree(root / name)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _mtime_ns(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def _mark(path: Path, moment: datetime) -> None:
+    """The copy is current up to the segment written at `moment`: its modification time says so."""
+    ns = _mtime_ns(moment)
+    os.utime(path, ns=(ns, ns))
+
+
+def _segment_save(tenant: Tenant, machine: str, name: str, *, start: int, source: Path, skip: int = 0):
+    """A new segment of the file: the bytes of `source` from `skip` on, into the storage."""
+    segment = UploadSegment(
+        tenant=tenant, machine=machine, path=name, start=start, length=source.stat().st_size - skip,
+        created_at=timezone.now(),
+    )  # fmt: skip
+    with source.open("rb") as handle:
+        handle.seek(skip)
+        stored = ace_storage().save(segment.storage_name, File(_From(handle, skip), name=segment.storage_name))
+    if stored != segment.storage_name:
+        raise FileExistsError(f"{segment.storage_name} is taken (stored as {stored})")
+    segment.save(force_insert=True)
+    return segment
+
+
+class _From(io.RawIOBase):
+    """A file read from `skip` on, as if it started there (a storage rewinds what it saves to its start)."""
+
+    def __init__(self, handle, skip: int):
+        super().__init__()
+        self.handle, self.skip = handle, skip
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_SET:
+            offset += self.skip
+        return self.handle.seek(offset, whence) - self.skip
+
+    def tell(self) -> int:
+        return self.handle.tell() - self.skip
+
+    def readinto(self, buffer) -> int:
+        return self.handle.readinto(buffer)
 
 
 def _remove_empty_folders(folder: Path, root: Path) -> None:
@@ -177,8 +329,10 @@ def _remove_empty_folders(folder: Path, root: Path) -> None:
 
 
 def _lock(tenant: Tenant, machine: str, names: list[str]) -> None:
-    """One writer per stored file at a time (two pushes of one machine, say), in one order: no deadlock."""
-    keys = sorted({f"ace-upload:{tenant.pk}:{machine}:{name}" for name in names})
+    """One writer per stored file at a time (two pushes of one machine, say, through any hosts), in one order: no
+    deadlock. A file's folders are locked too, as the files they could be (`a.jsonl` for `a.jsonl/b.jsonl`)."""
+    paths = {"/".join(name.split("/")[:end]) for name in names for end in range(1, name.count("/") + 2)}
+    keys = sorted({f"ace-upload:{tenant.pk}:{machine}:{path}" for path in paths})
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_advisory_xact_lock(hashtext(key)) FROM unnest(%s::text[]) WITH ORDINALITY AS t(key, n) "
@@ -197,30 +351,44 @@ class _PartPlan:
         self.staged: Path | None = None  # a whole new copy, moved into place
         self.appended: Path | None = None  # or the part, whose bytes from `skip` on are appended to the stored copy
         self.skip = 0
+        self.start = 0  # where the appended bytes start in the file
 
     def refuse(self, key: str, message: str, status: int = 400) -> None:
         self.errors[key] = [message]
         self.status = status
 
-    def write(self) -> None:
+    def write(self, *, tenant: Tenant, machine: str) -> None:
+        """The part's segment into the storage (a whole file's replacing the file's segments, whose bytes go after
+        the commit), then into this host's copy."""
         if self.stored.refused:
             return
-        final = self.stored.path
+        final, name = self.stored.path, self.stored.name
         if self.staged is not None:
+            replaced = UploadSegment.objects.filter(tenant=tenant, machine=machine, path=name)
+            gone = [segment.storage_name for segment in replaced]
+            replaced.delete()
+            transaction.on_commit(lambda: [ace_storage().delete(stored) for stored in gone])
+            segment = _segment_save(tenant, machine, name, start=0, source=self.staged)
             private_folder(final.parent)
             os.replace(self.staged, final)
         elif self.appended is not None and self.stored.appended:
+            segment = _segment_save(tenant, machine, name, start=self.start, source=self.appended, skip=self.skip)
             with private_open(final, "ab") as handle, self.appended.open("rb") as part:
                 part.seek(self.skip)
                 shutil.copyfileobj(part, handle, READ_CHUNK)
                 handle.flush()
                 os.fsync(handle.fileno())
+        else:
+            return
+        _mark(final, segment.created_at)
 
 
-def _plan(root: Path, staging: Path, index: int, part: UploadPart, tool: str | None) -> _PartPlan:
+def _plan(
+    tenant: Tenant, machine: str, root: Path, staging: Path, index: int, part: UploadPart, tool: str | None
+) -> _PartPlan:
     final = root / part.name
     plan = _PartPlan(StoredPart(name=part.name, path=final))
-    in_the_way = _in_the_way(root, part.name)
+    in_the_way = _in_the_way(tenant, machine, part.name)
     if in_the_way:
         plan.refuse(f"files.{index}", f"{part.name}: {in_the_way}")
         return plan
@@ -258,7 +426,7 @@ def _plan(root: Path, staging: Path, index: int, part: UploadPart, tool: str | N
             409,
         )
         return plan
-    plan.appended, plan.skip = staged, overlap
+    plan.appended, plan.skip, plan.start = staged, overlap, have
     plan.stored.skipped, plan.stored.appended = overlap, size - overlap
     if not plan.stored.appended or not _check_limits(plan, index, staged, skip=overlap, continued=final):
         return plan
@@ -273,21 +441,19 @@ def _plan(root: Path, staging: Path, index: int, part: UploadPart, tool: str | N
     return plan
 
 
-def _in_the_way(root: Path, name: str) -> str:
-    """Why a file cannot be stored at `name` under `root` ("" when it can): a file the server holds where the
-    path needs a folder (`a.jsonl` for `a.jsonl/b.jsonl`), or a folder where it needs the file."""
-    folder = root
+def _in_the_way(tenant: Tenant, machine: str, name: str) -> str:
+    """Why a file cannot be stored at `name` ("" when it can): a file the server holds where the path needs a
+    folder (`a.jsonl` for `a.jsonl/b.jsonl`), or files held under it as a folder."""
     parts = name.split("/")
-    for part in parts[:-1]:
-        folder = folder / part
-        if folder.exists() and not folder.is_dir():
-            held = folder.relative_to(root).as_posix()
+    folders = ["/".join(parts[:end]) for end in range(1, len(parts))]
+    held = UploadSegment.objects.filter(tenant=tenant, machine=machine)
+    for folder in folders:
+        if held.filter(path=folder).exists():
             return (
-                f"the server holds a file {held!r} (uploaded before), so {held!r} cannot be a folder; upload this "
-                "file under another path."
+                f"the server holds a file {folder!r} (uploaded before), so {folder!r} cannot be a folder; upload "
+                "this file under another path."
             )
-    final = root / name
-    if final.exists() and not final.is_file():
+    if held.filter(path__startswith=name + "/").exists():
         return (
             f"the server holds a folder {name!r} (of files uploaded under it), so no file can be stored there; "
             "upload this file under another path."
