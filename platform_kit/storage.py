@@ -47,12 +47,13 @@ def stored_chunks(name: str, *, storage: Storage | None = None) -> Iterator[byte
 
 def _s3_chunks(storage, name: str) -> Iterator[bytes]:
     from botocore.exceptions import ClientError
+    from storages.utils import clean_name
 
-    key = storage._normalize_name(storage._clean_name(name))
+    key = storage._normalize_name(clean_name(name))
     try:
         body = storage.bucket.Object(key).get()["Body"]
     except ClientError as error:
-        if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+        if error.response["ResponseMetadata"]["HTTPStatusCode"] == 404:
             raise FileNotFoundError(name) from error
         raise
 
