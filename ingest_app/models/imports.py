@@ -2,7 +2,9 @@
 
 import uuid
 
+from django.contrib.postgres.indexes import OpClass
 from django.db import models
+from django.db.models import F
 from django.utils import timezone
 
 from sessions_app.models import Session, Tenant
@@ -105,6 +107,11 @@ class UploadSegment(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["tenant", "machine", "path", "start"], name="uploadsegment_place")
+        ]
+        indexes = [  # the files held under a folder (`path LIKE 'a/%'`): a path in the way of another
+            models.Index(
+                F("tenant"), F("machine"), OpClass(F("path"), name="text_pattern_ops"), name="uploadsegment_folders"
+            )
         ]
 
     def __str__(self):

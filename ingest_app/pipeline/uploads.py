@@ -58,6 +58,9 @@ from sessions_app.models import Tenant
 MACHINES_DIR = "~machines"  # `~` never survives `clean_relative_path`: no plain upload's path starts with it
 HEAD_BYTES = 4096  # what `head_sha256` covers: the client compares its own file's first bytes with it
 _REFUSAL_HEAD = 64 * 1024  # a stored copy shorter than this may not have had a complete first line yet
+# A file appended to more often than this is stored again whole, as one segment: a host that makes its copy reads
+# a few objects, not thousands, and finding the file's segments stays one short index scan.
+MAX_SEGMENTS = 64
 
 
 def upload_root(tenant: Tenant, machine: str = "") -> Path:
@@ -211,20 +214,22 @@ def _cache_refresh(tenant: Tenant, machine: str, root: Path, name: str) -> None:
     its last segment's; the segments after its end appended when it is an earlier state of the same file; else
     made again (replaced elsewhere, or a failed write left it ahead). No segment: no copy."""
     final = root / name
-    segments = list(UploadSegment.objects.filter(tenant=tenant, machine=machine, path=name).order_by("start"))
-    if not segments:
-        if final.is_file():
-            final.unlink()
-            _remove_empty_folders(final.parent, root)
-        return
+    of_file = UploadSegment.objects.filter(tenant=tenant, machine=machine, path=name)
     try:
         stat = final.stat()
         held = (stat.st_size, stat.st_mtime_ns)
     except OSError:
         held = None
-    ends = [(segment.start + segment.length, _mtime_ns(segment.created_at)) for segment in segments]
-    if held == ends[-1]:
+    last = of_file.order_by("-start").first()
+    if last is not None and held == (last.start + last.length, _mtime_ns(last.created_at)):
+        return  # what a host finds most often: its copy is current (one row read)
+    segments = list(of_file.order_by("start"))
+    if not segments:
+        if final.is_file():
+            final.unlink()
+            _remove_empty_folders(final.parent, root)
         return
+    ends = [(segment.start + segment.length, _mtime_ns(segment.created_at)) for segment in segments]
     last = segments[-1]
     if held is not None and held in ends:
         with private_open(final, "ab") as handle:
@@ -275,6 +280,16 @@ def _mark(path: Path, moment: datetime) -> None:
     """The copy is current up to the segment written at `moment`: its modification time says so."""
     ns = _mtime_ns(moment)
     os.utime(path, ns=(ns, ns))
+
+
+def _segments_merge(tenant: Tenant, machine: str, name: str, copy: Path) -> UploadSegment:
+    """One segment instead of many (a log appended to every few seconds for weeks): this host's copy, current
+    under the lock, stored whole in their place; their bytes go after the commit."""
+    merged = UploadSegment.objects.filter(tenant=tenant, machine=machine, path=name)
+    gone = [segment.storage_name for segment in merged]
+    merged.delete()
+    transaction.on_commit(lambda: [ace_storage().delete(stored) for stored in gone])
+    return _segment_save(tenant, machine, name, start=0, source=copy)
 
 
 def _segment_save(tenant: Tenant, machine: str, name: str, *, start: int, source: Path, skip: int = 0):
@@ -330,14 +345,20 @@ def _remove_empty_folders(folder: Path, root: Path) -> None:
 
 def _lock(tenant: Tenant, machine: str, names: list[str]) -> None:
     """One writer per stored file at a time (two pushes of one machine, say, through any hosts), in one order: no
-    deadlock. A file's folders are locked too, as the files they could be (`a.jsonl` for `a.jsonl/b.jsonl`)."""
-    paths = {"/".join(name.split("/")[:end]) for name in names for end in range(1, name.count("/") + 2)}
-    keys = sorted({f"ace-upload:{tenant.pk}:{machine}:{path}" for path in paths})
+    deadlock. Its folders are locked too, shared, as the files they could be (`a.jsonl` for `a.jsonl/b.jsonl`):
+    files of one folder are stored side by side, but never a file where another request makes a folder."""
+    exclusive = {name: True for name in names}
+    for name in names:
+        parts = name.split("/")
+        for end in range(1, len(parts)):
+            exclusive.setdefault("/".join(parts[:end]), False)
+    keys = sorted((f"ace-upload:{tenant.pk}:{machine}:{path}", alone) for path, alone in exclusive.items())
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_advisory_xact_lock(hashtext(key)) FROM unnest(%s::text[]) WITH ORDINALITY AS t(key, n) "
-            "ORDER BY n",
-            [keys],
+            "SELECT CASE WHEN alone THEN pg_advisory_xact_lock(hashtext(key))::text"
+            " ELSE pg_advisory_xact_lock_shared(hashtext(key))::text END"
+            " FROM unnest(%s::text[], %s::bool[]) WITH ORDINALITY AS t(key, alone, n) ORDER BY n",
+            [[key for key, _ in keys], [alone for _, alone in keys]],
         )
 
 
@@ -378,6 +399,8 @@ class _PartPlan:
                 shutil.copyfileobj(part, handle, READ_CHUNK)
                 handle.flush()
                 os.fsync(handle.fileno())
+            if UploadSegment.objects.filter(tenant=tenant, machine=machine, path=name).count() > MAX_SEGMENTS:
+                segment = _segments_merge(tenant, machine, name, final)
         else:
             return
         _mark(final, segment.created_at)

@@ -6,6 +6,7 @@ in tests/platform_kit/test_storage_s3.py."""
 
 from __future__ import annotations
 
+import pytest
 from django.db.models import Sum
 from django.test import override_settings
 
@@ -153,3 +154,56 @@ def test_a_path_held_as_a_file_through_one_host_cannot_be_a_folder_through_anoth
     assert "the server holds a file 'a/b.jsonl'" in answer.json()["detail"]
     answer = send(api, tmp_path / "host2", "a", data)
     assert answer.status_code == 400  # not a log's name: refused before the storage is asked
+
+
+def test_a_file_appended_to_many_times_is_stored_again_as_one_segment(
+    db, tmp_path, monkeypatch, django_capture_on_commit_callbacks
+):
+    from ingest_app.pipeline import uploads
+
+    monkeypatch.setattr(uploads, "MAX_SEGMENTS", 3)
+    data = (DATA / CLAUDE).read_bytes()
+    lines = data.splitlines(keepends=True)
+    api, single = make_client("many-parts"), make_client("many-parts-single")
+    assert send(single, tmp_path / "one", MAIN, data).status_code == 201
+    offset, counts = 0, []
+    with django_capture_on_commit_callbacks(execute=True):
+        for n, line in enumerate(lines):  # a line a request, through either host
+            answer = send(api, tmp_path / f"host{n % 2}", MAIN, line, offset=offset)
+            assert answer.status_code == 201, answer.json()
+            offset += len(line)
+            counts.append(UploadSegment.objects.filter(tenant=api.tenant, path=MAIN).count())
+    assert max(counts) == 3 and 1 in counts[3:]  # merged into one when a fourth came
+    segments = UploadSegment.objects.filter(tenant=api.tenant, path=MAIN).order_by("start")
+    assert b"".join(b"".join(ace_storage().open(s.storage_name).chunks()) for s in segments) == data
+    assert StoredObject.objects.filter(tenant_id=api.tenant.pk).count() == len(segments)  # the merged ones went
+    assert totals(api.tenant)["messages"] == totals(single.tenant)["messages"] == 19
+    assert totals(api.tenant)["tokens"] == totals(single.tenant)["tokens"]
+
+
+def test_files_of_one_folder_are_stored_side_by_side_and_one_file_at_a_time(db, tmp_path):
+    """The upload locks, as another host holds them while it stores `a.jsonl/x.jsonl`: `a.jsonl/y.jsonl` is stored
+    beside it; the same file, or a file `a.jsonl` where that host makes a folder, waits (here: gives up)."""
+    import psycopg
+    from django.db import OperationalError, connection
+
+    data = (DATA / CLAUDE).read_bytes()
+    api = make_client("side-by-side")
+    params = connection.get_connection_params()
+    key = f"ace-upload:{api.tenant.pk}:laptop:"
+    with psycopg.connect(**{k: params[k] for k in ("dbname", "user", "host", "port") if params.get(k)}) as other:
+        other.execute(
+            "SELECT pg_advisory_xact_lock_shared(hashtext(%s)), pg_advisory_xact_lock(hashtext(%s))",
+            [key + "a.jsonl", key + "a.jsonl/x.jsonl"],
+        )  # host 2, storing a.jsonl/x.jsonl (its transaction open)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '1s'")
+        try:
+            assert send(api, tmp_path / "host1", "a.jsonl/y.jsonl", data).status_code == 201
+            for waits in ("a.jsonl/x.jsonl", "a.jsonl"):
+                with pytest.raises(OperationalError, match="lock timeout"):
+                    send(api, tmp_path / "host1", waits, data)
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SET lock_timeout = 0")
+    assert list(UploadSegment.objects.filter(tenant=api.tenant).values_list("path", flat=True)) == ["a.jsonl/y.jsonl"]
