@@ -116,7 +116,6 @@ def download(label: str, name: str, mb: int) -> None:
 
     from platform_kit.storage import ace_storage, stored_chunks
     from portability_app.models import ExportStatus, TenantExport
-    from sessions_app.models import Tenant
     from tests.support.api import make_client
 
     api = make_client(f"bench-storage-{uuid.uuid4().hex[:8]}")
@@ -133,12 +132,13 @@ def download(label: str, name: str, mb: int) -> None:
             answer = api.get(f"/api/v1/exports/{export.pk}/download/")
             return sum(len(chunk) for chunk in answer.streaming_content), answer
 
+        _, first = timed(fetch)  # the first request also checks the new API key
         (received, answer), took = timed(fetch)
     assert received == mb << 20 and int(answer["Content-Length"]) == received
-    print(f"{label}: export of {mb} MB downloaded from another host in {took:.2f} s ({mb / took:.0f} MB/s)")
+    print(f"{label}: export of {mb} MB downloaded from another host in {took:.2f} s ({mb / took:.0f} MB/s; "
+          f"{first:.2f} s for the first request, which also checks the new API key)")  # fmt: skip
     ace_storage().delete(target)
     TenantExport.objects.filter(pk=export.pk).delete()
-    Tenant.objects.filter(pk=api.tenant.pk).delete()
 
 
 def upload_copy(label: str, mb: int) -> None:
@@ -169,7 +169,6 @@ def upload_copy(label: str, mb: int) -> None:
         for segment in UploadSegment.objects.filter(tenant=tenant):
             ace_storage().delete(segment.storage_name)
         UploadSegment.objects.filter(tenant=tenant).delete()
-    tenant.delete()
 
 
 if __name__ == "__main__":
