@@ -47,7 +47,7 @@ def uploads_to_storage(apps, schema_editor):
                     machine, name = parts[1], "/".join(parts[2:])
                 else:
                     machine, name = "", "/".join(parts)
-                if file_name.startswith(".") or not path.is_file():
+                if not path.is_file():
                     continue
                 segment_id = uuid.uuid4()
                 stored = f"{tenant_folder.name}/uploads/{segment_id}"

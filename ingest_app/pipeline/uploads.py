@@ -53,7 +53,7 @@ from ingest_app.pipeline.paths import local_path
 from ingest_app.pipeline.plan import file_refusal
 from platform_kit.files import private_folder, private_open
 from platform_kit.storage import ace_storage, stored_chunks
-from sessions_app.models import Tenant
+from sessions_app.models import ForgetAudit, Tenant
 
 MACHINES_DIR = "~machines"  # `~` never survives `clean_relative_path`: no plain upload's path starts with it
 HEAD_BYTES = 4096  # what `head_sha256` covers: the client compares its own file's first bytes with it
@@ -61,6 +61,10 @@ _REFUSAL_HEAD = 64 * 1024  # a stored copy shorter than this may not have had a 
 # A file appended to more often than this is stored again whole, as one segment: a host that makes its copy reads
 # a few objects, not thousands, and finding the file's segments stays one short index scan.
 MAX_SEGMENTS = 64
+# A file in a tenant's folder whose modification time is the last forget this host's copies were pruned after.
+FORGOTTEN_MARK = "~forgotten"
+STAGING_PREFIX = ".upload-"  # a request's parts, before they are stored (a folder in the tenant's or machine's)
+REFRESH_PREFIX = ".refresh-"  # a copy being made again, beside the one it replaces
 
 
 def upload_root(tenant: Tenant, machine: str = "") -> Path:
@@ -134,8 +138,9 @@ class StoredPart:
 def uploads_store(*, tenant: Tenant, machine: str, parts: list[UploadPart], tool: str | None) -> list[StoredPart]:
     """Store the parts (see the module's docstring); a part whose file no parser recognises is refused (not
     stored). Raises UploadRejected, having written nothing, when a part cannot be stored as sent."""
+    forgotten_copies_prune(tenant=tenant)
     root = private_folder(upload_root(tenant, machine), within=settings.ACE_DATA_DIR)
-    staging = Path(tempfile.mkdtemp(prefix=".upload-", dir=root))
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root))
     try:
         with transaction.atomic():
             _lock(tenant, machine, [part.name for part in parts])
@@ -201,12 +206,58 @@ def _forgotten_delete(tenant: Tenant, machine: str, names: list[str], stored: li
 def upload_cache_refresh(*, tenant: Tenant, machine: str, names: list[str]) -> Path:
     """Bring this host's copies of these uploaded files up to what the storage holds (see the module's
     docstring), under their locks; returns the folder they are in."""
+    forgotten_copies_prune(tenant=tenant)
     root = private_folder(upload_root(tenant, machine), within=settings.ACE_DATA_DIR)
     with transaction.atomic():
         _lock(tenant, machine, names)
         for name in names:
             _cache_refresh(tenant, machine, root, name)
     return root
+
+
+def forgotten_copies_prune(*, tenant: Tenant) -> int:
+    """Delete this host's copies of the tenant's files that were forgotten through another host (no segment is
+    left of them), the first time the tenant's uploads are used here after a forget (`ForgetAudit`): one row read
+    otherwise. Each copy is deleted under its file's lock, once it is sure no upload made it again. Returns how
+    many."""
+    last = (
+        ForgetAudit.objects.filter(tenant=tenant).order_by("-forgotten_at").values_list("forgotten_at", flat=True)
+    ).first()
+    root = upload_root(tenant)
+    mark = root / FORGOTTEN_MARK
+    if last is None or not root.is_dir():
+        return 0
+    try:
+        if mark.stat().st_mtime_ns >= _mtime_ns(last):
+            return 0
+    except FileNotFoundError:
+        pass
+    copies: dict[str, list[str]] = {}
+    for folder, folders, files in os.walk(root):
+        folders[:] = [name for name in folders if not name.startswith(STAGING_PREFIX)]
+        for file_name in files:
+            parts = (Path(folder) / file_name).relative_to(root).parts
+            if file_name.startswith(REFRESH_PREFIX) or parts == (FORGOTTEN_MARK,):  # a copy being made; the mark
+                continue
+            machine, name = (parts[1], parts[2:]) if parts[0] == MACHINES_DIR and len(parts) > 2 else ("", parts)
+            copies.setdefault(machine, []).append("/".join(name))
+    held = set(UploadSegment.objects.filter(tenant=tenant).values_list("machine", "path").distinct())
+    pruned = 0
+    for machine, names in sorted(copies.items()):
+        stale = [name for name in names if (machine, name) not in held]
+        if not stale:
+            continue
+        with transaction.atomic():
+            _lock(tenant, machine, stale)
+            again = UploadSegment.objects.filter(tenant=tenant, machine=machine, path__in=stale)
+            for name in set(stale) - set(again.values_list("path", flat=True)):
+                (upload_root(tenant, machine) / name).unlink(missing_ok=True)
+                _remove_empty_folders((upload_root(tenant, machine) / name).parent, upload_root(tenant, machine))
+                pruned += 1
+    with private_open(mark, "w"):
+        pass
+    _mark(mark, last)
+    return pruned
 
 
 def _cache_refresh(tenant: Tenant, machine: str, root: Path, name: str) -> None:
@@ -238,7 +289,7 @@ def _cache_refresh(tenant: Tenant, machine: str, root: Path, name: str) -> None:
     else:
         _clear_the_way(root, name)
         private_folder(final.parent)
-        descriptor, made = tempfile.mkstemp(prefix=".refresh-", dir=final.parent)  # 0600
+        descriptor, made = tempfile.mkstemp(prefix=REFRESH_PREFIX, dir=final.parent)  # 0600
         try:
             with os.fdopen(descriptor, "wb") as handle:
                 for segment in segments:

@@ -207,3 +207,35 @@ def test_files_of_one_folder_are_stored_side_by_side_and_one_file_at_a_time(db, 
             with connection.cursor() as cursor:
                 cursor.execute("SET lock_timeout = 0")
     assert list(UploadSegment.objects.filter(tenant=api.tenant).values_list("path", flat=True)) == ["a.jsonl/y.jsonl"]
+
+
+def test_forgetting_a_user_through_one_host_deletes_their_files_everywhere(
+    db, tmp_path, django_capture_on_commit_callbacks
+):
+    """Their segments and stored bytes at once, the forgetting host's copies after the commit, another host's the
+    first time it uses the tenant's uploads again (here: it lists them)."""
+    data = (DATA / CLAUDE).read_bytes()
+    host1, host2 = tmp_path / "host1", tmp_path / "host2"
+    api = make_client("forgets")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert send(api, host1, MAIN, data, user_id="wang").status_code == 201
+        kept = send(api, host1, "other.jsonl", data.replace(b"5f0c2a9e", b"6f0c2a9e"), user_id="li")
+        assert kept.status_code == 201, kept.json()
+    forgotten = UploadSegment.objects.get(tenant=api.tenant, path=MAIN).storage_name
+    assert ace_storage().exists(forgotten)
+    with django_capture_on_commit_callbacks(execute=True), override_settings(ACE_DATA_DIR=host2):
+        forgot = api.post("/api/v1/users/wang/forget/", {"confirm": "wang"}, format="json")
+    assert forgot.status_code == 200, forgot.content
+    assert forgot.json()["deleted"]["ingest_app.ImportedFile (uploaded copy)"] == 1
+    left = UploadSegment.objects.get(tenant=api.tenant)
+    assert left.path == "other.jsonl"
+    assert not ace_storage().exists(forgotten) and ace_storage().exists(left.storage_name)
+    laptop = host1 / "uploads" / str(api.tenant.pk) / "~machines" / "laptop"
+    assert (laptop / MAIN).exists()  # host 1 has not heard of it yet
+    with override_settings(ACE_DATA_DIR=host1):
+        listed = api.get("/api/v1/imports/files/", {"machine": "laptop"}).json()["results"]
+    assert [row["path"] for row in listed] == ["other.jsonl"]
+    assert not (laptop / MAIN).exists() and not (laptop / ".claude").exists()
+    assert (laptop / "other.jsonl").read_bytes() == data.replace(b"5f0c2a9e", b"6f0c2a9e")
+    again = send(api, host1, MAIN, b"{}\n", offset=len(data))
+    assert again.status_code == 400 and "send from offset 0" in again.json()["detail"]

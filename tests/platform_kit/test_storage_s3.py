@@ -10,7 +10,6 @@ import uuid
 import boto3
 import pytest
 from django.core.files.base import ContentFile
-from django.test import override_settings
 
 from ingest_app.models import UploadSegment
 from platform_kit.models import StoredObject
@@ -110,24 +109,7 @@ def test_a_retry_through_another_host_and_the_refusals(db, s3, tmp_path):
 
 def test_forgetting_a_user_deletes_their_uploads_from_the_bucket(db, s3, tmp_path, django_capture_on_commit_callbacks):
     _, client, bucket = s3
-    api = make_client("forgets")
-    data = (uploads_across_hosts.DATA / uploads_across_hosts.CLAUDE).read_bytes()
-    with django_capture_on_commit_callbacks(execute=True):
-        sent = uploads_across_hosts.send(api, tmp_path / "host1", uploads_across_hosts.MAIN, data, user_id="wang")
-        assert sent.status_code == 201, sent.json()
-        other = uploads_across_hosts.send(api, tmp_path / "host1", "other.jsonl", data.replace(b"sess", b"sesx"))
-        assert other.status_code == 201, other.json()
-    assert len(keys(client, bucket, f"{api.tenant.pk}/uploads/")) == 2
-    with django_capture_on_commit_callbacks(execute=True), override_settings(ACE_DATA_DIR=tmp_path / "host2"):
-        forgot = api.post("/api/v1/users/wang/forget/", {"confirm": "wang"}, format="json")
-    assert forgot.status_code == 200, forgot.content
-    assert forgot.json()["deleted"]["ingest_app.ImportedFile (uploaded copy)"] == 1
-    left = UploadSegment.objects.get(tenant=api.tenant)
-    assert left.path == "other.jsonl"
-    assert keys(client, bucket, f"{api.tenant.pk}/uploads/") == [left.storage_name]
-    # Host 1's copy of the forgotten file goes the next time that host is asked about it.
-    copy = tmp_path / "host1" / "uploads" / str(api.tenant.pk) / "~machines" / "laptop" / uploads_across_hosts.MAIN
-    assert copy.exists()
-    again = uploads_across_hosts.send(api, tmp_path / "host1", uploads_across_hosts.MAIN, b"{}\n", offset=len(data))
-    assert again.status_code == 400 and "send from offset 0" in again.json()["detail"]
-    assert not copy.exists()
+    uploads_across_hosts.test_forgetting_a_user_through_one_host_deletes_their_files_everywhere(
+        db, tmp_path, django_capture_on_commit_callbacks
+    )
+    assert keys(client, bucket) == [UploadSegment.objects.get().storage_name]
