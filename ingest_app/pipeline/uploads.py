@@ -166,8 +166,8 @@ def stored_uploads_delete(*, tenant: Tenant, paths: list[str], dry_run: bool = F
     """Delete these uploaded files (a forgotten user's: `ImportedFile.path`s), inside the caller's transaction and
     under each file's upload lock, so no upload of them is in flight or starts before it commits: a later part at
     an offset finds nothing to continue from (a 400 that says to send from offset 0). Their segments go now, their
-    bytes in the storage and this host's copy after the commit (another host's copy goes the next time it is
-    refreshed). Paths outside the tenant's uploads are left alone. Returns how many files there were (a dry run
+    bytes in the storage and this host's copy after the commit (another host's copies go the first time it uses
+    the tenant's uploads after the forget: `forgotten_copies_prune`). Paths outside the tenant's uploads are left alone. Returns how many files there were (a dry run
     only counts them)."""
     root = upload_root(tenant)
     by_machine: dict[str, list[str]] = {}
