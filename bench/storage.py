@@ -146,7 +146,7 @@ def upload_copy(label: str, mb: int) -> None:
     from django.test import override_settings
 
     from ingest_app.models import UploadSegment
-    from ingest_app.pipeline.uploads import upload_cache_refresh
+    from ingest_app.pipeline.upload_copies import upload_cache_refresh
     from platform_kit.storage import ace_storage
     from sessions_app.models import Tenant
 

@@ -18,7 +18,7 @@ from django.db.models import Q
 
 from ingest_app.models import ImportedFile, ImportSource, TelemetryRecord
 from ingest_app.pipeline.paths import record_path
-from ingest_app.pipeline.uploads import stored_uploads_delete, upload_root
+from ingest_app.pipeline.upload_copies import stored_uploads_delete, upload_root
 from platform_kit.db import cascade_delete
 from sessions_app.models import Message, Session, Tenant
 

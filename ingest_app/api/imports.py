@@ -30,16 +30,14 @@ from ingest_app.importers.detect import is_log_name
 from ingest_app.models import ImportedFile, ImportTool
 from ingest_app.pipeline import import_files
 from ingest_app.pipeline.paths import record_path
+from ingest_app.pipeline.upload_copies import MACHINES_DIR, upload_cache_refresh, upload_root
 from ingest_app.pipeline.uploads import (
     HEAD_BYTES,
-    MACHINES_DIR,
     UploadPart,
     UploadRejected,
     content_sha256,
     head_sha256,
     stored_size,
-    upload_cache_refresh,
-    upload_root,
     uploads_store,
 )
 from platform_kit.api.errors import error_response

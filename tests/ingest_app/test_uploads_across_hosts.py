@@ -159,9 +159,9 @@ def test_a_path_held_as_a_file_through_one_host_cannot_be_a_folder_through_anoth
 def test_a_file_appended_to_many_times_is_stored_again_as_one_segment(
     db, tmp_path, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from ingest_app.pipeline import uploads
+    from ingest_app.pipeline import upload_copies
 
-    monkeypatch.setattr(uploads, "MAX_SEGMENTS", 3)
+    monkeypatch.setattr(upload_copies, "MAX_SEGMENTS", 3)
     data = (DATA / CLAUDE).read_bytes()
     lines = data.splitlines(keepends=True)
     api, single = make_client("many-parts"), make_client("many-parts-single")
