@@ -169,6 +169,30 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+# Files every host needs (export zips, uploaded logs: platform_kit.storage), in the storage "ace": in PostgreSQL
+# (ACE_STORAGE=database, the default), or in an S3-compatible object store (ACE_STORAGE=s3, django-storages, with
+# the bucket and its endpoint below; credentials also from the usual AWS_* variables or an instance role).
+ACE_STORAGE = env.str("ACE_STORAGE", default="database")
+if ACE_STORAGE == "database":
+    STORAGES["ace"] = {"BACKEND": "platform_kit.storage.DatabaseStorage"}
+elif ACE_STORAGE == "s3":
+    STORAGES["ace"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": env.str("ACE_S3_BUCKET"),
+            "endpoint_url": env.str("ACE_S3_ENDPOINT_URL", default="") or None,
+            "region_name": env.str("ACE_S3_REGION", default="") or None,
+            "access_key": env.str("ACE_S3_ACCESS_KEY_ID", default="") or None,
+            "secret_key": env.str("ACE_S3_SECRET_ACCESS_KEY", default="") or None,
+            "location": env.str("ACE_S3_PREFIX", default=""),
+            "addressing_style": env.str("ACE_S3_ADDRESSING_STYLE", default="") or None,
+            "default_acl": None,
+            "querystring_auth": True,
+            "file_overwrite": True,  # names are ids, never reused: no HEAD request before each write
+        },
+    }
+else:
+    raise ImproperlyConfigured(f"ACE_STORAGE={ACE_STORAGE!r}: use 'database' (the default) or 's3'.")
 WHITENOISE_USE_FINDERS = True
 
 # The first admin user (scripts/up → manage.py ace_bootstrap); without a password one is generated and printed.

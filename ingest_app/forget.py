@@ -4,8 +4,9 @@ with the rest, in the forgetting transaction, through the ledger's signal `user_
 While their sessions are still there to say which: the raw telemetry of their sessions and messages or naming them
 (an exporter's `user.id`, `user.email`, … — metric points too), the import rows of their log files, the import
 sources that attribute logs to them. Last, handed back to the ledger to run after every row is gone: the uploaded
-copies of their log files under ACE_DATA_DIR/uploads (so a later upload starts from nothing), deleted under each
-file's upload lock until the commit (a deleted file is not rolled back).
+log files they uploaded (so a later upload starts from nothing): their segments, then after the commit their bytes
+in the storage and this host's copies under ACE_DATA_DIR/uploads, each file under its upload lock until the commit
+(a deleted file is not rolled back).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from django.db import connection
 from django.db.models import Q
 
 from ingest_app.models import ImportedFile, ImportSource, TelemetryRecord
-from ingest_app.pipeline.uploads import stored_uploads_delete, upload_root
+from ingest_app.pipeline.paths import record_path
+from ingest_app.pipeline.upload_copies import stored_uploads_delete, upload_root
 from platform_kit.db import cascade_delete
 from sessions_app.models import Message, Session, Tenant
 
@@ -62,7 +64,7 @@ def _log_files_forget(*, tenant: Tenant, user_id: str, add) -> list[str]:
     delete: its row is kept at its read position, stripped of its session, parser state and figures, so the
     next scan reads only lines written after today instead of importing the forgotten ones again."""
     files = ImportedFile.objects.filter(tenant=tenant).filter(Q(session__user_id=user_id) | Q(source__user_id=user_id))
-    prefix = f"{upload_root(tenant)}/"
+    prefix = f"{record_path(upload_root(tenant))}/"
     uploaded = list(files.filter(path__startswith=prefix).values_list("path", flat=True))
     if uploaded:
         add(cascade_delete(ImportedFile, "tenant_id = %s AND path = ANY(%s)", [tenant.pk, uploaded]))

@@ -1,6 +1,9 @@
 """The platform's own bookkeeping: the count of server errors, shared by every web process."""
 
+import uuid
+
 from django.db import models
+from django.utils import timezone
 
 
 class ServerErrorTally(models.Model):
@@ -45,3 +48,39 @@ class AuthFailureWindow(models.Model):
 
     def __str__(self):
         return f"{self.failures} failed {self.scope} authentications from {self.address} since {self.window_start}"
+
+
+class StoredObject(models.Model):
+    """A file kept by the database storage (`platform_kit.storage.DatabaseStorage`, the default of ACE_STORAGE):
+    an export's zip, a part of an uploaded log. Its bytes are `StoredObjectChunk` rows. A name starts with the id
+    of the tenant whose data it holds (`<tenant id>/exports/<id>.zip`): the rows carry it, so the tables can be
+    distributed by tenant."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant_id = models.UUIDField(help_text="The tenant whose data the file holds: the first part of its name")
+    name = models.TextField()
+    size = models.BigIntegerField(default=0, help_text="Bytes")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "stored file"
+        constraints = [models.UniqueConstraint(fields=["tenant_id", "name"], name="storedobject_tenant_name")]
+
+    def __str__(self):
+        return self.name
+
+
+class StoredObjectChunk(models.Model):
+    """One piece (`CHUNK_BYTES`, the last one shorter) of a stored file's bytes, at its place (`index`) in it."""
+
+    pk = models.CompositePrimaryKey("tenant_id", "stored_object_id", "index")
+    tenant_id = models.UUIDField()
+    stored_object_id = models.UUIDField()
+    index = models.IntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        verbose_name = "stored file chunk"
+
+    def __str__(self):
+        return f"chunk {self.index} of {self.stored_object_id}"

@@ -6,16 +6,16 @@ Their names are those they had before they moved here (issue 31): queued message
 from __future__ import annotations
 
 import logging
-import os
+import tempfile
 
 from celery import shared_task
-from django.conf import settings
+from django.core.files import File
 
-from platform_kit.files import private_folder, private_open
+from platform_kit.storage import ace_storage
 from portability_app.services.exports import (
     tenant_export_claim,
     tenant_export_fail,
-    tenant_export_path,
+    tenant_export_name,
     tenant_export_succeed,
     tenant_exports_sweep,
 )
@@ -26,24 +26,25 @@ logger = logging.getLogger(__name__)
 
 @shared_task(name="aceproject.tasks.tenant_export_run", acks_late=True)
 def tenant_export_run(export_id: str) -> str:
-    """Write the export's zip to a temporary file beside its place, then rename it there (a download never sees a
-    half-written zip), and record the rows per file. A duplicate task finds the export claimed and does nothing."""
+    """Write the export's zip to a private temporary file (a zip is written with seeks), then copy it into the
+    storage every host reads (a download never sees a half-written zip), and record the rows per file. A
+    duplicate task finds the export claimed and does nothing."""
     export = tenant_export_claim(export_id=export_id)
     if export is None:
         return "not queued"
-    target = tenant_export_path(export)
-    partial = target.with_name(f"{target.name}.part")
+    name = tenant_export_name(export)
     try:
-        private_folder(target.parent, within=settings.ACE_DATA_DIR)
-        with private_open(partial, "wb") as out:
+        with tempfile.TemporaryFile(prefix="ace-export-") as out:  # 0600, and gone when closed
             counts = tenant_export(tenant=export.tenant, out=out)
-        os.replace(partial, target)
+            size = out.tell()
+            stored = ace_storage().save(name, File(out, name=name))
+        if stored != name:  # a file of that name was there already (never: ids are not reused)
+            raise FileExistsError(f"{name} is taken (stored as {stored})")
     except Exception as error:
         logger.exception("tenant export %s failed", export_id)
-        partial.unlink(missing_ok=True)
         tenant_export_fail(export_id=export_id, error=f"{type(error).__name__}: {error}")
         return "failed"
-    tenant_export_succeed(export_id=export_id, path=target, counts=counts)
+    tenant_export_succeed(export_id=export_id, name=name, size=size, counts=counts)
     return "succeeded"
 
 

@@ -1,8 +1,9 @@
 """`POST /api/v1/imports/`: upload agent-log files and import them; `GET /api/v1/imports/files/`: what the server
 holds of each uploaded file (what `ace_push` resumes from).
 
-Uploads are kept under `$ACE_DATA_DIR/uploads/<tenant id>/` (per machine when the upload names one), so
-uploading a file again after it grew imports only its new lines (the importer keeps each file's offset). A part
+Uploads are kept in the storage every host reads and imported from each host's copy under
+`$ACE_DATA_DIR/uploads/<tenant id>/` (per machine when the upload names one; `pipeline.uploads`), so uploading a
+file again after it grew, through any host, imports only its new lines (the importer keeps each file's offset). A part
 can also be only the new bytes of the client's file, from an `offset` (see `services.imports.uploads`). A
 request is checked whole before anything is stored: a bad field, a name that is not a log's, a path where the
 server holds a file or folder in the way, an offset the server cannot continue from, a file past the reading
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
@@ -28,15 +29,15 @@ from ingest_app.importers import registry
 from ingest_app.importers.detect import is_log_name
 from ingest_app.models import ImportedFile, ImportTool
 from ingest_app.pipeline import import_files
+from ingest_app.pipeline.paths import record_path
+from ingest_app.pipeline.upload_copies import MACHINES_DIR, upload_cache_refresh, upload_root
 from ingest_app.pipeline.uploads import (
     HEAD_BYTES,
-    MACHINES_DIR,
     UploadPart,
     UploadRejected,
     content_sha256,
     head_sha256,
     stored_size,
-    upload_root,
     uploads_store,
 )
 from platform_kit.api.errors import error_response
@@ -378,25 +379,28 @@ class StoredFilesView(generics.ListAPIView):
         query.is_valid(raise_exception=True)
         self.machine = query.validated_data.get("machine") or ""
         root = upload_root(self.request.user.tenant, self.machine)
-        self.prefix = str(root) + os.sep
+        self.prefix = record_path(root) + "/"
         rows = ImportedFile.objects.filter(tenant=self.request.user.tenant, path__startswith=self.prefix)
         if query.validated_data.get("path"):
             names = [clean_relative_path(path) for path in query.validated_data["path"]]
             rows = rows.filter(path__in=[self.prefix + name for name in names if name])
         elif not self.machine:
-            rows = rows.exclude(path__startswith=str(root / MACHINES_DIR) + os.sep)
+            rows = rows.exclude(path__startswith=f"{self.prefix}{MACHINES_DIR}/")
         return rows.only(*_STORED_FIELDS)
 
     def paginate_queryset(self, queryset):
-        """The page's rows, with what the server holds of each (its stored copy's size and head)."""
+        """The page's rows, with what the server holds of each (its copy on this host, brought up to the storage
+        first: its size and head)."""
         page = super().paginate_queryset(queryset)
-        for record in page:
-            stored = Path(record.path)
+        names = [record.path.removeprefix(self.prefix) for record in page]
+        root = upload_cache_refresh(tenant=self.request.user.tenant, machine=self.machine, names=names)
+        for record, name in zip(page, names, strict=True):
+            stored = root / name
             record.stored_bytes = stored_size(stored)
             record.head_sha256 = head_sha256(stored, record.stored_bytes)
             record.content_sha256 = content_sha256(stored) if stored.name.endswith(".json") else ""
             record.machine = self.machine
-            record.path = record.path.removeprefix(self.prefix)
+            record.path = name
         return page
 
 

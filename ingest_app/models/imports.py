@@ -2,7 +2,9 @@
 
 import uuid
 
+from django.contrib.postgres.indexes import OpClass
 from django.db import models
+from django.db.models import F
 from django.utils import timezone
 
 from sessions_app.models import Session, Tenant
@@ -86,3 +88,35 @@ class ImportedFile(models.Model):
 
     def __str__(self):
         return self.path
+
+
+class UploadSegment(models.Model):
+    """A run of an uploaded log file's bytes as the server received it (`ingest_app.pipeline.uploads`): the
+    whole file (from 0), or bytes appended at `start`. Its bytes are in the storage every host reads
+    (platform_kit.storage, `storage_name`); the file is its segments in order. A host's copy under
+    ACE_DATA_DIR/uploads is a cache made from them."""
+
+    id = models.UUIDField("ID", primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+    machine = models.CharField(max_length=100, blank=True, help_text="The upload's `machine` ('' for none)")
+    path = models.TextField(help_text="The path the file was uploaded under")
+    start = models.BigIntegerField(help_text="Where its bytes start in the file")
+    length = models.BigIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "machine", "path", "start"], name="uploadsegment_place")
+        ]
+        indexes = [  # the files held under a folder (`path LIKE 'a/%'`): a path in the way of another
+            models.Index(
+                F("tenant"), F("machine"), OpClass(F("path"), name="text_pattern_ops"), name="uploadsegment_folders"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.path} [{self.start}, {self.start + self.length})"
+
+    @property
+    def storage_name(self) -> str:
+        return f"{self.tenant_id}/uploads/{self.pk}"

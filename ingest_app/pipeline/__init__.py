@@ -40,6 +40,7 @@ from django.utils import timezone
 
 from ingest_app.importers import ParseIssue, describe_layout
 from ingest_app.models import ImportedFile, ImportSource
+from ingest_app.pipeline.paths import record_path
 from ingest_app.pipeline.plan import ImportOptions, file_refusal, log_files
 from ingest_app.pipeline.progress import ImportProgress
 from ingest_app.pipeline.run import PARALLEL_MIN_BYTES, ImportRun
@@ -124,7 +125,7 @@ def import_files(
     """Import files received through the API (their owner on this server says nothing about the user),
     sessions before sub-agent files. New sessions ran on `machine`: the upload's label ('' when it has none)."""
     files = sorted((Path(p).absolute() for p in paths), key=lambda p: (describe_layout(p).is_subagent, str(p)))
-    known = ImportedFile.objects.filter(tenant=tenant, path__in=[str(p) for p in files])
+    known = ImportedFile.objects.filter(tenant=tenant, path__in=[record_path(p) for p in files])
     return _import_files(
         tenant=tenant, files=files, known=known, tool=tool, user_id=user_id, uploaded=True, machine=machine
     )

@@ -19,6 +19,7 @@ from ingest_app.importers.jsonl import is_compressed
 from ingest_app.models import ImportedFile
 from ingest_app.pipeline import plan
 from ingest_app.pipeline.pairing import pair_import_items
+from ingest_app.pipeline.paths import record_path
 from ingest_app.pipeline.plan import FileInBatch, ImportOptions, file_mtime
 from ingest_app.pipeline.sessions import SessionResolver, SpawnRounds
 from ingest_app.pipeline.summary import ImportSummary
@@ -93,7 +94,7 @@ class BatchImporter:
                 report.result.reason = "; ".join(issue.message for issue in file.issues if issue.line == 0)
                 done.append(file)
                 continue
-            self.records[str(file.path)] = file.record
+            self.records[record_path(file.path)] = file.record
             report.lines_read += parsed.lines_read
             report.bytes_read += parsed.end_offset - file.start_offset
             report.result.note_session(tool=parsed.tool, session_id=file.record.session_id)
@@ -153,19 +154,21 @@ class BatchImporter:
         from where this one stopped); rows for files met for the first time are made first."""
         options = self.options
         new = [
-            ImportedFile(tenant=options.tenant, path=str(file.path), source=options.source, tool=options.tool or "")
+            ImportedFile(
+                tenant=options.tenant, path=record_path(file.path), source=options.source, tool=options.tool or ""
+            )
             for file in files
-            if str(file.path) not in self.records  # committed knowledge: a retried batch makes them again
+            if record_path(file.path) not in self.records  # committed knowledge: a retried batch makes them again
         ]
         made = {record.pk for record in new}
         if new:
             ImportedFile.objects.bulk_create(new, ignore_conflicts=True)
         rows = ImportedFile.objects.select_for_update().filter(
-            tenant=options.tenant, path__in=[str(file.path) for file in files]
+            tenant=options.tenant, path__in=[record_path(file.path) for file in files]
         )
         by_path = {record.path: record for record in rows.order_by("pk")}
         for file in files:
-            file.record = by_path[str(file.path)]
+            file.record = by_path[record_path(file.path)]
             file.created_record = file.record.pk in made
 
     def _parse(self, file: FileInBatch, *, max_bytes: int) -> None:

@@ -22,6 +22,7 @@ from ingest_app.importers.dispatch import stat_source
 from ingest_app.importers.jsonl import read_head
 from ingest_app.importers.limits import LogLimitExceeded
 from ingest_app.models import ImportedFile, ImportSource
+from ingest_app.pipeline.paths import record_path
 from ingest_app.pipeline.summary import FileResult
 from sessions_app.models import Session, Tenant
 
@@ -224,7 +225,7 @@ def bytes_to_read(groups: list[list[Path]], records: dict[str, ImportedFile]) ->
     """About how many bytes the groups have that were not imported yet."""
     total = 0
     for path in (path for group in groups for path in group):
-        record = records.get(str(path))
+        record = records.get(record_path(path))
         try:
             total += max(stat_source(path).st_size - (record.offset if record else 0), 0)
         except OSError:
@@ -278,7 +279,7 @@ class BatchPlanner:
         report = self.reports.get(path)
         if report is None:
             report = self.reports[path] = FileReport(FileResult(str(path), "unchanged"))
-        record = self.records.get(str(path))
+        record = self.records.get(record_path(path))
         try:
             stat = stat_source(path)
         except OSError as error:
@@ -312,7 +313,7 @@ class BatchPlanner:
         if renamed is None:
             return None
         record, old_path = renamed
-        self.records.pop(old_path, None)
-        self.records[str(path)] = record
+        self.records.pop(record_path(old_path), None)
+        self.records[record_path(path)] = record
         report.result.renamed_from = old_path
         return record

@@ -19,6 +19,7 @@ from ingest_app.importers.jsonl import read_head
 from ingest_app.importers.limits import LogLimitExceeded
 from ingest_app.models import ImportedFile
 from ingest_app.pipeline.batch import fingerprint
+from ingest_app.pipeline.paths import record_path
 from sessions_app.models import Tenant
 
 
@@ -40,7 +41,7 @@ def follow_rename(
     if tool is None:
         return None
     old_path = path.with_name(old_name)
-    record = ImportedFile.objects.filter(tenant=tenant, path=str(old_path)).first()
+    record = ImportedFile.objects.filter(tenant=tenant, path=record_path(old_path)).first()
     if record is None or not record.offset or not record.head_hash or stat.st_size < record.offset:
         return None
     if not uploaded:
@@ -50,9 +51,9 @@ def follow_rename(
         return None
     if fingerprint(path, record.offset) != record.head_hash:
         return None
-    if not ImportedFile.objects.filter(pk=record.pk, path=str(old_path)).update(path=str(path)):
+    if not ImportedFile.objects.filter(pk=record.pk, path=record_path(old_path)).update(path=record_path(path)):
         return None  # another import moved it first
-    record.path = str(path)
+    record.path = record_path(path)
     return record, str(old_path)
 
 

@@ -1,8 +1,9 @@
 """Storing uploaded log files (`POST /api/v1/imports/`) before they are imported, and what the server holds.
 
-Uploads are kept under `$ACE_DATA_DIR/uploads/<tenant id>/<path>`, or `.../<tenant id>/~machines/<machine>/<path>`
-when the upload names its machine (`ace_push` does), so two machines' files never mix. The stored copy is what
-the server has received of the client's file; the importer then reads it from where it stopped (`ImportedFile`).
+What the server has received of a client's file is kept for every host (`upload_copies`: segments in the storage
+every host reads, and this host's copy of the file, brought up to them under the file's lock before anything is
+compared, checked or imported); the importer then reads the copy from where it stopped (`ImportedFile`, which
+names it the same on every host: `paths.record_path`).
 
 A part is either a whole file (it replaces the stored copy: a rewritten `.json` document, a truncated or
 rotated log) or the bytes of the client's file from an `offset` on. Appending is idempotent: bytes the server
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from ingest_app.importers.jsonl import is_compressed
 from ingest_app.importers.limits import (
@@ -38,19 +39,25 @@ from ingest_app.importers.limits import (
     check_log_bytes,
     read_limits,
 )
+from ingest_app.models import UploadSegment
+from ingest_app.pipeline import upload_copies
 from ingest_app.pipeline.plan import file_refusal
+from ingest_app.pipeline.upload_copies import (
+    STAGING_PREFIX,
+    copy_mark,
+    copy_refresh,
+    forgotten_copies_prune,
+    segment_save,
+    segments_merge,
+    upload_lock,
+    upload_root,
+)
 from platform_kit.files import private_folder, private_open
+from platform_kit.storage import ace_storage
 from sessions_app.models import Tenant
 
-MACHINES_DIR = "~machines"  # `~` never survives `clean_relative_path`: no plain upload's path starts with it
 HEAD_BYTES = 4096  # what `head_sha256` covers: the client compares its own file's first bytes with it
 _REFUSAL_HEAD = 64 * 1024  # a stored copy shorter than this may not have had a complete first line yet
-
-
-def upload_root(tenant: Tenant, machine: str = "") -> Path:
-    """Where a tenant's uploads (of one machine) are kept."""
-    root = settings.ACE_DATA_DIR / "uploads" / str(tenant.pk)
-    return root / MACHINES_DIR / machine if machine else root
 
 
 def head_sha256(path: Path, size: int | None = None) -> str:
@@ -118,12 +125,15 @@ class StoredPart:
 def uploads_store(*, tenant: Tenant, machine: str, parts: list[UploadPart], tool: str | None) -> list[StoredPart]:
     """Store the parts (see the module's docstring); a part whose file no parser recognises is refused (not
     stored). Raises UploadRejected, having written nothing, when a part cannot be stored as sent."""
+    forgotten_copies_prune(tenant=tenant)
     root = private_folder(upload_root(tenant, machine), within=settings.ACE_DATA_DIR)
-    staging = Path(tempfile.mkdtemp(prefix=".upload-", dir=root))
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root))
     try:
         with transaction.atomic():
-            _lock(tenant, machine, [part.name for part in parts])
-            plans = [_plan(root, staging, index, part, tool) for index, part in enumerate(parts)]
+            upload_lock(tenant, machine, [part.name for part in parts])
+            for part in parts:
+                copy_refresh(tenant, machine, root, part.name)
+            plans = [_plan(tenant, machine, root, staging, index, part, tool) for index, part in enumerate(parts)]
             errors = {key: messages for plan in plans for key, messages in plan.errors.items()}
             if errors:
                 statuses = {plan.status for plan in plans if plan.errors}
@@ -133,58 +143,10 @@ def uploads_store(*, tenant: Tenant, machine: str, parts: list[UploadPart], tool
                     413 if 413 in statuses else 409 if 409 in statuses else 400,
                 )
             for plan in plans:
-                plan.write()
+                plan.write(tenant=tenant, machine=machine)
         return [plan.stored for plan in plans]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-def stored_uploads_delete(*, tenant: Tenant, paths: list[str], dry_run: bool = False) -> int:
-    """Delete these stored copies (a forgotten user's files), inside the caller's transaction and under each
-    file's upload lock, so no upload of them is in flight or starts before it commits: a later part at an offset
-    finds nothing to continue from (a 400 that says to send from offset 0). Paths outside the tenant's uploads
-    are left alone. Returns how many copies there were (a dry run only counts them)."""
-    root = upload_root(tenant)
-    by_machine: dict[str, list[tuple[str, Path]]] = {}
-    for path in map(Path, paths):
-        try:
-            parts = path.relative_to(root).parts
-        except ValueError:
-            continue
-        machine, name = (parts[1], parts[2:]) if parts[0] == MACHINES_DIR and len(parts) > 2 else ("", parts)
-        by_machine.setdefault(machine, []).append(("/".join(name), path))
-    present = 0
-    for machine, files in sorted(by_machine.items()):
-        _lock(tenant, machine, [name for name, _ in files])
-        for _, path in files:
-            if path.is_file():
-                present += 1
-                if not dry_run:
-                    path.unlink()
-                    _remove_empty_folders(path.parent, upload_root(tenant, machine))
-    return present
-
-
-def _remove_empty_folders(folder: Path, root: Path) -> None:
-    """The folders below `root` left empty: their names are the client's paths (a project folder may name its
-    user). `root` (the tenant's or the machine's folder) stays: an upload may be about to write in it."""
-    while folder != root and folder.is_relative_to(root):
-        try:
-            folder.rmdir()
-        except OSError:  # not empty
-            return
-        folder = folder.parent
-
-
-def _lock(tenant: Tenant, machine: str, names: list[str]) -> None:
-    """One writer per stored file at a time (two pushes of one machine, say), in one order: no deadlock."""
-    keys = sorted({f"ace-upload:{tenant.pk}:{machine}:{name}" for name in names})
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(hashtext(key)) FROM unnest(%s::text[]) WITH ORDINALITY AS t(key, n) "
-            "ORDER BY n",
-            [keys],
-        )
 
 
 class _PartPlan:
@@ -197,30 +159,47 @@ class _PartPlan:
         self.staged: Path | None = None  # a whole new copy, moved into place
         self.appended: Path | None = None  # or the part, whose bytes from `skip` on are appended to the stored copy
         self.skip = 0
+        self.start = 0  # where the appended bytes start in the file
 
     def refuse(self, key: str, message: str, status: int = 400) -> None:
         self.errors[key] = [message]
         self.status = status
 
-    def write(self) -> None:
+    def write(self, *, tenant: Tenant, machine: str) -> None:
+        """The part's segment into the storage (a whole file's replacing the file's segments, whose bytes go after
+        the commit), then into this host's copy."""
         if self.stored.refused:
             return
-        final = self.stored.path
+        final, name = self.stored.path, self.stored.name
         if self.staged is not None:
+            replaced = UploadSegment.objects.filter(tenant=tenant, machine=machine, path=name)
+            gone = [segment.storage_name for segment in replaced]
+            replaced.delete()
+            transaction.on_commit(lambda: [ace_storage().delete(stored) for stored in gone])
+            segment = segment_save(tenant, machine, name, start=0, source=self.staged)
             private_folder(final.parent)
             os.replace(self.staged, final)
         elif self.appended is not None and self.stored.appended:
+            segment = segment_save(tenant, machine, name, start=self.start, source=self.appended, skip=self.skip)
             with private_open(final, "ab") as handle, self.appended.open("rb") as part:
                 part.seek(self.skip)
                 shutil.copyfileobj(part, handle, READ_CHUNK)
                 handle.flush()
                 os.fsync(handle.fileno())
+            segments = UploadSegment.objects.filter(tenant=tenant, machine=machine, path=name)
+            if segments.count() > upload_copies.MAX_SEGMENTS:
+                segment = segments_merge(tenant, machine, name, final)
+        else:
+            return
+        copy_mark(final, segment.created_at)
 
 
-def _plan(root: Path, staging: Path, index: int, part: UploadPart, tool: str | None) -> _PartPlan:
+def _plan(
+    tenant: Tenant, machine: str, root: Path, staging: Path, index: int, part: UploadPart, tool: str | None
+) -> _PartPlan:
     final = root / part.name
     plan = _PartPlan(StoredPart(name=part.name, path=final))
-    in_the_way = _in_the_way(root, part.name)
+    in_the_way = _in_the_way(tenant, machine, part.name)
     if in_the_way:
         plan.refuse(f"files.{index}", f"{part.name}: {in_the_way}")
         return plan
@@ -258,7 +237,7 @@ def _plan(root: Path, staging: Path, index: int, part: UploadPart, tool: str | N
             409,
         )
         return plan
-    plan.appended, plan.skip = staged, overlap
+    plan.appended, plan.skip, plan.start = staged, overlap, have
     plan.stored.skipped, plan.stored.appended = overlap, size - overlap
     if not plan.stored.appended or not _check_limits(plan, index, staged, skip=overlap, continued=final):
         return plan
@@ -273,21 +252,19 @@ def _plan(root: Path, staging: Path, index: int, part: UploadPart, tool: str | N
     return plan
 
 
-def _in_the_way(root: Path, name: str) -> str:
-    """Why a file cannot be stored at `name` under `root` ("" when it can): a file the server holds where the
-    path needs a folder (`a.jsonl` for `a.jsonl/b.jsonl`), or a folder where it needs the file."""
-    folder = root
+def _in_the_way(tenant: Tenant, machine: str, name: str) -> str:
+    """Why a file cannot be stored at `name` ("" when it can): a file the server holds where the path needs a
+    folder (`a.jsonl` for `a.jsonl/b.jsonl`), or files held under it as a folder."""
     parts = name.split("/")
-    for part in parts[:-1]:
-        folder = folder / part
-        if folder.exists() and not folder.is_dir():
-            held = folder.relative_to(root).as_posix()
+    folders = ["/".join(parts[:end]) for end in range(1, len(parts))]
+    held = UploadSegment.objects.filter(tenant=tenant, machine=machine)
+    for folder in folders:
+        if held.filter(path=folder).exists():
             return (
-                f"the server holds a file {held!r} (uploaded before), so {held!r} cannot be a folder; upload this "
-                "file under another path."
+                f"the server holds a file {folder!r} (uploaded before), so {folder!r} cannot be a folder; upload "
+                "this file under another path."
             )
-    final = root / name
-    if final.exists() and not final.is_file():
+    if held.filter(path__startswith=name + "/").exists():
         return (
             f"the server holds a folder {name!r} (of files uploaded under it), so no file can be stored there; "
             "upload this file under another path."

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, Http404
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -14,7 +14,7 @@ from django.utils.html import format_html
 from platform_kit.admin.display import EMPTY, badge, counted, file_size
 from platform_kit.admin.mixins import ReadOnlyAdminMixin
 from portability_app.models import ExportStatus, TenantExport
-from portability_app.services.exports import export_filename, tenant_export_path, tenant_export_request
+from portability_app.services.exports import export_response, tenant_export_request
 from sessions_app.models import Tenant
 
 TONES = {"queued": "grey", "running": "blue", "succeeded": "green", "failed": "red"}
@@ -66,15 +66,12 @@ class TenantExportAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if not self.has_view_permission(request):
             raise PermissionDenied
         export = get_object_or_404(TenantExport.objects.select_related("tenant"), pk=export_id)
-        target = tenant_export_path(export)
-        if export.status != ExportStatus.SUCCEEDED or not target.is_file():
+        if export.status != ExportStatus.SUCCEEDED:
             raise Http404("No file for this export.")
-        return FileResponse(
-            target.open("rb"),
-            as_attachment=True,
-            filename=export_filename(export),
-            content_type="application/zip",
-        )
+        try:
+            return export_response(export)
+        except FileNotFoundError:
+            raise Http404("No file for this export.") from None
 
 
 @admin.action(description="Export all data of the selected tenants", permissions=["change"])

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
@@ -16,7 +15,7 @@ from platform_kit.api.pagination import cursor_page
 from platform_kit.api.schema import error_responses
 from platform_kit.api.views import TenantScopedMixin
 from portability_app.models import ExportStatus, TenantExport
-from portability_app.services.exports import export_filename, tenant_export_path, tenant_export_request
+from portability_app.services.exports import export_response, tenant_export_request
 
 
 class TenantExportSerializer(serializers.ModelSerializer):
@@ -73,12 +72,7 @@ class TenantExportViewSet(
             raise Conflict(export.error)
         if export.status != ExportStatus.SUCCEEDED:
             raise Conflict(f"The export is {export.status}: only a succeeded export can be downloaded.")
-        path = tenant_export_path(export)
-        if not path.is_file():
-            raise NotFound("The export's file was deleted.")
-        return FileResponse(
-            path.open("rb"),
-            as_attachment=True,
-            filename=export_filename(export),
-            content_type="application/zip",
-        )
+        try:
+            return export_response(export)
+        except FileNotFoundError:
+            raise NotFound("The export's file was deleted.") from None

@@ -1,6 +1,7 @@
 """Background tenant exports (docs/portability.md): requested from the API or the admin, written by a worker.
 
-The row and its life (queued → running → succeeded | failed | withdrawn) are kept here; the zip is written by the
+The row and its life (queued → running → succeeded | failed | withdrawn) are kept here; the zip (in the storage every
+host reads, platform_kit.storage: `tenant_export_name`) is written by the
 task `tenant_export_run` (`portability_app.tasks`, named "aceproject.tasks.tenant_export_run", where it was
 first; it reads every app's tables, `portability_app/tenant_export.py`), queued here by name: a service never
 imports a task module. The task claims the row with a conditional UPDATE, so a task delivered twice writes the
@@ -10,12 +11,13 @@ file once. Forgetting a user withdraws the exports that hold them (`portability_
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
-from django.conf import settings
 from django.db import transaction
+from django.http import StreamingHttpResponse
 from django.utils import timezone
+from django.utils.http import content_disposition_header
 
+from platform_kit.storage import ace_storage, stored_chunks
 from platform_kit.tasks import enqueue_or_leave_to_sweep
 from portability_app.models import ExportStatus, TenantExport
 from sessions_app.models import ForgetAudit, Tenant
@@ -28,9 +30,21 @@ QUEUED_TOO_LONG = timedelta(minutes=5)
 RUNNING_TOO_LONG = timedelta(hours=12)
 
 
-def tenant_export_path(export: TenantExport) -> Path:
-    """Where the export's zip is written: ACE_DATA_DIR/exports/<tenant id>/<export id>.zip."""
-    return Path(settings.ACE_DATA_DIR) / "exports" / str(export.tenant_id) / f"{export.pk}.zip"
+def tenant_export_name(export: TenantExport) -> str:
+    """The export's zip in the storage every host reads (platform_kit.storage): <tenant id>/exports/<id>.zip."""
+    return f"{export.tenant_id}/exports/{export.pk}.zip"
+
+
+def export_response(export: TenantExport) -> StreamingHttpResponse:
+    """The export's zip as a download, streamed from the storage (on any host); FileNotFoundError when it is not
+    there (deleted)."""
+    storage = ace_storage()
+    name = tenant_export_name(export)
+    chunks = stored_chunks(name, storage=storage)
+    response = StreamingHttpResponse(chunks, content_type="application/zip")
+    response["Content-Length"] = str(export.size if export.path == name else storage.size(name))
+    response["Content-Disposition"] = content_disposition_header(True, export_filename(export))
+    return response
 
 
 def export_filename(export: TenantExport) -> str:
@@ -58,12 +72,12 @@ def tenant_export_claim(*, export_id) -> TenantExport | None:
     return TenantExport.objects.select_related("tenant").get(pk=export_id) if claimed else None
 
 
-def tenant_export_succeed(*, export_id, path: Path, counts: dict[str, int]) -> None:
+def tenant_export_succeed(*, export_id, name: str, size: int, counts: dict[str, int]) -> None:
     with transaction.atomic():
         updated = TenantExport.objects.filter(pk=export_id, status=ExportStatus.RUNNING).update(
             status=ExportStatus.SUCCEEDED,
-            path=str(path),
-            size=path.stat().st_size,
+            path=name,
+            size=size,
             counts=counts,
             error="",
             finished_at=timezone.now(),
@@ -90,8 +104,8 @@ def tenant_exports_withdraw(*, tenant_id, since=None) -> int:
         status=ExportStatus.WITHDRAWN,
         error=f"Withdrawn at {now:%Y-%m-%d %H:%M:%S} UTC: a user it held was forgotten. Request a new export.",
     )
-    paths = [tenant_export_path(export) for export in exports]
-    transaction.on_commit(lambda: [path.unlink(missing_ok=True) for path in paths])
+    names = [tenant_export_name(export) for export in exports]
+    transaction.on_commit(lambda: [ace_storage().delete(name) for name in names])
     return len(exports)
 
 

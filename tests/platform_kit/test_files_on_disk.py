@@ -4,6 +4,7 @@ zips and the broker's queue are 0600 in 0700 folders whatever the umask, and so 
 
 import contextlib
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from django.core.management import call_command
 from aceproject.data_folder import BROKER_FOLDERS, filesystem_broker_options, make_broker_folders
 from aceproject.embedded_broker import broker_folder, stop_embedded_broker
 from platform_kit.files import private_folder, private_open
+from platform_kit.storage import ace_storage
 from portability_app.models import TenantExport
 from portability_app.tasks import tenant_export_run
 from tests.test_embedded_broker import put
@@ -46,7 +48,7 @@ def open_to_others(root: Path) -> list[str]:
     return loose
 
 
-def test_uploads_and_exports_are_the_service_users_only_whatever_the_umask(api, settings, tmp_path):
+def test_uploaded_copies_are_the_service_users_only_whatever_the_umask(api, settings, tmp_path):
     settings.ACE_DATA_DIR = tmp_path / "data"
     (settings.ACE_DATA_DIR / "uploads").mkdir(parents=True, mode=0o755)  # made by an earlier version
     name = ".claude/projects/-home-dev-app/s-1.jsonl"
@@ -60,15 +62,22 @@ def test_uploads_and_exports_are_the_service_users_only_whatever_the_umask(api, 
         export = TenantExport.objects.create(tenant=api.tenant, requested_by="test")
         assert tenant_export_run(str(export.pk)) == "succeeded"
 
-    uploads = settings.ACE_DATA_DIR / "uploads" / str(api.tenant.pk)
-    stored, appended = uploads / name, uploads / "~machines" / "laptop" / name
+        uploads = settings.ACE_DATA_DIR / "uploads" / str(api.tenant.pk)
+        stored, appended = uploads / name, uploads / "~machines" / "laptop" / name
+        # This host's copy, gone (a new host, a cleaned disk), is made again from the storage when next needed.
+        shutil.rmtree(appended.parent.parent)
+        listed = api.get("/api/v1/imports/files/", {"machine": "laptop"}).json()["results"]
+        assert [row["stored_bytes"] for row in listed] == [2 * len(LOG)]
+
     assert appended.read_bytes() == LOG + LOG
-    zip_path = Path(TenantExport.objects.get(pk=export.pk).path)
-    for path in (stored, appended, zip_path):
+    for path in (stored, appended):
         assert mode(path) == 0o600, path
-    for folder in (stored.parent, appended.parent, uploads, uploads.parent, zip_path.parent, zip_path.parent.parent):
+    for folder in (stored.parent, appended.parent, uploads, uploads.parent):
         assert mode(folder) == 0o700, folder
     assert open_to_others(settings.ACE_DATA_DIR) == []
+    # The export's zip is in the storage every host reads, not on this host's disk.
+    assert ace_storage().exists(TenantExport.objects.get(pk=export.pk).path)
+    assert not (settings.ACE_DATA_DIR / "exports").exists()
 
 
 def test_the_embedded_brokers_queue_file_is_private(tmp_path):

@@ -4,10 +4,11 @@ downloaded as a zip whose manifest counts the tenant's rows, with every table an
 import io
 import json
 import zipfile
-from pathlib import Path
 
+from django.core.files.base import ContentFile
 from django.test import Client
 
+from platform_kit.storage import ace_storage
 from portability_app.models import ExportStatus, TenantExport
 from sessions_app.models import Message, Session, Tenant
 from tests.support.api import make_client
@@ -114,10 +115,11 @@ def test_an_export_from_the_api_is_the_tenants_data_without_secrets(burst, setti
     assert other.get("/api/v1/exports/").json()["results"] == []
     listed = api.get("/api/v1/exports/").json()
     assert [row["id"] for row in listed["results"]] == [finished["id"]]
-    # The file was renamed into place: no partial file is left beside it.
-    folder = Path(TenantExport.objects.get(pk=finished["id"]).path).parent
-    assert sorted(p.name for p in folder.iterdir()) == [f"{finished['id']}.zip"]
-    assert folder.parent == tmp_path / "exports"
+    # The zip is in the storage every host reads, whole; nothing of it is left on this host's disk.
+    name = TenantExport.objects.get(pk=finished["id"]).path
+    assert name == f"{tenant.pk}/exports/{finished['id']}.zip"
+    assert ace_storage().size(name) == len(content) == TenantExport.objects.get(pk=finished["id"]).size
+    assert not (tmp_path / "exports").exists()
 
 
 def test_a_queued_export_cannot_be_downloaded(db):
@@ -228,15 +230,16 @@ def test_forgetting_a_user_withdraws_the_export_files_that_hold_them(
     tenant = Tenant.objects.get(name="acme")
     export_id = api.post("/api/v1/exports/").json()["id"]
     assert tenant_export_run(export_id) == "succeeded"
-    path = Path(TenantExport.objects.get(pk=export_id).path)
-    assert b"xiaoming" in b"".join(zipfile.ZipFile(path).read(n) for n in zipfile.ZipFile(path).namelist())
+    name = TenantExport.objects.get(pk=export_id).path
+    with ace_storage().open(name) as handle, zipfile.ZipFile(handle) as archive:
+        assert b"xiaoming" in b"".join(archive.read(member) for member in archive.namelist())
 
     dry = user_forget(tenant=tenant, user_id="xiaoming", actor="test", dry_run=True)
-    assert dry.deleted["portability_app.TenantExport (file)"] == 1 and path.is_file()
+    assert dry.deleted["portability_app.TenantExport (file)"] == 1 and ace_storage().exists(name)
     with django_capture_on_commit_callbacks(execute=True):
         done = user_forget(tenant=tenant, user_id="xiaoming", actor="test")
     assert done.deleted["portability_app.TenantExport (file)"] == 1
-    assert not path.exists()
+    assert not ace_storage().exists(name)
     export = TenantExport.objects.get(pk=export_id)
     assert export.status == ExportStatus.WITHDRAWN and "forgotten" in export.error
     answer = api.get(f"/api/v1/exports/{export_id}/download/")
@@ -248,7 +251,9 @@ def test_forgetting_a_user_withdraws_the_export_files_that_hold_them(
     assert api.get(f"/api/v1/exports/{later}/download/").status_code == 200
 
 
-def test_an_export_being_written_while_a_user_is_forgotten_is_withdrawn_as_it_finishes(db, settings, tmp_path):
+def test_an_export_being_written_while_a_user_is_forgotten_is_withdrawn_as_it_finishes(
+    db, settings, tmp_path, django_capture_on_commit_callbacks
+):
     from portability_app.services.exports import tenant_export_claim, tenant_export_succeed
     from sessions_app.services.forget import user_forget
 
@@ -259,7 +264,9 @@ def test_an_export_being_written_while_a_user_is_forgotten_is_withdrawn_as_it_fi
     export_id = api.post("/api/v1/exports/").json()["id"]
     claimed = tenant_export_claim(export_id=export_id)  # the worker started reading...
     user_forget(tenant=tenant, user_id="xiaoming", actor="test")  # ...when the user was forgotten
-    path = tmp_path / "written.zip"
-    path.write_bytes(b"the rows it read before the forget")
-    tenant_export_succeed(export_id=claimed.pk, path=path, counts={})
+    name = f"{tenant.pk}/exports/{export_id}.zip"
+    ace_storage().save(name, ContentFile(b"the rows it read before the forget"))
+    with django_capture_on_commit_callbacks(execute=True):
+        tenant_export_succeed(export_id=claimed.pk, name=name, size=34, counts={})
+    assert not ace_storage().exists(name)
     assert TenantExport.objects.get(pk=export_id).status == ExportStatus.WITHDRAWN

@@ -3,6 +3,7 @@ holds their id or their words — not their uploaded logs, not the telemetry nam
 them, not a webhook delivery about them, not an export — and an upload that resumes their log at an offset is
 refused instead of importing it all again. Another user's data stays."""
 
+import io
 import json
 import os
 import uuid
@@ -14,7 +15,9 @@ from django.apps import apps
 from django.db import connection
 
 from ingest_app.models import TelemetryRecord
+from platform_kit.models import StoredObject
 from platform_kit.server_errors import server_error_record
+from platform_kit.storage import stored_chunks
 from portability_app.models import ExportStatus, TenantExport
 from portability_app.tasks import tenant_export_run
 from sessions_app.models import Budget, BudgetUsage, Message, Session
@@ -159,6 +162,20 @@ def files_holding(root, *needles: str) -> list[str]:
     return found
 
 
+def stored_holding(*needles: str) -> list[str]:
+    """The files of the storage every host reads (platform_kit.storage) whose bytes (a zip's: its files' bytes)
+    hold one of `needles`: `exports` or `uploads`, by what each name says it is."""
+    found = []
+    for name in StoredObject.objects.order_by("name").values_list("name", flat=True):
+        content = b"".join(stored_chunks(name))
+        if zipfile.is_zipfile(io.BytesIO(content)):
+            with zipfile.ZipFile(io.BytesIO(content)) as archive:
+                content += b"".join(archive.read(member) for member in archive.namelist())
+        if any(needle.encode() in content for needle in needles):
+            found.append(name.split("/")[1])
+    return found
+
+
 @pytest.fixture
 def data_dir(settings, tmp_path):
     settings.ACE_DATA_DIR = tmp_path / "data"
@@ -191,7 +208,8 @@ def test_after_forgetting_no_table_and_no_file_holds_the_user(api, data_dir, dja
     ):
         assert any(column.startswith(f"{table}.") for column in held), (table, held)
     assert WebhookDelivery.objects.filter(event="budget.crossed").exists()
-    assert {"uploads", "exports"} <= {path.split(os.sep)[0] for path in files_holding(data_dir, *needles)}
+    assert {"uploads"} <= {path.split(os.sep)[0] for path in files_holding(data_dir, *needles)}  # this host's copy
+    assert set(stored_holding(*needles)) == {"uploads", "exports"}
     budget_used = BudgetUsage.objects.get(budget_id=whole.json()["id"]).used
     assert budget_used == 2 * (30 + 40)  # each user: the log's call and the API's
 
@@ -206,6 +224,8 @@ def test_after_forgetting_no_table_and_no_file_holds_the_user(api, data_dir, dja
 
     assert tables_holding(*needles) == {}
     assert files_holding(data_dir, *needles) == []
+    assert stored_holding(*needles) == []
+    assert stored_holding(OTHER_SECRET) == ["uploads"]
     # The other user keeps everything, and the tenant's budget keeps only their usage.
     assert Message.objects.filter(session__user_id=OTHER, content__contains=OTHER_SECRET).count() == 3
     assert files_holding(data_dir / "uploads", OTHER_SECRET)
