@@ -460,12 +460,14 @@ def time_inserts(connection, layouts: dict, rows: int, now: datetime) -> dict:
         for layout, built in layouts.items():
             target = built["message"]["table"]
             fresh = [(uuid.uuid4(), *row[1:]) for row in copied]
+            execute(cursor, "CHECKPOINT")  # each layout starts alike: a page's first change after it is logged whole
             lsn, start = wal_lsn(cursor), time.perf_counter()
             with connection.transaction(), cursor.copy(f"COPY {target} ({columns}) FROM STDIN") as copy:
                 for row in fresh:
                     copy.write("\t".join("\\N" if f is None else str(f) for f in row) + "\n")
             copy_s, copy_wal = time.perf_counter() - start, wal_since(cursor, lsn)
             fresh = [(uuid.uuid4(), *row[1:]) for row in inserted]
+            execute(cursor, "CHECKPOINT")
             lsn, start = wal_lsn(cursor), time.perf_counter()
             for n in range(0, len(fresh), INSERT_BATCH):
                 batch = fresh[n : n + INSERT_BATCH]
@@ -501,6 +503,7 @@ def time_retention(connection, layouts: dict, cutoff: datetime, purge_day: datet
             result = {}
             message = built["message"]["table"]
             # Today's retention: the content purge (an UPDATE of the rows, kept), on one day of them.
+            execute(cursor, "CHECKPOINT")
             lsn, start = wal_lsn(cursor), time.perf_counter()
             purged = execute(
                 cursor, PURGE_SQL.format(target=message), {"low": purge_day, "high": purge_day + timedelta(days=1)}
@@ -513,6 +516,7 @@ def time_retention(connection, layouts: dict, cutoff: datetime, purge_day: datet
             for table, info in built.items():
                 target = info["table"]
                 before = sizes(cursor, target)
+                execute(cursor, "CHECKPOINT")
                 lsn, start = wal_lsn(cursor), time.perf_counter()
                 removed = 0
                 if layout == "current":
@@ -724,6 +728,7 @@ def main() -> int:
     print(f"  load average before {load_before}, after {os.getloadavg()} on {os.cpu_count()} cores")
 
     if not args.keep:
+        raw.autocommit = True
         with raw.cursor() as cursor:
             for built in layouts.values():
                 for info in built.values():
