@@ -28,7 +28,7 @@ Measured, each layout in the same run:
    (a tenant's newest and a page 30 days back), a tenant's one-day count, a message by id, the append's
    external-id lookup;
 3. inserts: --insert-rows new messages by COPY and as many by the app's INSERT of 100 rows a statement (one
-   transaction each; the search-vector trigger on), time and WAL per row;
+   transaction each; the search-vector trigger on; a CHECKPOINT before each), time and WAL per row;
 4. retention of everything before the first whole month: the content purge retention runs today (an UPDATE,
    on one day of rows), DELETE … WHERE created_at < cutoff then VACUUM, against DETACH + DROP of the
    partitions (the weekly layout deletes the rest of the week that straddles the cutoff); time, WAL (the
