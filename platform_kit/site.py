@@ -40,6 +40,7 @@ DOC_PAGES = {
             "operations",
             "security",
             "retention",
+            "big-tables",
             "mcp",
             "budgets",
             "webhooks",
