@@ -49,3 +49,65 @@ COORDINATOR_TABLES = frozenset(
         "gateway_app_ratewindow",  # one row per API key (a reference table), rewritten every minute of use
     }
 )
+
+
+def distributed_tables(cursor) -> set[str]:
+    """The distributed tables of the live schema: every table of the public schema not listed above."""
+    cursor.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition"
+    )
+    return {row[0] for row in cursor.fetchall()} - REFERENCE_TABLES - COORDINATOR_TABLES
+
+
+def citus_keys_sql(cursor) -> tuple[list[str], list[str], list[str]]:
+    """The move's key changes (docs/scaling.md, steps 3 and 4), read from the live schema: primary keys of
+    distributed tables gain tenant_id, and foreign keys between distributed tables become (column, tenant_id) →
+    (key, tenant_id). Three lists of statements: the new keys' indexes (built CONCURRENTLY, each on its own, while
+    writers go on), the swap (one short transaction: foreign keys dropped, keys replaced, foreign keys added NOT
+    VALID), and the foreign keys' validation (each on its own; no long lock). Names are kept."""
+    distributed = distributed_tables(cursor)
+    cursor.execute(
+        """
+        SELECT r.relname, c.conname,
+               ARRAY(SELECT a.attname FROM unnest(c.conkey) WITH ORDINALITY k(num, pos)
+                     JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.num ORDER BY k.pos)::text[]
+        FROM pg_constraint c JOIN pg_class r ON r.oid = c.conrelid JOIN pg_namespace n ON n.oid = r.relnamespace
+        WHERE n.nspname = 'public' AND c.contype = 'p'
+        """
+    )
+    keys = {
+        table: (name, columns)
+        for table, name, columns in cursor.fetchall()
+        if table in distributed and "tenant_id" not in columns
+    }
+    cursor.execute(
+        """
+        SELECT r.relname, c.conname, a.attname, p.relname, pa.attname, c.condeferrable, c.condeferred
+        FROM pg_constraint c
+        JOIN pg_class r ON r.oid = c.conrelid JOIN pg_namespace n ON n.oid = r.relnamespace
+        JOIN pg_class p ON p.oid = c.confrelid
+        JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+        JOIN pg_attribute pa ON pa.attrelid = c.confrelid AND pa.attnum = c.confkey[1]
+        WHERE n.nspname = 'public' AND c.contype = 'f' AND cardinality(c.conkey) = 1
+        ORDER BY 1, 2
+        """
+    )
+    foreign_keys = [row for row in cursor.fetchall() if row[0] in distributed and row[3] in distributed]
+    build = [
+        f"CREATE UNIQUE INDEX CONCURRENTLY {table}_pkey_tenant ON {table} ({', '.join(columns)}, tenant_id)"
+        for table, (_, columns) in sorted(keys.items())
+    ]
+    swap = [f"ALTER TABLE {table} DROP CONSTRAINT {name}" for table, name, *_ in foreign_keys]
+    swap += [
+        f"ALTER TABLE {table} DROP CONSTRAINT {name}, ADD CONSTRAINT {name} PRIMARY KEY USING INDEX {table}_pkey_tenant"
+        for table, (name, _) in sorted(keys.items())
+    ]
+    for table, name, column, parent, parent_column, deferrable, deferred in foreign_keys:
+        timing = " DEFERRABLE" + (" INITIALLY DEFERRED" if deferred else "") if deferrable else ""
+        swap.append(
+            f"ALTER TABLE {table} ADD CONSTRAINT {name} FOREIGN KEY ({column}, tenant_id)"
+            f" REFERENCES {parent} ({parent_column}, tenant_id){timing} NOT VALID"
+        )
+    validate = [f"ALTER TABLE {table} VALIDATE CONSTRAINT {name}" for table, name, *_ in foreign_keys]
+    return build, swap, validate

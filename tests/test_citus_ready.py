@@ -7,10 +7,15 @@ by table, so a new one fails until it is made right or listed."""
 
 from __future__ import annotations
 
+import io
+import re
+
 import pytest
+from django.core.management import call_command
 from django.db import connection
 
-from platform_kit.distribution import COORDINATOR_TABLES, REFERENCE_TABLES
+from platform_kit.distribution import COORDINATOR_TABLES, REFERENCE_TABLES, citus_keys_sql
+from tests.support.api import post_messages
 
 pytestmark = pytest.mark.django_db
 
@@ -22,13 +27,11 @@ PRIMARY_KEYS_WITHOUT_TENANT: frozenset[str] = frozenset(
         "ingest_app_importedfile",
         "ingest_app_importsource",
         "ingest_app_telemetryrecord",
-        "memory_app_messageembedding",
         "memory_app_record",
         "memory_app_record_source_messages",
         "memory_app_record_source_sessions",
         "memory_app_recordrevision",
         "memory_app_recordttl",
-        "memory_app_sessionembeddingprogress",
         "portability_app_recordimport",
         "portability_app_tenantexport",
         "retention_app_retentionevent",
@@ -268,3 +271,67 @@ def test_foreign_keys_point_the_ways_citus_allows():
         or (table in distributed and referenced in COORDINATOR_TABLES)
     )
     assert not wrong, wrong
+
+
+def test_the_moves_key_changes_apply_to_this_schema_and_the_hot_paths_work_after_them(api, session):
+    """Steps 3 and 4 of the move (docs/scaling.md) run here, in the test's transaction: every primary key and every
+    foreign key between distributed tables then includes tenant_id, and the writes and reads of the hot paths
+    (an append, a chat turn, vectors, the memory status, a record with its sources, recall) still work."""
+    from memory_app.embeddings import messages_embed
+    from memory_app.selectors.status import memory_status
+
+    with connection.cursor() as cursor:
+        build, swap, validate = citus_keys_sql(cursor)
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no check left pending: the tables can be altered
+        for statement in [*build, *swap, *validate]:
+            cursor.execute(statement.replace(" CONCURRENTLY", ""))  # in the test's transaction
+        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+    assert len(build) == len(PRIMARY_KEYS_WITHOUT_TENANT) and len(validate) == len(FOREIGN_KEYS_WITHOUT_TENANT)
+    distributed = _distributed()
+    assert not [
+        t for t, _, primary, with_tenant in _unique_indexes() if primary and not with_tenant and t in distributed
+    ]
+    assert not [
+        (table, columns)
+        for table, referenced, columns, with_tenant, referenced_with_tenant in _foreign_keys()
+        if table in distributed and referenced in distributed and not (with_tenant and referenced_with_tenant)
+    ]
+
+    messages = post_messages(api, session, [{"role": "user", "content": "I prefer window seats on long flights."}])
+    base = f"/api/v1/sessions/{session.pk}"
+    started = api.post(f"{base}/turns/", {"content": "明天呢？"}, format="json")
+    assert started.status_code in (200, 201), started.content
+    completion = {"content": "明天多云。", "model": "qwen-max", "finish_reason": "stop", "elapsed_ms": 900}
+    completion.update(input_tokens=120, output_tokens=8)
+    done = api.post(f"/api/v1/turns/{started.json()['turn']}/complete/", completion, format="json")
+    assert done.status_code == 200, done.content
+    assert messages_embed(message_ids=[m["id"] for m in messages]) == 1
+    assert messages_embed(message_ids=[m["id"] for m in messages]) == 1  # again: ON CONFLICT of the new key
+    memory_status(tenant=api.tenant, user_id=session.user_id)
+    record = api.post(
+        "/api/v1/records/",
+        {
+            "user_id": session.user_id,
+            "type": "fact",
+            "content": "Prefers window seats",
+            "source_session_ids": [str(session.pk)],
+            "source_message_ids": [messages[0]["id"]],
+        },
+        format="json",
+    )
+    assert record.status_code == 201, record.content
+    recall = api.post("/api/v1/recall/", {"query": "window seats", "user_id": session.user_id}, format="json")
+    assert recall.status_code == 200 and recall.json()["results"], recall.content
+    assert api.get(f"{base}/stats/").json()["messages"] == 3
+
+
+def test_ace_citus_prints_the_move_every_distributed_table_once_after_the_anchor():
+    out = io.StringIO()
+    call_command("ace_citus", stdout=out)
+    script = out.getvalue()
+    distributed = re.findall(r"create_distributed_table_concurrently\('(\w+)'", script)
+    assert distributed[0] == "sessions_app_session" and sorted(distributed) == sorted(_distributed())
+    assert set(re.findall(r"create_reference_table\('(\w+)'\)", script)) == REFERENCE_TABLES
+    assert script.count("CREATE UNIQUE INDEX CONCURRENTLY") == len(PRIMARY_KEYS_WITHOUT_TENANT)
+    assert script.count("VALIDATE CONSTRAINT") >= len(FOREIGN_KEYS_WITHOUT_TENANT)
+    assert script.index("-- 2.") < script.index("BEGIN;") < script.index("COMMIT;") < script.index("-- 3.")

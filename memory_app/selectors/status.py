@@ -209,7 +209,7 @@ _ADVANCE_SQL = f"""
     INSERT INTO {_PROGRESS} (session_id, tenant_id, space, embedded_through_seq, updated_at)
     SELECT session_id, %s, space, through, updated_at
     FROM unnest(%s::uuid[], %s::text[], %s::bigint[], %s::timestamptz[]) AS t(session_id, space, through, updated_at)
-    ON CONFLICT (session_id) DO UPDATE
+    ON CONFLICT (session_id, tenant_id) DO UPDATE
         SET space = EXCLUDED.space, embedded_through_seq = EXCLUDED.embedded_through_seq,
             updated_at = EXCLUDED.updated_at
         -- A watermark lowered (a message's content changed) after this count began is newer: it stays.
