@@ -7,8 +7,9 @@ between queries of the schedule), so it is held exactly as long as that session 
 session ends, the lock is free, and a standby takes it at its next try.
 
 A leader confirms the lock (a round trip on that connection) before each task it sends, and records the run in the
-database before sending it; so a leader whose lock connection broke sends nothing more, and the new leader, which
-reads the schedule afresh when it takes over, neither sends again what the old one sent nor sends it early. The
+database before sending it, only if no other run was recorded since (a compare-and-set on last_run_at); so a
+leader whose lock connection broke sends nothing more, and the new leader, which reads the schedule afresh when it
+takes over, neither sends again what the old one sent nor sends it early. The
 lock session has an idle timeout (a leader confirms the lock every few seconds), so a leader whose host vanished
 without closing its connection frees the lock within ACE_BEAT_LOCK_IDLE_SECONDS, and client-side TCP timeouts make
 such a leader's own confirmation fail sooner than that: it has stopped sending before anyone else can start.
@@ -20,6 +21,8 @@ import logging
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, connections
+from django.db.models import Q
+from django_celery_beat.models import PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler
 
 logger = logging.getLogger(__name__)
@@ -128,15 +131,30 @@ class LeaderElectedScheduler(DatabaseScheduler):
     def apply_entry(self, entry, producer=None):
         if not self._still_leading():
             return
+        self._dirty.discard(entry.name)  # recorded here, or not at all: a later sync must not write it back
         try:
-            # The run is in the database before its task is sent: a leader taking over later never sends it again.
-            # A leader dying between the two skips one run; it never doubles one.
-            entry.save()
-            self._dirty.discard(entry.name)
+            claimed = self._run_claimed(entry)
         except (DatabaseError, InterfaceError) as error:
-            logger.warning("Beat: could not record the run of %s (%s); not sent this time", entry.name, error)
+            logger.warning("Beat: could not record the run of %s (%r); not sent this time", entry.name, error)
+            return
+        if not claimed:
+            # Another send recorded a run since this entry's last one (a schedule read before it): read afresh.
+            logger.info("Beat: %s was sent already; reading the schedule again", entry.name)
+            self._initial_read, self._heap = True, None
             return
         super().apply_entry(entry, producer=producer)
+
+    def _run_claimed(self, entry) -> bool:
+        """Record the run in the database before its task is sent, only if no run was recorded since the one this
+        entry is due from (a compare-and-set on last_run_at): a leader taking over later never sends it again, and
+        no entry sends a run twice. A leader dying between the two skips one run; it never doubles one."""
+        model = entry.model  # reserve() moved its last_run_at to this run; entry.last_run_at is the one before
+        return (
+            PeriodicTask.objects.filter(
+                Q(last_run_at=entry.last_run_at) | Q(last_run_at__isnull=True), pk=model.pk
+            ).update(last_run_at=model.last_run_at, total_run_count=model.total_run_count)
+            == 1
+        )
 
     def sync(self):
         if self._leading:
