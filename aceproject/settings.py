@@ -375,7 +375,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=300)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=240)
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Beat runs on every host: django-celery-beat's DatabaseScheduler behind a PostgreSQL advisory lock
+# (platform_kit.beat). The beat holding it sends the periodic tasks; the others stand by and try it again every
+# ACE_BEAT_STANDBY_SECONDS, so one takes over that long after the leader died (its session ended); a leader whose
+# host vanished without closing its connection frees the lock after ACE_BEAT_LOCK_IDLE_SECONDS.
+CELERY_BEAT_SCHEDULER = "platform_kit.beat:LeaderElectedScheduler"
+ACE_BEAT_STANDBY_SECONDS = env.float("ACE_BEAT_STANDBY_SECONDS", default=5.0)
+ACE_BEAT_LOCK_IDLE_SECONDS = env.int("ACE_BEAT_LOCK_IDLE_SECONDS", default=30)
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 

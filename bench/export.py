@@ -61,16 +61,16 @@ def generate(tenant, n: int, users: int, revisions: int) -> None:
             [tenant.pk, users, revisions, n],
         )
         cursor.execute(
-            "INSERT INTO memory_app_record_source_sessions (record_id, session_id) "
-            "SELECT r.id, s.id FROM memory_app_record r JOIN sessions_app_session s "
+            "INSERT INTO memory_app_record_source_sessions (record_id, session_id, tenant_id) "
+            "SELECT r.id, s.id, r.tenant_id FROM memory_app_record r JOIN sessions_app_session s "
             "ON s.tenant_id = r.tenant_id AND s.user_id = r.user_id WHERE r.tenant_id = %s",
             [tenant.pk],
         )
         cursor.execute(
-            "INSERT INTO memory_app_recordrevision (record_id, revision, change, actor, reason, type, content, fields, "
-            "confidence, valid, source_session_ids, source_message_ids, created_at) "
-            "SELECT r.id, v, CASE WHEN v = 1 THEN 'create' ELSE 'update' END, 'bench', '', r.type, r.content, "
-            "r.fields, r.confidence, true, '[]', '[]', now() "
+            "INSERT INTO memory_app_recordrevision (record_id, tenant_id, revision, change, actor, reason, type, "
+            "content, fields, confidence, valid, source_session_ids, source_message_ids, created_at) "
+            "SELECT r.id, r.tenant_id, v, CASE WHEN v = 1 THEN 'create' ELSE 'update' END, 'bench', '', r.type, "
+            "r.content, r.fields, r.confidence, true, '[]', '[]', now() "
             "FROM memory_app_record r, generate_series(1, %s) v WHERE r.tenant_id = %s",
             [revisions, tenant.pk],
         )

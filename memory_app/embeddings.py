@@ -165,7 +165,7 @@ def messages_embed(*, message_ids: Iterable, embedder: Embedder | None = None) -
                 for m, vector in embedded
             ],
             update_conflicts=True,
-            unique_fields=["message"],
+            unique_fields=["message", "tenant"],  # the primary key: (message_id, tenant_id)
             update_fields=["embedding", "embedding_key", "user_id"],
         )
     return len(embedded)

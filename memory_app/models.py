@@ -148,8 +148,8 @@ class Record(models.Model):
     valid_until = models.DateTimeField(null=True, blank=True, help_text="When it stops holding, if known")
     strategy = models.CharField(max_length=255, blank=True, help_text="The strategy that produced it, if any")
     strategy_version = models.IntegerField(null=True, blank=True)
-    source_sessions = models.ManyToManyField(Session, blank=True, related_name="records")
-    source_messages = models.ManyToManyField(Message, blank=True, related_name="records")
+    source_sessions = models.ManyToManyField(Session, through="RecordSourceSession", blank=True, related_name="records")
+    source_messages = models.ManyToManyField(Message, through="RecordSourceMessage", blank=True, related_name="records")
     revision = models.IntegerField(default=1)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -285,6 +285,42 @@ class MessageEmbedding(models.Model):
         return f"embedding of {self.message_id}"
 
 
+class RecordSourceSession(models.Model):
+    """A session a record was drawn from (Record.source_sessions), with the tenant of both for co-location."""
+
+    id = models.BigAutoField("ID", primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False, editable=False)
+    record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        db_table = "memory_app_record_source_sessions"
+        constraints = [
+            models.UniqueConstraint(fields=["record", "session", "tenant"], name="record_source_session_unique")
+        ]
+
+    def __str__(self):
+        return f"{self.record_id} from session {self.session_id}"
+
+
+class RecordSourceMessage(models.Model):
+    """A message a record cites (Record.source_messages), with the tenant of both for co-location."""
+
+    id = models.BigAutoField("ID", primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False, editable=False)
+    record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        db_table = "memory_app_record_source_messages"
+        constraints = [
+            models.UniqueConstraint(fields=["record", "message", "tenant"], name="record_source_message_unique")
+        ]
+
+    def __str__(self):
+        return f"{self.record_id} cites {self.message_id}"
+
+
 class SessionEmbeddingProgress(models.Model):
     """How far a session's messages are known to have their vectors: every embeddable message with `seq` up to
     `embedded_through_seq` has one in `space` (an embedder key and the embedded roles). Kept by the memory
@@ -292,6 +328,7 @@ class SessionEmbeddingProgress(models.Model):
     history; lowered when a message's content changes (an import completing it, a turn completing)."""
 
     session = models.OneToOneField(Session, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False, editable=False)
     space = models.CharField(max_length=400)
     embedded_through_seq = models.BigIntegerField()
     updated_at = models.DateTimeField()
@@ -311,6 +348,7 @@ class RecordRevision(models.Model):
         DELETE = "delete", "deleted"
 
     id = models.BigAutoField("ID", primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False, editable=False)
     record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="revisions", db_index=False)
     revision = models.IntegerField()
     change = models.CharField(max_length=16, choices=Change.choices)
@@ -330,7 +368,7 @@ class RecordRevision(models.Model):
     class Meta:
         ordering = ["record", "-revision"]
         constraints = [
-            models.UniqueConstraint(fields=["record", "revision"], name="record_revision_unique"),
+            models.UniqueConstraint(fields=["record", "revision", "tenant"], name="record_revision_unique"),
             models.CheckConstraint(condition=finite("confidence"), name="record_revision_confidence_finite"),
         ]
 

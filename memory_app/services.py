@@ -131,6 +131,7 @@ def record_event_data(record: Record, revision: RecordRevision) -> dict:
 def _revision_create(record: Record, *, change: str, actor: str, reason: str) -> RecordRevision:
     return RecordRevision.objects.create(
         record=record,
+        tenant_id=record.tenant_id,
         revision=record.revision,
         change=change,
         actor=actor,
@@ -229,8 +230,8 @@ def record_create(
             embedding=vector,
             embedding_key=embedder.key if vector is not None else "",
         )
-        record.source_sessions.add(*sessions)
-        record.source_messages.add(*messages)
+        record.source_sessions.add(*sessions, through_defaults={"tenant_id": record.tenant_id})
+        record.source_messages.add(*messages, through_defaults={"tenant_id": record.tenant_id})
         _snapshot(record, change=RecordRevision.Change.CREATE, actor=actor)
         if vector is None:
             _embed_after_commit(record)
@@ -247,6 +248,7 @@ def record_history_restore(*, record: Record, line: dict) -> None:
         RecordRevision.objects.bulk_create(
             RecordRevision(
                 record=record,
+                tenant_id=record.tenant_id,
                 revision=revision["revision"],
                 change=revision["change"],
                 actor=revision["actor"],
@@ -380,8 +382,8 @@ def _save_revision(
     record.revision += 1
     record.updated_at = timezone.now()
     record.save()
-    record.source_sessions.add(*sessions)
-    record.source_messages.add(*messages)
+    record.source_sessions.add(*sessions, through_defaults={"tenant_id": record.tenant_id})
+    record.source_messages.add(*messages, through_defaults={"tenant_id": record.tenant_id})
     _snapshot(record, change=change, actor=actor, reason=reason)
 
 

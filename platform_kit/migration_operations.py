@@ -1,7 +1,10 @@
-"""Migration operations the apps share: a CHECK for tables too big to lock while they are scanned, and the move of
-models' content types from one app to another."""
+"""Migration operations the apps share: a CHECK for tables too big to lock while they are scanned, a unique
+constraint rebuilt on a big table without stopping its writers, tenant_id added to a table that had it only through
+its parent, and the move of models' content types from one app to another."""
 
-from django.db.migrations.operations import AddConstraint, RunPython
+from django.db import models, transaction
+from django.db.migrations.operations import AddConstraint, AddField, AlterField, RunPython, RunSQL
+from django.db.migrations.operations.base import Operation
 
 
 class AddCheckConstraintValidatedLater(AddConstraint):
@@ -89,3 +92,85 @@ class ContentTypesMove(RunPython):
 
     def describe(self):
         return f"Move the content types of {', '.join(self.models)} from {self.source} to {self.target}"
+
+
+def tenant_added(model_name: str, *, table: str, parent_table: str, parent_column: str) -> list[Operation]:
+    """tenant_id on a table whose rows had their tenant only through a parent (docs/scaling.md): added NULL, filled
+    from the parent in one statement, then NOT NULL. The foreign keys are checked at once while it is filled (they
+    are deferred by default, and a table with pending checks cannot be altered in the same transaction)."""
+
+    def field(null: bool):
+        return models.ForeignKey(
+            "sessions_app.tenant",
+            on_delete=models.PROTECT,
+            related_name="+",
+            db_index=False,
+            editable=False,
+            null=null,
+        )
+
+    return [
+        AddField(model_name, "tenant", field(True)),
+        RunSQL(
+            "SET CONSTRAINTS ALL IMMEDIATE;"
+            f" UPDATE {table} c SET tenant_id = p.tenant_id FROM {parent_table} p WHERE p.id = c.{parent_column};"
+            " SET CONSTRAINTS ALL DEFERRED",
+            RunSQL.noop,
+        ),
+        AlterField(model_name, "tenant", field(False)),
+    ]
+
+
+class UniqueRebuiltConcurrently(Operation):
+    """A unique constraint of a big table replaced by another of the same name (new columns), in a non-atomic
+    migration: the new index is built CONCURRENTLY under a temporary name while writers go on, then swapped in
+    for the old one in a short transaction. Either is always there, so uniqueness holds throughout."""
+
+    reversible = True
+    atomic = False
+
+    def __init__(self, model_name: str, old: models.UniqueConstraint, new: models.UniqueConstraint):
+        self.model_name, self.old, self.new = model_name, old, new
+
+    def deconstruct(self):
+        return self.__class__.__name__, [self.model_name, self.old, self.new], {}
+
+    def state_forwards(self, app_label, state):
+        state.remove_constraint(app_label, self.model_name.lower(), self.old.name)
+        state.add_constraint(app_label, self.model_name.lower(), self.new)
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        self._swap(app_label, schema_editor, to_state, self.old, self.new)
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        self._swap(app_label, schema_editor, to_state, self.new, self.old)
+
+    def describe(self):
+        return f"Rebuild unique {self.new.name} on {self.model_name} concurrently"
+
+    @property
+    def migration_name_fragment(self):
+        return f"rebuild_{self.new.name.lower()}"
+
+    def _swap(self, app_label, schema_editor, state, old, new):
+        model = state.apps.get_model(app_label, self.model_name)
+        if not self.allow_migrate_model(schema_editor.connection.alias, model):
+            return
+        quote = schema_editor.quote_name
+        table = quote(model._meta.db_table)
+        columns = ", ".join(quote(model._meta.get_field(name).column) for name in new.fields)
+        building = quote(f"{new.name[:50]}_building")
+        where = f" WHERE {new._get_condition_sql(model, schema_editor)}" if new.condition is not None else ""
+        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {building}")  # left by a build that failed
+        schema_editor.execute(f"CREATE UNIQUE INDEX CONCURRENTLY {building} ON {table} ({columns}){where}")
+        with transaction.atomic(using=schema_editor.connection.alias):
+            if old.condition is None:
+                schema_editor.execute(f"ALTER TABLE {table} DROP CONSTRAINT {quote(old.name)}")
+            else:
+                schema_editor.execute(f"DROP INDEX {quote(old.name)}")
+            if new.condition is None:
+                schema_editor.execute(
+                    f"ALTER TABLE {table} ADD CONSTRAINT {quote(new.name)} UNIQUE USING INDEX {building}"
+                )
+            else:
+                schema_editor.execute(f"ALTER INDEX {building} RENAME TO {quote(new.name)}")

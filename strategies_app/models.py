@@ -58,8 +58,14 @@ class Strategy(models.Model):
         null=True, blank=True, help_text="Also run every N minutes over sessions with new messages; blank: off"
     )
     version = models.PositiveIntegerField(default=1, editable=False)
-    periodic_task = models.OneToOneField(
-        "django_celery_beat.PeriodicTask", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    # One strategy per periodic task (the unique constraint below, with tenant_id for co-location).
+    periodic_task = models.ForeignKey(
+        "django_celery_beat.PeriodicTask",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
     )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -81,6 +87,7 @@ class Strategy(models.Model):
         ordering = ["tenant", "name"]
         constraints = [
             models.UniqueConstraint(fields=["tenant", "name"], name="strategy_name_unique"),
+            models.UniqueConstraint(fields=["periodic_task", "tenant"], name="strategy_periodic_task"),
             models.CheckConstraint(
                 condition=finite("message_threshold") & finite("accumulated_threshold"),
                 name="strategy_thresholds_finite",
@@ -98,6 +105,7 @@ class StrategyVersion(models.Model):
     """An immutable snapshot of a strategy's settings. Version 1 is the strategy as created."""
 
     id = models.BigAutoField("ID", primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False, editable=False)
     strategy = models.ForeignKey(Strategy, on_delete=models.CASCADE, related_name="versions", db_index=False)
     version = models.PositiveIntegerField()
     type = models.CharField(max_length=16, choices=RecordType.choices)
@@ -110,7 +118,9 @@ class StrategyVersion(models.Model):
 
     class Meta:
         ordering = ["strategy", "-version"]
-        constraints = [models.UniqueConstraint(fields=["strategy", "version"], name="strategy_version_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["strategy", "version", "tenant"], name="strategy_version_unique")
+        ]
 
     def __str__(self):
         return f"{self.strategy.name} v{self.version}"
@@ -125,6 +135,7 @@ class Watermark(models.Model):
     """
 
     id = models.BigAutoField("ID", primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False, editable=False)
     strategy = models.ForeignKey(Strategy, on_delete=models.CASCADE, related_name="+", db_index=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
     last_seq = models.BigIntegerField(default=0)
@@ -132,7 +143,7 @@ class Watermark(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["strategy", "session"], name="watermark_unique")]
+        constraints = [models.UniqueConstraint(fields=["strategy", "session", "tenant"], name="watermark_unique")]
 
     def __str__(self):
         return f"{self.strategy_id}@{self.session_id}: {self.last_seq}"
@@ -206,12 +217,13 @@ class RunRecord(models.Model):
     """Which records a run touched, and how: the index from a record back to the runs that shaped it."""
 
     id = models.BigAutoField("ID", primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False, editable=False)
     run = models.ForeignKey(StrategyRun, on_delete=models.CASCADE, related_name="record_links", db_index=False)
     record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="strategy_runs")
     action = models.CharField(max_length=16)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["run", "record", "action"], name="run_record_unique")]
+        constraints = [models.UniqueConstraint(fields=["run", "record", "action", "tenant"], name="run_record_unique")]
 
     def __str__(self):
         return f"{self.action} {self.record_id}"

@@ -35,11 +35,11 @@ def _add_pending_score(strategy: Strategy, session_id, amount: float) -> float:
     """Add to the strategy's unread score of the session (creating its watermark); the new total."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {Watermark._meta.db_table} (strategy_id, session_id, last_seq, pending_score, updated_at) "
-            "VALUES (%s, %s, 0, %s, now()) ON CONFLICT (strategy_id, session_id) "
+            f"INSERT INTO {Watermark._meta.db_table} (strategy_id, session_id, tenant_id, last_seq, pending_score,"
+            " updated_at) VALUES (%s, %s, %s, 0, %s, now()) ON CONFLICT (strategy_id, session_id, tenant_id) "
             "DO UPDATE SET pending_score = EXCLUDED.pending_score + "
             f"{Watermark._meta.db_table}.pending_score RETURNING pending_score",
-            [strategy.pk, session_id, amount],
+            [strategy.pk, session_id, strategy.tenant_id, amount],
         )
         return cursor.fetchone()[0]
 

@@ -57,7 +57,8 @@ ROOM_READS = {"mcp_app": {"memory_app.serializers", "sessions_app.api.serializer
 # aceproject wires the project together and holds nothing else: the settings, the URLs, the Celery app, the WSGI
 # and gunicorn entry points, the embedded servers (database, broker, the data folder) and the commands about the
 # whole project (ace_bootstrap: the first start's admin user and every app's sample data; ace_db, ace_broker: the
-# embedded servers). Code of its own goes to an app, a room or the kit.
+# embedded servers; ace_citus: the SQL that moves the database onto Citus). Code of its own goes to an app, a room or
+# the kit.
 ACEPROJECT_WIRING = {
     "__init__.py",
     "apps.py",
@@ -78,6 +79,7 @@ ACEPROJECT_WIRING = {
     "management/commands/ace_bootstrap.py",
     "management/commands/ace_db.py",
     "management/commands/ace_broker.py",
+    "management/commands/ace_citus.py",
 }
 
 

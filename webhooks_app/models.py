@@ -138,6 +138,7 @@ class WebhookAttempt(models.Model):
     """One POST of a delivery and what came back."""
 
     id = models.BigAutoField("ID", primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False, editable=False)
     delivery = models.ForeignKey(WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log")
     number = models.PositiveIntegerField()
     started_at = models.DateTimeField(default=timezone.now)
@@ -150,7 +151,7 @@ class WebhookAttempt(models.Model):
 
     class Meta:
         ordering = ["number"]
-        constraints = [models.UniqueConstraint(fields=["delivery", "number"], name="attempt_delivery_number")]
+        constraints = [models.UniqueConstraint(fields=["delivery", "number", "tenant"], name="attempt_delivery_number")]
 
     def __str__(self):
         return f"attempt {self.number}: {self.outcome}"
@@ -171,6 +172,7 @@ class WebhookChange(models.Model):
         BREAKER_RESET = "breaker_reset", "breaker reset"
 
     id = models.BigAutoField("ID", primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False, editable=False)
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="changes")
     action = models.CharField(max_length=16, choices=Action.choices)
     actor = models.CharField(max_length=255, help_text="api:<key prefix>, admin:<user>")

@@ -412,7 +412,7 @@ def recall_search(
     )
     ranked = _score(candidates, keyword)
     best = _pick(ranked, top_k)
-    hits = _load_hits(best)
+    hits = _load_hits(best, tenant=tenant)
     results = []
     for c in best:
         hit = hits.get(f"{c.kind[0]}:{c.pk}")
@@ -606,12 +606,12 @@ def _pick(ranked: list[_Candidate], top_k: int) -> list[_Candidate]:
     return picked
 
 
-def _load_hits(best: list[_Candidate]) -> dict[str, Hit]:
+def _load_hits(best: list[_Candidate], *, tenant: Tenant) -> dict[str, Hit]:
     record_ids = [c.pk for c in best if c.kind == "record"]
     messages = [c for c in best if c.kind == "message"]
     hits: dict[str, Hit] = {}
     if record_ids:
-        for record_id, content, created_at, sessions, sources in _records_with_sources(record_ids):
+        for record_id, content, created_at, sessions, sources in _records_with_sources(record_ids, tenant=tenant):
             sessions = sorted(str(session_id) for session_id in sessions)
             sources = sorted(sources, key=lambda m: (str(m[1]), m[2]))  # (id, session, seq, external id)
             hits["r:" + str(record_id)] = Hit(
@@ -627,7 +627,7 @@ def _load_hits(best: list[_Candidate]) -> dict[str, Hit]:
         wanted = {place for c in messages for place in (c.place, *c.around)}
         # Two IN lists (a superset of the wanted places, filtered here): cheaper to build than an OR per place.
         rows = Message.objects.filter(
-            session_id__in={session_id for session_id, _ in wanted}, seq__in={seq for _, seq in wanted}
+            tenant=tenant, session_id__in={session_id for session_id, _ in wanted}, seq__in={seq for _, seq in wanted}
         ).only("id", "session_id", "seq", "role", "content", "external_id", "created_at")
         rows = [m for m in rows if (str(m.session_id), m.seq) in wanted]
         by_place = {(str(m.session_id), m.seq): m for m in rows}
@@ -653,7 +653,7 @@ def _load_hits(best: list[_Candidate]) -> dict[str, Hit]:
     return hits
 
 
-def _records_with_sources(record_ids: list[str]) -> list[tuple]:
+def _records_with_sources(record_ids: list[str], *, tenant: Tenant) -> list[tuple]:
     """(id, content, created_at, [source session ids], [(message id, session id, seq, external id)]) of each
     record, in one statement (the ORM's prefetches take three)."""
     sessions = Record.source_sessions.through._meta.db_table
@@ -661,11 +661,12 @@ def _records_with_sources(record_ids: list[str]) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT r.id, r.content, r.created_at, "
-            f"ARRAY(SELECT s.session_id FROM {sessions} s WHERE s.record_id = r.id), "
+            f"ARRAY(SELECT s.session_id FROM {sessions} s WHERE s.record_id = r.id AND s.tenant_id = r.tenant_id), "
             f"(SELECT coalesce(json_agg(json_build_array(m.id, m.session_id, m.seq, m.external_id)), '[]') "
-            f"FROM {messages} rm JOIN {Message._meta.db_table} m ON m.id = rm.message_id WHERE rm.record_id = r.id) "
-            f"FROM {Record._meta.db_table} r WHERE r.id = ANY(%s::uuid[])",
-            [record_ids],
+            f"FROM {messages} rm JOIN {Message._meta.db_table} m ON m.id = rm.message_id AND m.tenant_id = rm.tenant_id"
+            f" WHERE rm.record_id = r.id AND rm.tenant_id = r.tenant_id) "
+            f"FROM {Record._meta.db_table} r WHERE r.tenant_id = %s AND r.id = ANY(%s::uuid[])",
+            [tenant.pk, record_ids],
         )
         return cursor.fetchall()
 

@@ -206,9 +206,10 @@ def _unmarked_sql(*, one_user: bool) -> str:
 
 
 _ADVANCE_SQL = f"""
-    INSERT INTO {_PROGRESS} (session_id, space, embedded_through_seq, updated_at)
-    SELECT * FROM unnest(%s::uuid[], %s::text[], %s::bigint[], %s::timestamptz[])
-    ON CONFLICT (session_id) DO UPDATE
+    INSERT INTO {_PROGRESS} (session_id, tenant_id, space, embedded_through_seq, updated_at)
+    SELECT session_id, %s, space, through, updated_at
+    FROM unnest(%s::uuid[], %s::text[], %s::bigint[], %s::timestamptz[]) AS t(session_id, space, through, updated_at)
+    ON CONFLICT (session_id, tenant_id) DO UPDATE
         SET space = EXCLUDED.space, embedded_through_seq = EXCLUDED.embedded_through_seq,
             updated_at = EXCLUDED.updated_at
         -- A watermark lowered (a message's content changed) after this count began is newer: it stays.
@@ -246,6 +247,7 @@ def pending_message_vectors(*, tenant: Tenant, user_id: str | None, key: str | N
             cursor.execute(
                 _ADVANCE_SQL,
                 [
+                    tenant.pk,
                     [row[0] for row in advance],
                     [space] * len(advance),
                     [row[1] for row in advance],

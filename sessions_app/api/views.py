@@ -156,7 +156,9 @@ class SessionViewSet(TenantScopedMixin, viewsets.ModelViewSet):
         if request.method == "POST":
             return self._append_messages(request.data)
         session = self.get_object()
-        filterset = SessionMessageFilter(request.query_params, queryset=Message.objects.filter(session=session))
+        filterset = SessionMessageFilter(
+            request.query_params, queryset=Message.objects.filter(tenant=self.tenant, session=session)
+        )
         if not filterset.is_valid():
             raise serializers.ValidationError(filterset.errors)
         messages = filterset.qs

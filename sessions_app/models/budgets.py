@@ -114,13 +114,15 @@ class BudgetUsage(models.Model):
     for a rolling window (the window sums its hours). Added to by every write, in the write's statement."""
 
     id = models.BigAutoField("ID", primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False, editable=False)
     budget = models.ForeignKey(Budget, on_delete=models.CASCADE, related_name="usage", db_index=False)
     bucket = models.DateTimeField()
     used = models.DecimalField(max_digits=30, decimal_places=12, default=0)
 
     class Meta:
         verbose_name_plural = "budget usage"
-        constraints = [models.UniqueConstraint(fields=["budget", "bucket"], name="budget_usage_key")]
+        # tenant_id last in the unique index: lookups by budget keep using it (docs/scaling.md).
+        constraints = [models.UniqueConstraint(fields=["budget", "bucket", "tenant"], name="budget_usage_key")]
 
     def __str__(self):
         return f"{self.bucket:%Y-%m-%d %H:%M} {self.used}"
@@ -144,7 +146,9 @@ class BudgetCrossing(models.Model):
     class Meta:
         ordering = ["-crossed_at"]
         constraints = [
-            models.UniqueConstraint(fields=["budget", "period_start", "threshold"], name="budget_crossing_once")
+            models.UniqueConstraint(
+                fields=["budget", "period_start", "threshold", "tenant"], name="budget_crossing_once"
+            )
         ]
 
     def __str__(self):

@@ -167,7 +167,9 @@ class Conversation(UsageCounters):
 
     class Meta:
         ordering = ["session", "ordinal"]
-        constraints = [models.UniqueConstraint(fields=["session", "ordinal"], name="conversation_session_ordinal")]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "ordinal", "tenant"], name="conversation_session_ordinal")
+        ]
         indexes = [
             models.Index(fields=["-started_at"], name="conversation_started"),
             models.Index(
@@ -219,7 +221,9 @@ class LlmRequest(models.Model):
         verbose_name = "LLM request"
         constraints = [
             models.UniqueConstraint(
-                fields=["session", "request_id"], name="llmrequest_session_request_id", condition=~Q(request_id="")
+                fields=["session", "request_id", "tenant"],
+                name="llmrequest_session_request_id",
+                condition=~Q(request_id=""),
             )
         ]
         indexes = [
@@ -329,10 +333,10 @@ class Message(models.Model):
     class Meta:
         ordering = ["session", "seq"]
         constraints = [
-            models.UniqueConstraint(fields=["session", "seq"], name="message_session_seq"),
+            models.UniqueConstraint(fields=["session", "seq", "tenant"], name="message_session_seq"),
             models.CheckConstraint(condition=finite("temperature"), name="message_temperature_finite"),
             models.UniqueConstraint(
-                fields=["session", "external_id"],
+                fields=["session", "external_id", "tenant"],
                 name="message_session_external_id",
                 condition=Q(external_id__isnull=False),
             ),
@@ -380,7 +384,7 @@ class StateVersion(models.Model):
 
     class Meta:
         ordering = ["session", "-version"]
-        constraints = [models.UniqueConstraint(fields=["session", "version"], name="state_session_version")]
+        constraints = [models.UniqueConstraint(fields=["session", "version", "tenant"], name="state_session_version")]
 
     def __str__(self):
         return f"v{self.version}"
@@ -400,8 +404,11 @@ class Turn(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns", db_index=False)
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
-    user_message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="turn_as_user")
-    assistant_message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="turn_as_assistant")
+    # One turn per message (the unique constraints below, with tenant_id for co-location: docs/scaling.md).
+    user_message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="turn_as_user", db_index=False)
+    assistant_message = models.ForeignKey(
+        Message, on_delete=models.CASCADE, related_name="turn_as_assistant", db_index=False
+    )
     status = models.CharField(max_length=16, choices=TurnStatus.choices, default=TurnStatus.STREAMING)
     external_id = models.CharField("external ID", max_length=MESSAGE_TEXT_LIMITS["external_id"], null=True, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
@@ -414,10 +421,12 @@ class Turn(models.Model):
         ordering = ["-started_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["session", "external_id"],
+                fields=["session", "external_id", "tenant"],
                 name="turn_session_external_id",
                 condition=Q(external_id__isnull=False),
-            )
+            ),
+            models.UniqueConstraint(fields=["user_message", "tenant"], name="turn_user_message"),
+            models.UniqueConstraint(fields=["assistant_message", "tenant"], name="turn_assistant_message"),
         ]
         indexes = [
             models.Index(fields=["session", "-started_at"], name="turn_session_started"),

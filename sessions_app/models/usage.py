@@ -100,7 +100,9 @@ class SessionModelUsage(models.Model):
     class Meta:
         verbose_name = "session usage by model"
         verbose_name_plural = "session usage by model"
-        constraints = [models.UniqueConstraint(fields=["session", "model", "day"], name="session_model_day_usage_key")]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "model", "day", "tenant"], name="session_model_day_usage_key")
+        ]
         # The models a tenant used, to price them: an index-only scan, not a read of the table.
         indexes = [models.Index(fields=["tenant", "model"], name="session_model_usage_tenant")]
 

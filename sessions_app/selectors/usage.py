@@ -57,18 +57,18 @@ def session_stats(*, session: Session, with_cost: bool = False) -> dict:
     """The session's counters; with its cost too (one query: the session's usage by model)."""
     stats = counters_of(session)
     if with_cost:
-        cost = session_costs(session_ids=[session.pk])[session.pk]
+        cost = session_costs(sessions=[session])[session.pk]
         stats.update(cost.as_fields(), unpriced_models=sorted(cost.unpriced_models))
     return stats
 
 
-def session_costs(*, session_ids, book: PriceBook | None = None) -> dict:
+def session_costs(*, sessions: list[Session], book: PriceBook | None = None) -> dict:
     """{session id: Cost} from the sessions' usage by model and day."""
     book = book or PriceBook.load()
     costs = defaultdict(Cost)
-    rows = SessionModelUsage.objects.filter(session_id__in=session_ids).values(
-        "session_id", "model", "day", *SESSION_TOKEN_FIELDS
-    )
+    rows = SessionModelUsage.objects.filter(
+        tenant_id__in={s.tenant_id for s in sessions}, session_id__in=[s.pk for s in sessions]
+    ).values("session_id", "model", "day", *SESSION_TOKEN_FIELDS)
     for row in rows:
         costs[row["session_id"]].add(book, row["model"], row, row["day"])
     return costs
@@ -307,9 +307,9 @@ def _usage_by_session(*, usage: UsageFilter, limit: int, book: PriceBook) -> dic
     top = list(
         sessions.filter(deleted_at__isnull=True)
         .order_by("-total_tokens", "-messages", "-started_at")
-        .only("id", "name", "tool", "user_id", "project", "machine", "started_at", *STATS_FIELDS)[:limit]
+        .only("id", "tenant", "name", "tool", "user_id", "project", "machine", "started_at", *STATS_FIELDS)[:limit]
     )
-    costs = session_costs(session_ids=[s.pk for s in top], book=book)
+    costs = session_costs(sessions=top, book=book)
     results = [
         {
             "key": str(s.pk),
@@ -388,7 +388,7 @@ def top_sessions_by_cost(*, usage: UsageFilter, limit: int = 20, book: PriceBook
     by_id = Session.objects.only(
         "id", "tenant", "name", "tool", "user_id", "project", "machine", "started_at", *STATS_FIELDS
     ).in_bulk([session_id for session_id, _ in ranked])
-    costs = session_costs(session_ids=list(by_id), book=book)
+    costs = session_costs(sessions=list(by_id.values()), book=book)
     return [_session_entry(by_id[session_id], costs[session_id]) for session_id, _ in ranked if session_id in by_id]
 
 
@@ -401,7 +401,7 @@ def top_sessions_by_tokens(*, usage: UsageFilter, limit: int = 20, book: PriceBo
         .order_by(ALL_TOKENS.desc())
         .only("id", "tenant", "name", "tool", "user_id", "project", "machine", "started_at", *STATS_FIELDS)[:limit]
     )
-    costs = session_costs(session_ids=[s.pk for s in top], book=book)
+    costs = session_costs(sessions=top, book=book)
     return [_session_entry(s, costs[s.pk]) for s in top]
 
 

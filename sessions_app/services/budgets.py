@@ -426,7 +426,9 @@ def _recount(budget: Budget) -> None:
                 price = book.price_for(row["model"], row["hour"].astimezone(UTC).date())
                 used[bucket] += price.cost(row) if price else Decimal(0)
         BudgetUsage.objects.bulk_create(
-            BudgetUsage(budget=budget, bucket=bucket, used=value) for bucket, value in used.items() if value
+            BudgetUsage(budget=budget, tenant_id=budget.tenant_id, bucket=bucket, used=value)
+            for bucket, value in used.items()
+            if value
         )
     _mark_blocked(budget)
 
@@ -438,7 +440,7 @@ def _recount(budget: Budget) -> None:
 # The caller makes `usage` a WITH clause of its statement and selects from `budget_rows`.
 _USAGE_SQL = """
 budget_deltas AS (
-  SELECT b.id AS budget_id,
+  SELECT b.id AS budget_id, b.tenant_id,
     CASE WHEN b.period = 'rolling' THEN v.hour
          ELSE date_trunc(b.period, v.hour AT TIME ZONE b.timezone) AT TIME ZONE b.timezone END AS bucket,
     SUM(CASE WHEN b.unit = 'tokens' THEN v.total_tokens::numeric
@@ -457,12 +459,12 @@ budget_deltas AS (
   WHERE b.active AND (b.scope = 'tenant' OR (b.scope = 'user_id' AND b.scope_value = v.user_id)
     OR (b.scope = 'project' AND b.scope_value = v.project)
     OR (b.scope = 'api_key' AND b.api_key_id = v.api_key_id::uuid))
-  GROUP BY 1, 2
+  GROUP BY 1, 2, 3
 ),
 budget_added AS (
-  INSERT INTO {usage} (budget_id, bucket, used)
-  SELECT budget_id, bucket, delta FROM budget_deltas WHERE delta <> 0 ORDER BY 1, 2
-  ON CONFLICT (budget_id, bucket) DO UPDATE SET used = {usage}.used + EXCLUDED.used
+  INSERT INTO {usage} (budget_id, tenant_id, bucket, used)
+  SELECT budget_id, tenant_id, bucket, delta FROM budget_deltas WHERE delta <> 0 ORDER BY 1, 3
+  ON CONFLICT (budget_id, bucket, tenant_id) DO UPDATE SET used = {usage}.used + EXCLUDED.used
   RETURNING budget_id, bucket, used
 )"""
 # One row per period row the write added to: its new value, what the write added, and for a rolling window the
@@ -603,7 +605,7 @@ def _record_crossings(crossings: list[BudgetCrossing]) -> None:
             cursor.execute(
                 f'INSERT INTO {table} (id, tenant_id, budget_id, period_start, threshold, used, "limit", crossed_at,'
                 " payload, alerts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, '{}'::jsonb)"
-                " ON CONFLICT (budget_id, period_start, threshold) DO NOTHING RETURNING id",
+                " ON CONFLICT (budget_id, period_start, threshold, tenant_id) DO NOTHING RETURNING id",
                 [
                     crossing.pk,
                     crossing.tenant_id,

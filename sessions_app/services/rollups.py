@@ -70,7 +70,7 @@ def rollup_clauses(*, entries: list[tuple[Session, dict[tuple[datetime, str], di
                 ("tenant_id", "session_id", "model", "day"),
                 SESSION_MODEL_FIELDS,
                 model_rows,
-                conflict=("session_id", "model", "day"),
+                conflict=("session_id", "model", "day", "tenant_id"),
             )
         )
     return clauses

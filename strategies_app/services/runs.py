@@ -290,7 +290,9 @@ _RUN_FIGURES = [
 def _run_session(run: StrategyRun, session: Session, progress: _Progress) -> None:
     version = run.strategy_version
     with transaction.atomic():
-        watermark, _ = Watermark.objects.get_or_create(strategy=run.strategy, session=session)
+        watermark, _ = Watermark.objects.get_or_create(
+            strategy=run.strategy, session=session, defaults={"tenant_id": run.tenant_id}
+        )
         watermark = Watermark.objects.select_for_update().get(pk=watermark.pk)
         # A streaming turn's assistant placeholder is not final yet: stop before it (the next run reads it).
         unfinished = Turn.objects.filter(session=session, status=TurnStatus.STREAMING).aggregate(
@@ -382,7 +384,7 @@ def _run_session(run: StrategyRun, session: Session, progress: _Progress) -> Non
         # The figures only: the status and the attempt belong to the claim (another execution may hold it now).
         run.save(update_fields=_RUN_FIGURES)
         RunRecord.objects.bulk_create(
-            [RunRecord(run=run, record_id=d.record, action=d.action) for d in decisions],
+            [RunRecord(run=run, tenant_id=run.tenant_id, record_id=d.record, action=d.action) for d in decisions],
             ignore_conflicts=True,
         )
 

@@ -51,6 +51,7 @@ def _freeze(strategy: Strategy, *, actor: str) -> StrategyVersion:
     snapshot = strategy.settings_snapshot()
     return StrategyVersion.objects.create(
         strategy=strategy,
+        tenant_id=strategy.tenant_id,
         version=strategy.version,
         type=snapshot.pop("type"),
         description=snapshot.pop("description"),

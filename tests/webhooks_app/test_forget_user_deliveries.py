@@ -28,7 +28,10 @@ def test_forgetting_a_user_deletes_the_deliveries_about_them(db):
     )
     about = WebhookDelivery.objects.filter(tenant=acme.tenant, payload__data__record__user_id="xiaoming")
     assert about.count() == 1
-    WebhookAttempt.objects.create(delivery=about.get(), number=1, response_status=500, outcome="retry")
+    delivery = about.get()
+    WebhookAttempt.objects.create(
+        delivery=delivery, tenant_id=delivery.tenant_id, number=1, response_status=500, outcome="retry"
+    )
 
     response = acme.post("/api/v1/users/xiaoming/forget/", {"confirm": "xiaoming"}, format="json")
 

@@ -265,6 +265,7 @@ def _attempt(claim: Claim) -> tuple[AttemptResult, object, bool]:
     with transaction.atomic():
         WebhookAttempt.objects.create(
             delivery=delivery,
+            tenant_id=delivery.tenant_id,
             number=number,
             started_at=started_at,
             duration_ms=answer.duration_ms,

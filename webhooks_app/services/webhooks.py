@@ -114,7 +114,9 @@ def _refuse_hidden_secret(values: dict) -> None:
 
 
 def audit_log(webhook: Webhook, *, action: str, actor: str, changes: dict | None = None) -> WebhookChange:
-    return WebhookChange.objects.create(webhook=webhook, action=action, actor=actor[:255], changes=changes or {})
+    return WebhookChange.objects.create(
+        webhook=webhook, tenant_id=webhook.tenant_id, action=action, actor=actor[:255], changes=changes or {}
+    )
 
 
 def _shown(field: str, value):
