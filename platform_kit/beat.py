@@ -1,18 +1,22 @@
 """Celery beat on every host: django-celery-beat's DatabaseScheduler behind a PostgreSQL advisory lock.
 
-Every beat process takes part in an election: the one holding the session-level advisory lock is the leader and
-sends the periodic tasks; the others stand by, send nothing and record no run, and try the lock again every
-ACE_BEAT_STANDBY_SECONDS. The lock lives on a connection of its own (Django closes and reopens its connection
-between queries of the schedule), so it is held exactly as long as that session lives: when the leader dies, its
-session ends, the lock is free, and a standby takes it at its next try.
+Every beat process takes part in an election: the one holding the advisory lock is the leader and sends the
+periodic tasks; the others stand by, send nothing and record no run, and try the lock again every
+ACE_BEAT_STANDBY_SECONDS. The lock is a transaction's (pg_try_advisory_xact_lock), taken on a connection of its own
+(Django closes and reopens its connection between queries of the schedule) whose transaction the leader keeps
+open: it is held exactly as long as that transaction lives, so when the leader dies, its connection closes, the
+lock is free, and a standby takes it at its next try. Being a transaction's, it holds through a pooler in
+transaction mode too (PgBouncer keeps a client's server connection for the length of its transaction, and would
+hand a session-level lock's to other clients between statements). The open transaction writes nothing and, at READ
+COMMITTED, keeps no snapshot between its statements: it holds back no vacuum.
 
 A leader confirms the lock (a round trip on that connection) before each task it sends, and records the run in the
 database before sending it, only if no other run was recorded since (a compare-and-set on last_run_at); so a
 leader whose lock connection broke sends nothing more, and the new leader, which reads the schedule afresh when it
-takes over, neither sends again what the old one sent nor sends it early. The
-lock session has an idle timeout (a leader confirms the lock every few seconds), so a leader whose host vanished
-without closing its connection frees the lock within ACE_BEAT_LOCK_IDLE_SECONDS, and client-side TCP timeouts make
-such a leader's own confirmation fail sooner than that: it has stopped sending before anyone else can start.
+takes over, neither sends again what the old one sent nor sends it early. The lock's transaction has an idle
+timeout (a leader confirms the lock every few seconds), so a leader whose host vanished without closing its
+connection frees the lock within ACE_BEAT_LOCK_IDLE_SECONDS, and client-side TCP timeouts make such a leader's own
+confirmation fail sooner than that: it has stopped sending before anyone else can start.
 """
 
 from __future__ import annotations
@@ -59,12 +63,7 @@ class LeaderElectedScheduler(DatabaseScheduler):
         if not str(params.get("host") or "").startswith("/"):
             params.update(_LOCK_CONNECTION_TCP)
         lock_connection = wrapper.get_new_connection(params)
-        lock_connection.autocommit = True
-        with lock_connection.cursor() as cursor:
-            cursor.execute("SET application_name = 'ace beat lock'")
-            cursor.execute(
-                "SELECT set_config('idle_session_timeout', %s, false)", [f"{settings.ACE_BEAT_LOCK_IDLE_SECONDS}s"]
-            )
+        lock_connection.autocommit = False  # the lock is a transaction's: see the module's docstring
         return lock_connection
 
     def _drop_lock_connection(self):
@@ -90,7 +89,17 @@ class LeaderElectedScheduler(DatabaseScheduler):
                         [BEAT_LOCK_KEY],
                     )
                 else:
-                    cursor.execute("SELECT pg_try_advisory_lock(%s)", [BEAT_LOCK_KEY])
+                    # A transaction of its own, its settings local to it (a pooler shares the session).
+                    cursor.execute(
+                        "SELECT set_config('application_name', 'ace beat lock', true),"
+                        " set_config('idle_in_transaction_session_timeout', %s, true),"
+                        " pg_try_advisory_xact_lock(%s)",
+                        [f"{settings.ACE_BEAT_LOCK_IDLE_SECONDS}s", BEAT_LOCK_KEY],
+                    )
+                    if not cursor.fetchone()[2]:
+                        self._lock_connection.rollback()  # standing by holds no transaction (nor a pooled server)
+                        return False
+                    return True
                 return bool(cursor.fetchone()[0])
         except Exception as error:  # noqa: BLE001 - a broken or unreachable lock connection: not the leader
             if self._leading:

@@ -41,6 +41,7 @@ DOC_PAGES = {
             "security",
             "retention",
             "big-tables",
+            "scaling",
             "mcp",
             "budgets",
             "webhooks",

@@ -1,6 +1,6 @@
 """Two hosts on one PostgreSQL and one broker (docs/operations.md, "Many hosts"; CONTRACT "Many hosts").
 
-Each host is the Procfile's processes (web, gateway, worker, webhooks, embedder; beat where said) with its own
+Each host is the Procfile's processes (web, gateway, worker, webhooks, embedder, beat) with its own
 ACE_DATA_DIR, ports and node names; the database is a PostgreSQL server of its own on a TCP port (the embedded
 package's binaries, pgvector included), reached directly or through PgBouncer in transaction mode; the broker is
 Redis or RabbitMQ. Whatever a client does through one host must hold through the other: keys, one session written
@@ -104,7 +104,8 @@ def _broker(kind: str) -> str:
 
 @pytest.fixture(params=[("redis", "direct"), ("rabbitmq", "pgbouncer")], ids=["redis-direct", "rabbitmq-pgbouncer"])
 def hosts(request):
-    """Two hosts (beat on the first) on one database and one broker; yields (host1, host2, server, pooler)."""
+    """Two hosts (every Procfile process each, beat included) on one database and one broker; yields (host1, host2,
+    server, pooler)."""
     broker, path = request.param
     missing = _missing(broker, path)
     if missing:
@@ -128,8 +129,8 @@ def hosts(request):
                     setup.manage("shell", "-c", "from aceproject.celery import app; app.control.purge()")
             if pooler is not None:
                 env = {**env, "DATABASE_URL": pooler.url(), "ACE_DB_PREPARED": "false"}
-            roles = ("web", "gateway", "worker", "webhooks", "embedder")
-            with Host("host1", env=env, roles=(*roles, "beat")) as one, Host("host2", env=env, roles=roles) as two:
+            roles = ("web", "gateway", "worker", "webhooks", "embedder", "beat")
+            with Host("host1", env=env, roles=roles) as one, Host("host2", env=env, roles=roles) as two:
                 one.wait_ready()
                 two.wait_ready()
                 yield one, two, server, pooler
@@ -150,6 +151,10 @@ def test_what_a_client_does_through_one_host_holds_through_the_other(hosts):
     one, two, server, pooler = hosts
     key, prefix = new_key(one, "many")
     a, b = client(one, key), client(two, key)
+
+    # Beat runs on both: one leads and sends the periodic tasks, the other stands by (platform_kit.beat).
+    eventually(lambda: sum("Beat: leader" in h.log("beat") for h in (one, two)) == 1, what="one beat leads")
+    eventually(lambda: sum("Beat: standby" in h.log("beat") for h in (one, two)) == 1, what="the other stands by")
 
     # A key made on one host works on the other.
     assert b.get("/api/v1/sessions/").status_code == 200
