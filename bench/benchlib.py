@@ -543,6 +543,26 @@ class Gunicorn:
 
 
 # -- statistics and output ---------------------------------------------------------------------------
+def process_ticks(pid: int) -> int:
+    """utime + stime of `pid` (all its threads), of its live children, and of the children it has reaped (cutime +
+    cstime: PostgreSQL's backends that ended between two readings), in clock ticks."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        fields = raw[raw.rindex(")") + 2 :].split()
+        if int(entry) == pid:
+            total += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+        elif int(fields[1]) == pid:
+            total += int(fields[11]) + int(fields[12])
+    return total
+
+
 def percentile(values: list[float], pct: float) -> float:
     if not values:
         return float("nan")

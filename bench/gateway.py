@@ -122,26 +122,6 @@ class Process:
         self._log.close()
 
 
-def process_ticks(pid: int) -> int:
-    """utime + stime of `pid` (all its threads), of its live children, and of the children it has reaped (cutime +
-    cstime: PostgreSQL's backends that ended between two readings), in clock ticks."""
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                raw = f.read()
-        except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2 :].split()
-        if int(entry) == pid:
-            total += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
-        elif int(fields[1]) == pid:
-            total += int(fields[11]) + int(fields[12])
-    return total
-
-
 def main_thread_ticks(pid: int) -> int:
     try:
         raw = Path(f"/proc/{pid}/task/{pid}/stat").read_text()
@@ -172,7 +152,7 @@ class CpuMeter:
             self.pids["postgres"] = postmaster
 
     def snapshot(self) -> dict[str, int]:
-        ticks = {name: process_ticks(pid) for name, pid in self.pids.items()}
+        ticks = {name: benchlib.process_ticks(pid) for name, pid in self.pids.items()}
         if "gateway" in self.pids:  # its main thread runs the event loop (the relay); the others, database jobs
             ticks["gateway loop"] = main_thread_ticks(self.pids["gateway"])
             ticks["gateway db threads"] = ticks["gateway"] - ticks["gateway loop"]

@@ -58,24 +58,6 @@ def parse_args():
     return parser.parse_args()
 
 
-def process_ticks(pid: int) -> int:
-    """utime + stime of `pid`, of its live children, and of the children it reaped (cutime + cstime)."""
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2 :].split()
-        if int(entry) == pid:
-            total += sum(int(value) for value in fields[11:15])
-        elif int(fields[1]) == pid:
-            total += int(fields[11]) + int(fields[12])
-    return total
-
-
 class Meter:
     """CPU ticks by kind of process, over a phase."""
 
@@ -90,7 +72,7 @@ class Meter:
             self.pids["pgbouncer"] = [pooler.process.pid]
 
     def snapshot(self) -> dict[str, int]:
-        return {kind: sum(process_ticks(pid) for pid in pids) for kind, pids in self.pids.items()}
+        return {kind: sum(benchlib.process_ticks(pid) for pid in pids) for kind, pids in self.pids.items()}
 
 
 def message_count(tenant) -> int:
