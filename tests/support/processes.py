@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -68,3 +69,24 @@ def gunicorn_serving(**env: str):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def stop_process_group(process: subprocess.Popen, timeout: float = 30) -> None:
+    """SIGTERM to a process started with `start_new_session=True` and its children; SIGKILL after `timeout`."""
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def procfile() -> dict[str, str]:
+    """The Procfile's processes, name → command, read as scripts/up reads them (scripts/supervise.py)."""
+    import runpy
+
+    read_procfile = runpy.run_path(str(ROOT / "scripts" / "supervise.py"))["read_procfile"]
+    return dict(read_procfile((ROOT / "Procfile").read_text()))
