@@ -46,7 +46,7 @@ from sessions_app.selectors.usage import (
     top_sessions_by_tokens,
     usage_breakdowns,
 )
-from sessions_app.selectors.weekly import usage_weekly
+from sessions_app.selectors.weekly import current_week
 from sessions_app.templatetags.usage_format import thousands, usd
 
 DEFAULT_DAYS = 30
@@ -315,13 +315,12 @@ def _plan_windows_panel(usage: UsageFilter, book: PriceBook) -> dict | None:
     rows = []
     for user_id in users:
         blocks = usage_blocks(user_id=user_id, since=now, now=now, book=book, **scope)
-        weeks = usage_weekly(user_id=user_id, since=now, now=now, book=book, **scope)
         rows.append(
             {
                 "user_id": user_id,
                 "plan": blocks["plan"],
                 "block": blocks["active_block"],
-                "week": next((week for week in weeks["results"] if week["is_current"]), None),
+                "week": current_week(user_id=user_id, now=now, book=book, **scope),
             }
         )
     return {"now": now, "rows": rows, "users_max": PLAN_WINDOW_USERS}

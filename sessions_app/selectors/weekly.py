@@ -147,6 +147,17 @@ def usage_weekly(
     }
 
 
+def current_week(*, tenant: Tenant, user_id: str, now: datetime, book: PriceBook, **scope) -> dict:
+    """A user's current week against their plan: its row of `usage_weekly`, or, before anything is used in it (just
+    after the weekly reset, say), a row of zeros with the plan's 0%."""
+    weekly = usage_weekly(tenant=tenant, user_id=user_id, since=now, now=now, book=book, **scope)
+    row = next((week for week in weekly["results"] if week["is_current"]), None)
+    if row is None:
+        plan = plan_for(tenant=tenant, user_id=user_id)
+        row = _week_row(weekly["since"], None, dict.fromkeys(COUNTED, 0), Cost(), now=now, plan=plan)
+    return row
+
+
 def _all_tokens(counted: dict) -> int:
     return sum(counted[name] for name in ENTRY_TOKENS)
 

@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from sessions_app.selectors.blocks import floor_hour
 from tests.support.api import post_messages
 from tests.support.factories import SessionFactory
 
@@ -349,7 +350,10 @@ def test_the_plan_windows_panel_shows_each_active_users_block_and_week_against_t
     """Users active in the last 5 hours: their current block (tokens, cost, % of the plan, projection) and week; a
     user idle for longer is not listed, nor another tenant's user; every tenant's dashboard has no panel."""
     now = timezone.now()
-    assert api.post("/api/v1/plans/", {"preset": "pro"}, format="json").status_code == 201
+    # The plan's week resets days away from now, so the messages below are in its current week whenever this runs.
+    resets = (now + timedelta(days=3)).strftime("%A").lower()
+    plan = {"preset": "pro", "week_starts_on": resets, "week_start_hour": 0}
+    assert api.post("/api/v1/plans/", plan, format="json").status_code == 201
     for tenant_api, user_id, minutes_ago in (
         (api, "alice", 40),
         (api, "alice", 20),
@@ -365,7 +369,26 @@ def test_the_plan_windows_panel_shows_each_active_users_block_and_week_against_t
     row = panel["rows"][0]
     assert row["block"]["is_active"] and row["block"]["input_tokens"] == 3000
     assert row["block"]["plan_usage"]["tokens_percent"] == 20.0  # 3,800 of Pro's 19,000 input + output tokens
-    assert row["week"]["input_tokens"] >= 3000 and row["plan"]["preset"] == "pro"
+    assert row["week"]["input_tokens"] == 3000 and row["plan"]["preset"] == "pro"
     assert 'id="ace-plan-windows"' in html and "20.0%" in html and "carol" not in html
     response, html = page(staff, "tenant=all")
     assert response.context["plan_windows"] is None and 'id="ace-plan-windows"' not in html
+
+
+def test_just_after_the_weekly_reset_the_panel_shows_the_new_week_at_zero(staff, api):
+    """A user whose block is still going but whose plan's week reset since their last message: the week shown is the
+    new one, at 0 tokens against the plan, not a blank."""
+    now = timezone.now()
+    reset = floor_hour(now)  # the plan's week began at the start of this hour
+    plan = {"preset": "pro", "week_starts_on": reset.strftime("%A").lower(), "week_start_hour": reset.hour}
+    assert api.post("/api/v1/plans/", plan, format="json").status_code == 201
+    session = SessionFactory(tenant=api.tenant, user_id="alice", tool="claude-code")
+    moment = (reset - timedelta(minutes=10)).isoformat()
+    post_messages(api, session, [answer("before-reset", SONNET, moment, 1500, 400)])
+    response, html = page(staff, f"tenant={api.tenant.pk}")
+    row = response.context["plan_windows"]["rows"][0]
+    assert row["block"]["is_active"] and row["block"]["input_tokens"] == 1500
+    week = row["week"]
+    assert week["is_current"] and week["week_start"] == reset and week["input_tokens"] == 0
+    assert week["plan_usage"]["tokens"] == 0 and week["plan_usage"]["cost_usd"] == 0
+    assert f"<td>{reset:%Y-%m-%d %H:%M}</td>" in html
