@@ -69,6 +69,12 @@ def parse_args():
     parser.add_argument("--runs", type=int, default=200, help="timed runs per read query and layout (default 200)")
     parser.add_argument("--insert-rows", type=int, default=100_000, help="rows per insert way (default 100,000)")
     parser.add_argument("--keep", action="store_true", help="keep the tables afterwards (default: drop them)")
+    parser.add_argument(
+        "--one-at-a-time",
+        action="store_true",
+        help="build, measure and drop each layout before the next (disk for one layout at a time: ~4.6 KB a "
+        "message; reads are then timed layout after layout, not taking turns)",
+    )
     parser.add_argument("--name", default=None, help="results file name (default partitioning-<N>)")
     args = parser.parse_args()
     args.layouts = [name for name in args.layouts.split(",") if name]
@@ -602,6 +608,37 @@ def per_row(size: dict) -> dict:
     }
 
 
+def measure(raw, group: list[str], args, data: dict, timings: dict, cutoff: datetime, purge_day: datetime) -> dict:
+    """Build the layouts of `group` and measure them together: disk, reads (taking turns), inserts, retention."""
+    layouts = {}
+    with raw.cursor() as cursor:
+        execute(cursor, "SET max_parallel_workers_per_gather = 0")  # rows written in created_at order
+        for layout in group:
+            print(f"Building {layout}…")
+            layouts[layout] = build_layout(cursor, layout, data, timings)
+        execute(cursor, "RESET max_parallel_workers_per_gather")
+        execute(cursor, "CHECKPOINT")
+        print("Sizes…")
+        disk = {
+            layout: {t: sizes(cursor, info["table"]) for t, info in built.items()} for layout, built in layouts.items()
+        }
+        print(f"Reads ({args.runs} runs each)…")
+        reads = time_reads(cursor, layouts, args.runs, data)
+    print(f"Inserts ({args.insert_rows:,} rows by COPY, as many by INSERTs of {INSERT_BATCH})…")
+    inserts = time_inserts(raw, layouts, args.insert_rows, data["now"])
+    print(f"Retention: everything before {cutoff:%Y-%m-%d}…")
+    retention = time_retention(raw, layouts, cutoff, purge_day)
+    return {"layouts": layouts, "disk": disk, "reads": reads, "inserts": inserts, "retention": retention}
+
+
+def drop_layouts(raw, layouts: dict) -> None:
+    raw.autocommit = True
+    with raw.cursor() as cursor:
+        for built in layouts.values():
+            for info in built.values():
+                execute(cursor, f"DROP TABLE IF EXISTS {info['table']} CASCADE")
+
+
 def main() -> int:
     args = parse_args()
     benchlib.setup_django()
@@ -626,27 +663,21 @@ def main() -> int:
             f"  {data['messages']:,} messages, {data['sessions']:,} sessions, "
             f"{data['first']:%Y-%m-%d} to {data['last']:%Y-%m-%d}"
         )
-        layouts = {}
-        for layout in args.layouts:
-            print(f"Building {layout}…")
-            layouts[layout] = build_layout(cursor, layout, data, timings)
-        execute(cursor, "RESET max_parallel_workers_per_gather")
-        execute(cursor, "CHECKPOINT")
-
-        print("Sizes…")
-        disk = {
-            layout: {t: sizes(cursor, info["table"]) for t, info in built.items()} for layout, built in layouts.items()
-        }
-        print(f"Reads ({args.runs} runs each)…")
-        reads = time_reads(cursor, layouts, args.runs, data)
-    print(f"Inserts ({args.insert_rows:,} rows by COPY, as many by INSERTs of {INSERT_BATCH})…")
-    inserts = time_inserts(raw, layouts, args.insert_rows, now)
     cutoff = datetime.combine(
         (data["first"].date().replace(day=28) + timedelta(days=4)).replace(day=1), datetime.min.time(), UTC
     )
     purge_day = cutoff - timedelta(days=3)
-    print(f"Retention: everything before {cutoff:%Y-%m-%d}…")
-    retention = time_retention(raw, layouts, cutoff, purge_day)
+    groups = [[layout] for layout in args.layouts] if args.one_at_a_time else [args.layouts]
+    layouts, disk, reads, inserts, retention = {}, {}, [], {}, {}
+    for group in groups:
+        built = measure(raw, group, args, data, timings, cutoff, purge_day)
+        layouts.update(built["layouts"])
+        disk.update(built["disk"])
+        inserts.update(built["inserts"])
+        retention.update(built["retention"])
+        reads = [{**old, **new} for old, new in zip(reads, built["reads"], strict=True)] if reads else built["reads"]
+        if args.one_at_a_time and not args.keep:
+            drop_layouts(raw, built["layouts"])
 
     # -- the tables ------------------------------------------------------------------------------------------------
     names = list(layouts)
@@ -728,11 +759,8 @@ def main() -> int:
     print(f"  load average before {load_before}, after {os.getloadavg()} on {os.cpu_count()} cores")
 
     if not args.keep:
-        raw.autocommit = True
+        drop_layouts(raw, layouts)
         with raw.cursor() as cursor:
-            for built in layouts.values():
-                for info in built.values():
-                    execute(cursor, f"DROP TABLE IF EXISTS {info['table']} CASCADE")
             for scratch in (SKELETON, TEXTS, PLAN):
                 execute(cursor, f"DROP TABLE IF EXISTS {scratch}")
     path = benchlib.write_results(
