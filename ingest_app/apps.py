@@ -7,9 +7,21 @@ class IngestAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from platform_kit.storage import stored_kind_register
         from sessions_app.signals import user_forgetting
 
         user_forgetting.connect(_user_forgetting, dispatch_uid="ingest_app.forget_user")
+        stored_kind_register("uploads", _uploads_in_use)
+
+
+def _uploads_in_use(tenant_id, names: list[str]) -> set[str]:
+    """An uploaded log's stored parts (`<tenant id>/uploads/<segment id>`) that are still one of its segments."""
+    from ingest_app.models import UploadSegment
+    from platform_kit.storage import ids_in_names
+
+    by_id = ids_in_names(names)
+    segments = UploadSegment.objects.filter(tenant_id=tenant_id, pk__in=list(by_id)).values_list("pk", flat=True)
+    return {by_id[pk] for pk in segments}
 
 
 def _user_forgetting(sender, **kwargs):

@@ -9,23 +9,39 @@ A file's name starts with the id of the tenant whose data it holds (`<tenant id>
 database storage keeps that id on its rows, and an object store's keys group a tenant's files. Names are made
 unique by their callers (ids), never derived from a client's file names. Files are written whole and never
 changed; they are read as a stream of chunks (`stored_chunks`), never whole in memory.
+
+A file is written before the row that refers to it commits, and deleted after the row's deletion commits. So a
+rolled-back write or a delete that never ran (a worker gone, the object store down) leaves a file nothing refers to:
+`stored_files_sweep` (hourly) deletes those, for the kinds of file the apps register (`stored_kind_register`), once
+they are older than ORPHAN_GRACE.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timedelta
 
 from django.core.files import File
 from django.core.files.storage import Storage, storages
 from django.db import connection, transaction
+from django.utils import timezone
 from django.utils.deconstruct import deconstructible
 
 from platform_kit.models import StoredObject, StoredObjectChunk
 
+logger = logging.getLogger(__name__)
+
 STORAGE_ALIAS = "ace"
 CHUNK_BYTES = 1 << 20
+# A file younger than this is never swept: its row may still be on its way (a long upload's transaction, an export
+# being recorded).
+ORPHAN_GRACE = timedelta(hours=1)
+
+# kind (the second part of a name) → live(tenant_id, names): which of those names something still refers to.
+_KINDS: dict[str, Callable[[uuid.UUID, list[str]], set[str]]] = {}
 
 
 def ace_storage() -> Storage:
@@ -74,6 +90,87 @@ def _file_chunks(storage: Storage, name: str) -> Iterator[bytes]:
             yield from iter(lambda: handle.read(CHUNK_BYTES), b"")
 
     return chunks()
+
+
+def stored_kind_register(kind: str, live: Callable[[uuid.UUID, list[str]], set[str]]) -> None:
+    """Files `<tenant id>/<kind>/…` belong to the app that registers `kind` (in its AppConfig.ready): `live(tenant_id,
+    names)` says which of a tenant's names its rows still refer to; the sweep deletes the others. Files of a kind
+    nobody registered are never swept."""
+    _KINDS[kind] = live
+
+
+def ids_in_names(names: Iterable[str], *, suffix: str = "") -> dict[uuid.UUID, str]:
+    """The names whose last part is a UUID (then `suffix`), by that id: how a `live` callback finds its rows."""
+    found = {}
+    for name in names:
+        last = name.rsplit("/", 1)[-1]
+        if last.endswith(suffix):
+            try:
+                found[uuid.UUID(last.removesuffix(suffix))] = name
+            except ValueError:
+                continue
+    return found
+
+
+def stored_files_sweep(*, older_than: timedelta = ORPHAN_GRACE, storage: Storage | None = None) -> dict:
+    """Delete the stored files nothing refers to (see the module's docstring) that are older than `older_than`,
+    a tenant and a kind at a time: a deleted tenant's files too. Returns the counts: files seen, kept, deleted."""
+    storage = storage or ace_storage()
+    cutoff = timezone.now() - older_than
+    counts = {"seen": 0, "kept": 0, "deleted": 0}
+    for tenant_id in _tenant_folders(storage):
+        for kind, live in sorted(_KINDS.items()):
+            files = list(_files(storage, f"{tenant_id}/{kind}/"))
+            if not files:
+                continue
+            referred = live(tenant_id, [name for name, _ in files])
+            for name, written in files:
+                counts["seen"] += 1
+                if name in referred or written is None or written > cutoff:
+                    counts["kept"] += 1
+                    continue
+                storage.delete(name)
+                counts["deleted"] += 1
+                logger.info("deleted %s: nothing refers to it (written %s)", name, written.isoformat())
+    return counts
+
+
+def _tenant_folders(storage: Storage) -> Iterable[uuid.UUID]:
+    if isinstance(storage, DatabaseStorage):
+        tenant_ids = StoredObject.objects.order_by().values_list("tenant_id", flat=True).distinct()
+        return sorted(tenant_ids)
+    folders = []
+    for folder in storage.listdir("")[0]:
+        try:
+            folders.append(uuid.UUID(folder))
+        except ValueError:
+            continue  # not a tenant's: not ours to sweep
+    return sorted(folders)
+
+
+def _files(storage: Storage, prefix: str) -> Iterator[tuple[str, datetime | None]]:
+    """The files under `prefix` (at any depth) with the time each was written (None: unknown, never swept)."""
+    if isinstance(storage, DatabaseStorage):
+        rows = StoredObject.objects.filter(tenant_id=tenant_of(prefix), name__startswith=prefix)
+        yield from rows.order_by("name").values_list("name", "created_at")
+        return
+    bucket = getattr(storage, "bucket", None)
+    if bucket is not None:  # django-storages' S3Storage: one listing, with each object's time, no request per file
+        from storages.utils import clean_name
+
+        location = storage._normalize_name("")
+        for summary in bucket.objects.filter(Prefix=storage._normalize_name(clean_name(prefix))):
+            yield summary.key.removeprefix(location).lstrip("/"), summary.last_modified
+        return
+    folders, names = storage.listdir(prefix)
+    for name in names:
+        try:
+            written = storage.get_modified_time(prefix + name)
+        except (NotImplementedError, OSError):
+            written = None
+        yield prefix + name, written
+    for folder in folders:
+        yield from _files(storage, f"{prefix}{folder}/")
 
 
 def tenant_of(name: str) -> uuid.UUID:

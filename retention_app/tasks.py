@@ -18,3 +18,13 @@ def apply_retention() -> dict:
         "messages_purged": sum(run.messages_purged for run in runs),
         "records_purged": sum(run.records_purged for run in runs),
     }
+
+
+@shared_task(name="retention_app.tasks.sweep_stored_files", acks_late=True, time_limit=3600, soft_time_limit=3540)
+def sweep_stored_files() -> dict:
+    """Hourly (retention_app's migration 0004): stored files nothing refers to any more — an upload's part whose
+    write was rolled back, an export's zip or a forgotten user's upload whose delete never ran — deleted
+    (platform_kit.storage.stored_files_sweep)."""
+    from platform_kit.storage import stored_files_sweep
+
+    return stored_files_sweep()

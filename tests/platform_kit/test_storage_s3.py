@@ -113,3 +113,17 @@ def test_forgetting_a_user_deletes_their_uploads_from_the_bucket(db, s3, tmp_pat
         db, tmp_path, django_capture_on_commit_callbacks
     )
     assert keys(client, bucket) == [UploadSegment.objects.get().storage_name]
+
+
+def test_files_nothing_refers_to_are_swept_from_the_bucket(db, s3, tmp_path):
+    """One listing per tenant and kind gives each object's time: no request per file."""
+    from datetime import timedelta
+
+    from platform_kit.storage import stored_files_sweep
+    from tests.platform_kit.test_storage_sweep import sweep_scenario
+
+    _, client, bucket = s3
+    sweep_scenario(tmp_path, sweep=lambda: stored_files_sweep(older_than=timedelta(0)))
+    assert not StoredObject.objects.exists()
+    assert len(keys(client, bucket)) == 3
+    assert stored_files_sweep()["deleted"] == 0  # the objects are seconds old: within the grace time
