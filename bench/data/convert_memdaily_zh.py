@@ -126,7 +126,8 @@ def parse_time(text: str) -> datetime | None:
 
 def locomo_time(moment: datetime) -> str:
     hour = moment.hour % 12 or 12
-    return f"{hour}:{moment.minute:02d} {'am' if moment.hour < 12 else 'pm'} on {moment.day} {moment.strftime('%B')}, {moment.year}"
+    half = "am" if moment.hour < 12 else "pm"
+    return f"{hour}:{moment.minute:02d} {half} on {moment.day} {moment.strftime('%B')}, {moment.year}"
 
 
 def norm(text: str) -> str:
@@ -250,7 +251,7 @@ def main() -> int:
         grams = {did: bigrams(text) for did, (_, text) in texts.items()}
         for did, (_, text) in texts.items():
             by_norm[norm(text)].append(did)
-        for item, evidence in zip(qa, pending):
+        for item, evidence in zip(qa, pending, strict=True):
             alt, near = set(), set()
             for did in evidence:
                 home = texts[did][0]
@@ -259,7 +260,8 @@ def main() -> int:
                         alt.add(other)
                 g = grams[did]
                 for other, og in grams.items():
-                    if other not in evidence and texts[other][0] != home and g and og and len(g & og) / len(g | og) >= 0.6:
+                    similar = g and og and len(g & og) / len(g | og) >= 0.6
+                    if other not in evidence and texts[other][0] != home and similar:
                         near.add(other)
             item["evidence_alt"] = sorted(alt, key=lambda d: tuple(int(x) for x in d[1:].split(":")))
             stats["qa_with_exact_repeat"] += bool(alt)
