@@ -225,7 +225,7 @@ def main() -> int:
                     continue
                 evidence = [mid_to_dia[int(s)] for s in q["target_step_id"] if int(s) in mid_to_dia]
                 stats["evidence_unmapped"] += len(q["target_step_id"]) - len(evidence)
-                evidence = sorted(set(evidence), key=lambda d: int(d.split(":")[1]))
+                evidence = sorted(set(evidence), key=lambda d: tuple(int(x) for x in d[1:].split(":")))
                 if not evidence:
                     stats["qa_dropped_no_evidence"] += 1
                     continue
