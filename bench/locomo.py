@@ -366,6 +366,85 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
+# -- loading and listing, shared with bench/memory_eval.py ----------------------------------------------
+def load_samples(
+    api,
+    samples: list[dict],
+    *,
+    dataset_name: str,
+    user_prefix: str = "",
+    reuse: bool = False,
+    strategies: bool = False,
+    embed_inline: bool = True,
+    progress=print,
+) -> dict:
+    """Load each sample through `api` as user `<user_prefix><sample id>` (or keep an earlier complete copy:
+    `reuse`), then embed every loaded message. Returns {"loaded": {sample id: load_sample's dict},
+    "sessions", "message_ids" (all of them), "load_seconds", "embed_seconds"}."""
+    from memory_app.embedders import get_embedder
+
+    start = time.perf_counter()
+    loaded: dict[str, dict] = {}
+    sessions = 0
+    for sample in samples:
+        user_id = f"{user_prefix}{sample['sample_id']}"
+        earlier = already_loaded(api, sample, user_id=user_id, dataset_name=dataset_name) if reuse else None
+        loaded[str(sample["sample_id"])] = earlier or load_sample(
+            api, sample, user_id=user_id, dataset_name=dataset_name
+        )
+        if strategies:  # a run reads only what its strategy has not read yet: nothing twice
+            records = strategies_run(api, user_id=user_id, dataset_name=dataset_name)
+            progress(f"  {user_id}: {records} valid records after the built-in strategies")
+        sessions += loaded[str(sample["sample_id"])]["sessions"]
+    load_seconds = time.perf_counter() - start
+    all_ids = [mid for info in loaded.values() for mid in info["message_ids"].values()]
+    progress(f"  loaded {len(samples)} samples: {sessions} sessions, {len(all_ids)} messages in {load_seconds:.1f} s")
+    embed_seconds = embed_messages(all_ids, inline=embed_inline)
+    how = "inline" if embed_inline else "by a worker"
+    progress(f"  embedded with {get_embedder().key} ({how}) in {embed_seconds:.1f} s")
+    return {
+        "loaded": loaded,
+        "sessions": sessions,
+        "message_ids": all_ids,
+        "load_seconds": round(load_seconds, 2),
+        "embed_seconds": round(embed_seconds, 2),
+    }
+
+
+def questions_of(samples: list[dict], loaded: dict[str, dict] | None, *, user_prefix: str = "") -> tuple[list, dict]:
+    """The qa items that can be scored, in order: {"sample_id", "qa" (its index), "user_id", "question",
+    "evidence", "category"}. With `loaded` (load_samples's), evidence ids absent from the loaded conversation
+    are left out (and counted); an item left without evidence, or without a question, is skipped (counted)."""
+    questions, total, skipped, unknown_evidence = [], 0, 0, 0
+    for sample in samples:
+        sample_id = str(sample["sample_id"])
+        known = loaded[sample_id]["message_ids"] if loaded is not None else None
+        for index, qa in enumerate(sample.get("qa", [])):
+            total += 1
+            raw = evidence_ids(qa.get("evidence"))
+            evidence = [e for e in raw if known is None or e in known]
+            unknown_evidence += len(raw) - len(evidence)
+            if not evidence or not str(qa.get("question") or "").strip():
+                skipped += 1
+                continue
+            questions.append(
+                {
+                    "sample_id": sample_id,
+                    "qa": index,
+                    "user_id": f"{user_prefix}{sample_id}",
+                    "question": str(qa["question"]),
+                    "evidence": evidence,
+                    "category": category_label(qa),
+                }
+            )
+    counts = {
+        "qa_total": total,
+        "qa_skipped_no_evidence": skipped,
+        "evidence_ids_not_in_conversation": unknown_evidence,
+    }
+    return questions, counts
+
+
 # -- the whole run ---------------------------------------------------------------------------------------
 def run(
     api,
@@ -386,56 +465,38 @@ def run(
     samples = load_dataset(dataset)
     dataset_name = Path(dataset).name
     embedder = get_embedder()
-
-    start = time.perf_counter()
-    loaded: dict[str, dict] = {}
-    sessions = 0
-    for sample in samples:
-        user_id = f"{user_prefix}{sample['sample_id']}"
-        earlier = already_loaded(api, sample, user_id=user_id, dataset_name=dataset_name) if reuse else None
-        loaded[str(sample["sample_id"])] = earlier or load_sample(
-            api, sample, user_id=user_id, dataset_name=dataset_name
-        )
-        if strategies:  # a run reads only what its strategy has not read yet: nothing twice
-            records = strategies_run(api, user_id=user_id, dataset_name=dataset_name)
-            progress(f"  {user_id}: {records} valid records after the built-in strategies")
-        sessions += loaded[str(sample["sample_id"])]["sessions"]
-    load_seconds = time.perf_counter() - start
-    all_ids = [mid for info in loaded.values() for mid in info["message_ids"].values()]
-    progress(f"  loaded {len(samples)} samples: {sessions} sessions, {len(all_ids)} messages in {load_seconds:.1f} s")
-    embed_seconds = embed_messages(all_ids, inline=embed_inline)
-    progress(f"  embedded with {embedder.key} ({'inline' if embed_inline else 'by a worker'}) in {embed_seconds:.1f} s")
+    load = load_samples(
+        api,
+        samples,
+        dataset_name=dataset_name,
+        user_prefix=user_prefix,
+        reuse=reuse,
+        strategies=strategies,
+        embed_inline=embed_inline,
+        progress=progress,
+    )
+    questions, counts = questions_of(samples, load["loaded"], user_prefix=user_prefix)
 
     asker = Asker(api)
     per_mode: dict[str, list[dict]] = {mode: [] for mode in modes}
     latencies: dict[str, list[float]] = {mode: [] for mode in modes}
     degraded: dict[str, int] = dict.fromkeys(modes, 0)
-    skipped, unknown_evidence, total = 0, 0, 0
-    for sample in samples:
-        sample_id = str(sample["sample_id"])
-        known = loaded[sample_id]["message_ids"]
-        for index, qa in enumerate(sample.get("qa", [])):
-            total += 1
-            raw = evidence_ids(qa.get("evidence"))
-            evidence = [e for e in raw if e in known]
-            unknown_evidence += len(raw) - len(evidence)
-            if not evidence or not str(qa.get("question") or "").strip():
-                skipped += 1
-                continue
-            for mode in modes:
-                hits, was_degraded, seconds = asker.ask(mode, str(qa["question"]), f"{user_prefix}{sample_id}")
-                latencies[mode].append(seconds)
-                degraded[mode] += was_degraded
-                row = {
-                    "sample_id": sample_id,
-                    "qa": index,
-                    "category": category_label(qa),
-                    **{f"recall@{k}": recall_at(hits, evidence, k) for k in KS},
-                    **{f"own@{k}": recall_at(hits, evidence, k, context=False) for k in KS},
-                }
-                if details:
-                    row |= {"question": qa["question"], "evidence": evidence, "top": [h for h in hits[:10]]}
-                per_mode[mode].append(row)
+    for question in questions:
+        evidence = question["evidence"]
+        for mode in modes:
+            hits, was_degraded, seconds = asker.ask(mode, question["question"], question["user_id"])
+            latencies[mode].append(seconds)
+            degraded[mode] += was_degraded
+            row = {
+                "sample_id": question["sample_id"],
+                "qa": question["qa"],
+                "category": question["category"],
+                **{f"recall@{k}": recall_at(hits, evidence, k) for k in KS},
+                **{f"own@{k}": recall_at(hits, evidence, k, context=False) for k in KS},
+            }
+            if details:
+                row |= {"question": question["question"], "evidence": evidence, "top": [h for h in hits[:10]]}
+            per_mode[mode].append(row)
 
     results: dict = {}
     for mode in modes:
@@ -460,14 +521,14 @@ def run(
         "roles": "speaker_a = user, speaker_b = assistant; metadata.speaker names the speaker",
         "top_k": TOP_K,
         "samples": len(samples),
-        "sessions": sessions,
-        "messages": len(all_ids),
-        "qa_total": total,
-        "qa_evaluated": total - skipped,
-        "qa_skipped_no_evidence": skipped,
-        "evidence_ids_not_in_conversation": unknown_evidence,
-        "load_seconds": round(load_seconds, 2),
-        "embed_seconds": round(embed_seconds, 2),
+        "sessions": load["sessions"],
+        "messages": len(load["message_ids"]),
+        "qa_total": counts["qa_total"],
+        "qa_evaluated": len(questions),
+        "qa_skipped_no_evidence": counts["qa_skipped_no_evidence"],
+        "evidence_ids_not_in_conversation": counts["evidence_ids_not_in_conversation"],
+        "load_seconds": load["load_seconds"],
+        "embed_seconds": load["embed_seconds"],
         "modes": results,
     }
 
@@ -479,70 +540,101 @@ SWEEP = {
 }
 
 
-def sweep(api, dataset, *, user_prefix: str = "") -> list[dict]:
-    """recall@10 (and own@10) of every combination of the scoring weights in SWEEP, on a dataset loaded
-    before. In this process: each question's candidates are gathered once (memory_app.selectors.recall.gather,
-    the database part), then scored and picked under each combination with the module's constants patched."""
-    import dataclasses
+def grid_points(grid: dict[str, tuple]) -> list[dict]:
+    """Every combination of a grid {constant name: values}, as {name: value} dicts, in the grid's order."""
     import itertools
+
+    return [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
+
+
+@contextmanager
+def recall_constants(values: dict):
+    """memory_app.selectors.recall's module constants set to `values` for the duration (in this process only);
+    a name the module does not have is an error, not a silent no-op."""
     from unittest import mock
 
     import memory_app.selectors.recall as recall
-    from memory_app.embedders import get_embedder
-    from memory_app.models import Record
-    from sessions_app.models import Message
 
-    tenant = Asker(api)._tenant_of_key()
-    embedder = get_embedder()
-    questions = []
-    for sample in load_dataset(dataset):
-        for qa in sample.get("qa", []):
-            evidence = evidence_ids(qa.get("evidence"))
-            if evidence and str(qa.get("question") or "").strip():
-                questions.append((f"{user_prefix}{sample['sample_id']}", str(qa["question"])[:4000], evidence))
-    users = {user_id for user_id, _, _ in questions}
-    external = {
-        (str(session_id), seq): ext
-        for session_id, seq, ext in Message.objects.filter(tenant=tenant, session__user_id__in=users).values_list(
-            "session_id", "seq", "external_id"
-        )
-    }
-    cited = {}
-    for record in Record.objects.filter(tenant=tenant, user_id__in=users, valid=True).prefetch_related(
-        "source_messages"
-    ):
-        cited[str(record.pk)] = [m.external_id for m in record.source_messages.all() if m.external_id]
-    gathered = []
-    for user_id, question, evidence in questions:
-        candidates, keyword = recall.gather(
-            tenant=tenant,
-            query=question,
-            user_id=user_id,
-            vector=recall.query_vector(embedder, question),
-            embedder=embedder,
-            types=None,
-            session=None,
-            since=None,
-            until=None,
-            include_messages=True,
-            include_records=True,
-        )
-        gathered.append((candidates, keyword, evidence))
+    with mock.patch.multiple(recall, **values):
+        yield
+
+
+class Gathered:
+    """Each question's candidates gathered once (memory_app.selectors.recall.gather: the database part of a
+    recall, a dataset loaded before), to be scored and picked here as often as wanted, under whatever values
+    the recall module's constants have at the time (recall_constants)."""
+
+    def __init__(self, api, questions: list[dict]):
+        import memory_app.selectors.recall as recall
+        from memory_app.embedders import get_embedder
+        from memory_app.models import Record
+        from sessions_app.models import Message
+
+        tenant = Asker(api)._tenant_of_key()
+        embedder = get_embedder()
+        users = {q["user_id"] for q in questions}
+        self.external = {
+            (str(session_id), seq): ext
+            for session_id, seq, ext in Message.objects.filter(tenant=tenant, session__user_id__in=users).values_list(
+                "session_id", "seq", "external_id"
+            )
+        }
+        self.cited = {}
+        for record in Record.objects.filter(tenant=tenant, user_id__in=users, valid=True).prefetch_related(
+            "source_messages"
+        ):
+            self.cited[str(record.pk)] = [m.external_id for m in record.source_messages.all() if m.external_id]
+        self.candidates = []
+        for q in questions:
+            question = q["question"][:4000]
+            self.candidates.append(
+                recall.gather(
+                    tenant=tenant,
+                    query=question,
+                    user_id=q["user_id"],
+                    vector=recall.query_vector(embedder, question),
+                    embedder=embedder,
+                    types=None,
+                    session=None,
+                    since=None,
+                    until=None,
+                    include_messages=True,
+                    include_records=True,
+                )
+            )
+
+    def hits(self, index: int, top_k: int = 10) -> list[tuple[list[str], list[str]]]:
+        """Question `index`'s top_k hits as (own external ids, context external ids), scored and picked as
+        recall_search would with the module's constants as they are now."""
+        import dataclasses
+
+        import memory_app.selectors.recall as recall
+
+        candidates, keyword = self.candidates[index]
+        fresh = {key: dataclasses.replace(c, matched_by=set(), around=[]) for key, c in candidates.items()}
+        hits = []
+        for c in recall._pick(recall._score(fresh, keyword), top_k):
+            if c.place is None:
+                hits.append((self.cited.get(c.pk, []), []))
+            else:
+                hits.append(([self.external.get(c.place, "")], [self.external.get(p, "") for p in c.around]))
+        return hits
+
+
+def sweep(api, dataset, *, user_prefix: str = "") -> list[dict]:
+    """recall@10 (and own@10) of every combination of the scoring weights in SWEEP, on a dataset loaded
+    before. In this process: each question's candidates are gathered once (Gathered), then scored and picked
+    under each combination with the module's constants patched."""
+    questions, _ = questions_of(load_dataset(dataset), None, user_prefix=user_prefix)
+    gathered = Gathered(api, questions)
     rows = []
-    for values in itertools.product(*SWEEP.values()):
-        patches = dict(zip(SWEEP, values, strict=True))
+    for patches in grid_points(SWEEP):
         found, own = [], []
-        with mock.patch.multiple(recall, **patches):
-            for candidates, keyword, evidence in gathered:
-                fresh = {key: dataclasses.replace(c, matched_by=set(), around=[]) for key, c in candidates.items()}
-                hits = []
-                for c in recall._pick(recall._score(fresh, keyword), 10):
-                    if c.place is None:
-                        hits.append((cited.get(c.pk, []), []))
-                    else:
-                        hits.append(([external.get(c.place, "")], [external.get(p, "") for p in c.around]))
-                found.append(recall_at(hits, evidence, 10))
-                own.append(recall_at(hits, evidence, 10, context=False))
+        with recall_constants(patches):
+            for index, question in enumerate(questions):
+                hits = gathered.hits(index)
+                found.append(recall_at(hits, question["evidence"], 10))
+                own.append(recall_at(hits, question["evidence"], 10, context=False))
         rows.append({**patches, "recall@10": _mean(found), "own@10": _mean(own)})
     return sorted(rows, key=lambda row: -row["recall@10"])
 
