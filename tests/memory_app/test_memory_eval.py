@@ -1,0 +1,112 @@
+"""The leave-one-data-set-out protocol (bench/memory_eval.py) end to end on three tiny data sets cut from the
+synthetic LoCoMo-layout set, with the hash embedder and a two-point grid, in-process: every figure reported is
+the held-out set's, under a configuration its own scores had no say in."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from sessions_app.models import Session
+from sessions_app.services.apikeys import apikey_create
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+GRID = {"VECTOR_WEIGHT": (0.5,), "NEIGHBOUR_KEYWORD": (0.0, 0.5)}
+
+
+@pytest.fixture(scope="module")
+def memory_eval():
+    sys.path.insert(0, str(BENCH))  # bench/memory_eval.py imports benchlib and locomo as top-level modules
+    try:
+        spec = importlib.util.spec_from_file_location("bench_memory_eval", BENCH / "memory_eval.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+@pytest.fixture
+def datasets(tmp_path, memory_eval):
+    """One synthetic sample per data set; the last named as a Chinese set, so it has the issue's target."""
+    samples = memory_eval.locomo.load_dataset(memory_eval.locomo.DEFAULT_DATASET)
+    paths = []
+    for name, sample in zip(("alpha", "beta", "gamma_zh"), samples, strict=True):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps([sample]))
+        paths.append(path)
+    return paths, {path.stem: len(sample["qa"]) for path, sample in zip(paths, samples, strict=True)}
+
+
+def test_a_fold_is_chosen_on_the_other_sets_even_when_its_own_best_differs(memory_eval):
+    # Config 0 is best on A by far; B and C both prefer config 1, so leaving A out must choose 1.
+    objectives = {"A": [0.9, 0.1], "B": [0.2, 0.6], "C": [0.3, 0.5]}
+
+    folds = memory_eval.leave_one_out(objectives)
+
+    assert folds["A"]["chosen"] == 1 and folds["A"]["in_sample_best"] == 0
+    assert folds["A"]["others_objective"] == 0.55 and folds["A"]["in_sample_best_objective"] == 0.9
+    # Leaving B out: A's 0.9 outweighs C's preference (means 0.6 against 0.3), though B itself prefers 1.
+    assert folds["B"]["chosen"] == 0 and folds["B"]["in_sample_best"] == 1
+    # Whatever A scores itself, A's fold does not move.
+    for own in ([1.0, 0.0], [0.0, 1.0], [0.5, 0.5]):
+        assert memory_eval.leave_one_out({**objectives, "A": own})["A"]["chosen"] == 1
+    with pytest.raises(ValueError):
+        memory_eval.leave_one_out({"A": [0.5]})
+
+
+def test_the_protocol_end_to_end(db, memory_eval, datasets, tmp_path, monkeypatch, capsys):
+    paths, questions = datasets
+    key = apikey_create(tenant_name="memory-eval-ci").plain_key
+    monkeypatch.setattr(memory_eval.benchlib, "RESULTS_DIR", tmp_path / "results")
+
+    report = memory_eval.evaluate(
+        memory_eval.locomo.DjangoApi(key, Client()), paths, grid=GRID, progress=lambda *args: None
+    )
+    memory_eval.print_report(report)
+    written = json.loads(memory_eval.write_report(report, "ci").read_text())
+    out = capsys.readouterr().out
+
+    assert report["embedder"].startswith("hash") and report["configurations"] == 2
+    sets = written["datasets"]
+    assert list(sets) == ["alpha", "beta", "gamma_zh"]
+    # Each set under its own user prefix: no set's recall can reach another's turns.
+    users = set(Session.objects.filter(tenant__name="memory-eval-ci").values_list("user_id", flat=True))
+    assert {user.split("/")[0] for user in users} == set(sets) and len(users) == 3
+
+    in_sample = {name: [row["objective"] for row in data["in_sample"]] for name, data in sets.items()}
+    points = memory_eval.locomo.grid_points(GRID)
+    for name, data in sets.items():
+        held_out = data["held_out"]["overall"]
+        assert data["questions"] == held_out["questions"] == questions[name]
+        assert 0 <= held_out["own@10"] <= held_out["with-context@10"] <= 1
+        # Ten hits show at least ten turns (these users have 50+) and at most thirty (each with two neighbours).
+        assert 10 <= held_out["turns_shown"] <= 30
+        assert data["held_out"]["latency"]["runs"] == questions[name] and data["held_out"]["latency"]["p95_ms"] > 0
+        assert data["held_out"]["degraded_answers"] == 0
+        assert sum(c["questions"] for c in data["held_out"]["by_category"].values()) == questions[name]
+        # The fold's choice is the best mean over the OTHER sets; the set's own scores have no say.
+        others = [scores for other, scores in in_sample.items() if other != name]
+        means = [sum(scores[i] for scores in others) / len(others) for i in range(len(points))]
+        assert data["fold"]["chosen"] == points[max(range(len(points)), key=lambda i: (means[i], -i))]
+        best_elsewhere = 1 - points.index(data["fold"]["chosen"])
+        rigged = {**in_sample, name: [1.0 if i == best_elsewhere else 0.0 for i in range(len(points))]}
+        assert points[memory_eval.leave_one_out(rigged)[name]["chosen"]] == data["fold"]["chosen"]
+        # The API's answers under the chosen constants are the gathered scoring's: the harness measures one thing.
+        assert data["gathered_check"]["agrees_with_api"]
+        assert held_out["own@10"] == data["in_sample"][points.index(data["fold"]["chosen"])]["own@10"]
+
+    # Only the Chinese set (and every set's p95) has a target here; each verdict is the figure against it.
+    assert [t["target"] for t in sets["gamma_zh"]["targets"]] == ["with-context@10 >= 0.75", "p95 < 50 ms"]
+    assert [t["target"] for t in sets["alpha"]["targets"]] == ["p95 < 50 ms"]
+    verdict = sets["gamma_zh"]["targets"][0]
+    assert verdict["met"] == (sets["gamma_zh"]["held_out"]["overall"]["with-context@10"] >= 0.75)
+
+    # One table row per data set, and the folds and in-sample bests printed apart.
+    main_table = out.split("Held-out figures")[1].split("\n\n")[0].splitlines()[3:]
+    assert [row.split()[0] for row in main_table] == ["alpha", "beta", "gamma_zh"]
+    assert "Per category (held out)" in out and "IN-SAMPLE best (not a result)" in out
+    assert "WARNING" not in out
