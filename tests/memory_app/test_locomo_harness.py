@@ -1,30 +1,20 @@
 """The LoCoMo-layout evaluation harness (bench/locomo.py) end to end on the synthetic dataset, with the hash
 embedder, in-process: loading through the API, inline embedding, and recall in the three modes."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from django.test import Client
 
 from sessions_app.models import Message, Session
 from sessions_app.services.apikeys import apikey_create
-
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.support.bench import bench_module
 
 
 @pytest.fixture(scope="module")
 def locomo():
-    sys.path.insert(0, str(BENCH))  # bench/locomo.py imports bench/benchlib.py as a top-level module
-    try:
-        spec = importlib.util.spec_from_file_location("bench_locomo", BENCH / "locomo.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+    with bench_module("locomo") as module:
         yield module
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 def test_harness_on_synthetic_data(db, locomo):

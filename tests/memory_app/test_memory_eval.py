@@ -2,31 +2,22 @@
 synthetic LoCoMo-layout set, with the hash embedder and a two-point grid, in-process: every figure reported is
 the held-out set's, under a configuration its own scores had no say in."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from django.test import Client
 
 from sessions_app.models import Session
 from sessions_app.services.apikeys import apikey_create
+from tests.support.bench import bench_module
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 GRID = {"VECTOR_WEIGHT": (0.5,), "NEIGHBOUR_KEYWORD": (0.0, 0.5)}
 
 
 @pytest.fixture(scope="module")
 def memory_eval():
-    sys.path.insert(0, str(BENCH))  # bench/memory_eval.py imports benchlib and locomo as top-level modules
-    try:
-        spec = importlib.util.spec_from_file_location("bench_memory_eval", BENCH / "memory_eval.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+    with bench_module("memory_eval") as module:
         yield module
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 @pytest.fixture
