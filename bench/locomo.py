@@ -691,7 +691,10 @@ def cleanup(tenant) -> None:
 
     statements = [
         "DELETE FROM memory_app_messageembedding WHERE tenant_id = %s",
+        "DELETE FROM memory_app_sessionembeddingprogress WHERE tenant_id = %s",
         "UPDATE sessions_app_session SET current_conversation_id = NULL WHERE tenant_id = %s",
+        "DELETE FROM sessions_app_turn WHERE tenant_id = %s",
+        "DELETE FROM sessions_app_sessionmodelusage WHERE tenant_id = %s",
         "DELETE FROM sessions_app_message WHERE tenant_id = %s",
         "DELETE FROM sessions_app_llmrequest WHERE tenant_id = %s",
         "DELETE FROM sessions_app_conversation WHERE tenant_id = %s",
@@ -699,13 +702,9 @@ def cleanup(tenant) -> None:
         "DELETE FROM sessions_app_usagehourly WHERE tenant_id = %s",
         "DELETE FROM sessions_app_session WHERE tenant_id = %s",
     ]
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            for sql in statements:
-                cursor.execute(sql, [tenant.pk])
-    except Exception as error:  # noqa: BLE001 - e.g. records referencing these messages
-        print(f"  (could not delete earlier rows of {tenant.name}: {error}; using a fresh user prefix instead)")
-        raise
+    with transaction.atomic(), connection.cursor() as cursor:
+        for sql in statements:
+            cursor.execute(sql, [tenant.pk])
 
 
 def parse_args(argv=None):
@@ -757,7 +756,8 @@ def main(argv=None) -> int:
         try:
             if not args.reuse:
                 cleanup(Tenant.objects.get(name=TENANT))
-        except Exception:  # noqa: BLE001
+        except Exception as error:  # noqa: BLE001 - e.g. records referencing these messages
+            print(f"  (could not delete earlier rows of {TENANT}: {error}; using a fresh user prefix instead)")
             prefix = prefix or f"run{datetime.now(UTC):%Y%m%d%H%M%S}-"
         api = DjangoApi(created.plain_key)
     print(f"LoCoMo-layout evidence recall: {args.dataset}, embedder {args.embedder}, {benchlib.database_description()}")
