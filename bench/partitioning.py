@@ -70,6 +70,11 @@ def parse_args():
     parser.add_argument("--insert-rows", type=int, default=100_000, help="rows per insert way (default 100,000)")
     parser.add_argument("--keep", action="store_true", help="keep the tables afterwards (default: drop them)")
     parser.add_argument(
+        "--wal-compression",
+        default="",
+        help="also time the inserts with these wal_compression methods, comma-separated (e.g. lz4,zstd)",
+    )
+    parser.add_argument(
         "--one-at-a-time",
         action="store_true",
         help="build, measure and drop each layout before the next (disk for one layout at a time: ~4.6 KB a "
@@ -78,6 +83,7 @@ def parse_args():
     parser.add_argument("--name", default=None, help="results file name (default partitioning-<N>)")
     args = parser.parse_args()
     args.layouts = [name for name in args.layouts.split(",") if name]
+    args.wal_compression = ("off", *[name for name in args.wal_compression.split(",") if name])
     unknown = set(args.layouts) - set(LAYOUTS)
     if unknown:
         parser.error(f"unknown layouts: {', '.join(sorted(unknown))}")
@@ -434,11 +440,12 @@ def time_reads(cursor, layouts: dict, runs: int, data: dict) -> list[dict]:
 
 
 # -- inserts ---------------------------------------------------------------------------------------------------------
-def new_messages(rows: int, now: datetime, seed: int) -> list[tuple]:
-    """`rows` new messages in sessions of 200, created in the last two hours, as the message service stores them."""
+def new_messages(rows: int, now: datetime, seed: int, sessions: int = 0) -> list[tuple]:
+    """`rows` new messages in sessions of 200, created in the last two hours, as the message service stores them.
+    The contents come from `seed`; the sessions (and so the external ids) from `seed` and `sessions`."""
     out = []
     for n in range(0, rows, 200):
-        session = uuid.UUID(int=random.Random(seed * 1_000_003 + n).getrandbits(128))
+        session = uuid.UUID(int=random.Random((seed * 1_000_003 + n) * 31 + sessions).getrandbits(128))
         stream = benchlib.MessageStream(seed=seed + n, prefix=str(session)[:8], start=now - timedelta(hours=2))
         items = stream.take(min(200, rows - n))
         text = benchlib.copy_rows(
@@ -454,10 +461,9 @@ def unescape(field):
     return field.replace("\\n", "\n").replace("\\t", "\t").replace("\\r", "\r").replace("\\\\", "\\")
 
 
-def time_inserts(connection, layouts: dict, rows: int, now: datetime) -> dict:
-    """COPY of `rows` messages, then `rows` more by INSERTs of 100 rows (autocommit: a transaction each)."""
-    copied = new_messages(rows, now, seed=1)
-    inserted = [tuple(unescape(f) for f in row) for row in new_messages(rows, now, seed=2)]
+def time_inserts(connection, layouts: dict, rows: int, now: datetime, compressions: tuple[str, ...] = ("off",)) -> dict:
+    """COPY of `rows` messages, then `rows` more by INSERTs of 100 rows (autocommit: a transaction each); again for
+    each `wal_compression` after the first (the figures' names then end in _<method>)."""
     columns = ", ".join(benchlib.MESSAGE_COLUMNS)
     placeholders = "(" + ", ".join(["%s"] * len(benchlib.MESSAGE_COLUMNS)) + ")"
     out = {}
@@ -465,29 +471,39 @@ def time_inserts(connection, layouts: dict, rows: int, now: datetime) -> dict:
     with connection.cursor() as cursor:
         for layout, built in layouts.items():
             target = built["message"]["table"]
-            fresh = [(uuid.uuid4(), *row[1:]) for row in copied]
-            execute(cursor, "CHECKPOINT")  # each layout starts alike: a page's first change after it is logged whole
-            lsn, start = wal_lsn(cursor), time.perf_counter()
-            with connection.transaction(), cursor.copy(f"COPY {target} ({columns}) FROM STDIN") as copy:
-                for row in fresh:
-                    copy.write("\t".join("\\N" if f is None else str(f) for f in row) + "\n")
-            copy_s, copy_wal = time.perf_counter() - start, wal_since(cursor, lsn)
-            fresh = [(uuid.uuid4(), *row[1:]) for row in inserted]
-            execute(cursor, "CHECKPOINT")
-            lsn, start = wal_lsn(cursor), time.perf_counter()
-            for n in range(0, len(fresh), INSERT_BATCH):
-                batch = fresh[n : n + INSERT_BATCH]
-                cursor.execute(
-                    f"INSERT INTO {target} ({columns}) VALUES " + ", ".join([placeholders] * len(batch)),
-                    [value for row in batch for value in row],
+            out[layout] = {}
+            for n, method in enumerate(compressions):
+                suffix = f"_{method}" if n else ""
+                execute(cursor, f"SET wal_compression = '{method}'")  # a superuser's session setting
+                # The same contents each time, in new sessions (their unique keys).
+                copied = new_messages(rows, now, seed=1, sessions=n)
+                inserted = [tuple(unescape(f) for f in row) for row in new_messages(rows, now, seed=2, sessions=n)]
+                fresh = [(uuid.uuid4(), *row[1:]) for row in copied]
+                execute(cursor, "CHECKPOINT")  # alike: a first change is a whole page
+                lsn, start = wal_lsn(cursor), time.perf_counter()
+                with connection.transaction(), cursor.copy(f"COPY {target} ({columns}) FROM STDIN") as copy:
+                    for row in fresh:
+                        copy.write("\t".join("\\N" if f is None else str(f) for f in row) + "\n")
+                copy_s, copy_wal = time.perf_counter() - start, wal_since(cursor, lsn)
+                fresh = [(uuid.uuid4(), *row[1:]) for row in inserted]
+                execute(cursor, "CHECKPOINT")
+                lsn, start = wal_lsn(cursor), time.perf_counter()
+                for at in range(0, len(fresh), INSERT_BATCH):
+                    batch = fresh[at : at + INSERT_BATCH]
+                    cursor.execute(
+                        f"INSERT INTO {target} ({columns}) VALUES " + ", ".join([placeholders] * len(batch)),
+                        [value for row in batch for value in row],
+                    )
+                insert_s, insert_wal = time.perf_counter() - start, wal_since(cursor, lsn)
+                out[layout].update(
+                    {
+                        f"copy_us_per_row{suffix}": round(copy_s / rows * 1e6, 1),
+                        f"copy_wal_bytes_per_row{suffix}": round(copy_wal / rows),
+                        f"insert_us_per_row{suffix}": round(insert_s / rows * 1e6, 1),
+                        f"insert_wal_bytes_per_row{suffix}": round(insert_wal / rows),
+                    }
                 )
-            insert_s, insert_wal = time.perf_counter() - start, wal_since(cursor, lsn)
-            out[layout] = {
-                "copy_us_per_row": round(copy_s / rows * 1e6, 1),
-                "copy_wal_bytes_per_row": round(copy_wal / rows),
-                "insert_us_per_row": round(insert_s / rows * 1e6, 1),
-                "insert_wal_bytes_per_row": round(insert_wal / rows),
-            }
+            execute(cursor, "RESET wal_compression")
             print(f"  {layout}: {out[layout]}")
     connection.autocommit = False
     return out
@@ -625,7 +641,7 @@ def measure(raw, group: list[str], args, data: dict, timings: dict, cutoff: date
         print(f"Reads ({args.runs} runs each)…")
         reads = time_reads(cursor, layouts, args.runs, data)
     print(f"Inserts ({args.insert_rows:,} rows by COPY, as many by INSERTs of {INSERT_BATCH})…")
-    inserts = time_inserts(raw, layouts, args.insert_rows, data["now"])
+    inserts = time_inserts(raw, layouts, args.insert_rows, data["now"], args.wal_compression)
     print(f"Retention: everything before {cutoff:%Y-%m-%d}…")
     retention = time_retention(raw, layouts, cutoff, purge_day)
     return {"layouts": layouts, "disk": disk, "reads": reads, "inserts": inserts, "retention": retention}
@@ -702,11 +718,12 @@ def main() -> int:
     benchlib.print_table(["read", *[f"{n} p50/p95 ms" for n in names]], read_rows, title="Reads")
     insert_rows = [
         [what, *[f"{inserts[n][key]}" for n in names]]
+        for method, suffix in [("", ""), *[(f", {m}", f"_{m}") for m in args.wal_compression[1:]]]
         for what, key in (
-            ("COPY µs/row", "copy_us_per_row"),
-            ("COPY WAL bytes/row", "copy_wal_bytes_per_row"),
-            ("INSERT of 100 µs/row", "insert_us_per_row"),
-            ("INSERT of 100 WAL bytes/row", "insert_wal_bytes_per_row"),
+            (f"COPY µs/row{method}", f"copy_us_per_row{suffix}"),
+            (f"COPY WAL bytes/row{method}", f"copy_wal_bytes_per_row{suffix}"),
+            (f"INSERT of 100 µs/row{method}", f"insert_us_per_row{suffix}"),
+            (f"INSERT of 100 WAL bytes/row{method}", f"insert_wal_bytes_per_row{suffix}"),
         )
     ]
     benchlib.print_table(["insert (message)", *names], insert_rows, title="Inserts")
