@@ -1,6 +1,6 @@
 """Migration operations the apps share: a CHECK for tables too big to lock while they are scanned, a unique
 constraint rebuilt on a big table without stopping its writers, tenant_id added to a table that had it only through
-its parent, and the move of models' content types from one app to another."""
+its parent, the move of models' content types from one app to another, and a periodic task scheduled."""
 
 from django.db import models, transaction
 from django.db.migrations.operations import AddConstraint, AddField, AlterField, RunPython, RunSQL
@@ -92,6 +92,34 @@ class ContentTypesMove(RunPython):
 
     def describe(self):
         return f"Move the content types of {', '.join(self.models)} from {self.source} to {self.target}"
+
+
+class IntervalTaskScheduled(RunPython):
+    """A django-celery-beat periodic task running `task` every `every` `period` (e.g. 1, "hours"), created under
+    `name` unless a task of that name exists (an operator's edits are kept), and deleted when the migration is
+    reversed. The migration depends on django_celery_beat's."""
+
+    def __init__(self, name: str, task: str, every: int, period: str, description: str):
+        self.name, self.task, self.every, self.period, self.description = name, task, every, period, description
+        super().__init__(self._create, self._delete)
+
+    def _create(self, apps, schema_editor):
+        IntervalSchedule = apps.get_model("django_celery_beat", "IntervalSchedule")
+        PeriodicTask = apps.get_model("django_celery_beat", "PeriodicTask")
+        interval, _ = IntervalSchedule.objects.get_or_create(every=self.every, period=self.period)
+        PeriodicTask.objects.get_or_create(
+            name=self.name,
+            defaults={"task": self.task, "interval": interval, "enabled": True, "description": self.description},
+        )
+
+    def _delete(self, apps, schema_editor):
+        apps.get_model("django_celery_beat", "PeriodicTask").objects.filter(name=self.name, task=self.task).delete()
+
+    def deconstruct(self):
+        return self.__class__.__qualname__, [self.name, self.task, self.every, self.period, self.description], {}
+
+    def describe(self):
+        return f"Schedule {self.task} every {self.every} {self.period}"
 
 
 def tenant_added(model_name: str, *, table: str, parent_table: str, parent_column: str) -> list[Operation]:

@@ -2,28 +2,7 @@
 
 from django.db import migrations
 
-TASK = "retention_app.tasks.sweep_stored_files"
-NAME = "Sweep stored files"
-
-
-def create_schedule(apps, schema_editor):
-    IntervalSchedule = apps.get_model("django_celery_beat", "IntervalSchedule")
-    PeriodicTask = apps.get_model("django_celery_beat", "PeriodicTask")
-    hourly, _ = IntervalSchedule.objects.get_or_create(every=1, period="hours")
-    PeriodicTask.objects.get_or_create(
-        name=NAME,
-        defaults={
-            "task": TASK,
-            "interval": hourly,
-            "enabled": True,
-            "description": "Deletes stored uploads and export zips that nothing refers to any more (a rolled-back "
-            "write, a delete that never ran), once they are an hour old.",
-        },
-    )
-
-
-def remove_schedule(apps, schema_editor):
-    apps.get_model("django_celery_beat", "PeriodicTask").objects.filter(name=NAME, task=TASK).delete()
+from platform_kit.migration_operations import IntervalTaskScheduled
 
 
 class Migration(migrations.Migration):
@@ -32,4 +11,13 @@ class Migration(migrations.Migration):
         ("django_celery_beat", "0019_alter_periodictasks_options"),
     ]
 
-    operations = [migrations.RunPython(create_schedule, remove_schedule)]
+    operations = [
+        IntervalTaskScheduled(
+            "Sweep stored files",
+            "retention_app.tasks.sweep_stored_files",
+            1,
+            "hours",
+            "Deletes stored uploads and export zips that nothing refers to any more (a rolled-back write, a delete "
+            "that never ran), once they are an hour old.",
+        )
+    ]
