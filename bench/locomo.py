@@ -686,10 +686,19 @@ def print_report(report: dict) -> None:
 
 
 def cleanup(tenant) -> None:
-    """Delete what earlier runs loaded for the in-process tenant."""
+    """Delete what earlier runs loaded for the in-process tenant, and what a worker made of it (strategy runs and
+    the records they wrote, when a deployment was started on this database since)."""
     from django.db import connection, transaction
 
     statements = [
+        "DELETE FROM strategies_app_runrecord WHERE tenant_id = %s",
+        "DELETE FROM strategies_app_watermark WHERE tenant_id = %s",
+        "DELETE FROM strategies_app_strategyrun WHERE tenant_id = %s",
+        "DELETE FROM memory_app_record_source_messages WHERE tenant_id = %s",
+        "DELETE FROM memory_app_record_source_sessions WHERE tenant_id = %s",
+        "DELETE FROM memory_app_recordrevision WHERE tenant_id = %s",
+        "DELETE FROM portability_app_recordimport WHERE tenant_id = %s",
+        "DELETE FROM memory_app_record WHERE tenant_id = %s",
         "DELETE FROM memory_app_messageembedding WHERE tenant_id = %s",
         "DELETE FROM memory_app_sessionembeddingprogress WHERE tenant_id = %s",
         "UPDATE sessions_app_session SET current_conversation_id = NULL WHERE tenant_id = %s",
