@@ -16,7 +16,8 @@ The protocol (issue 35):
    constants. This gives, per data set and configuration, own@10, with-context@10 and the turns shown.
 3. Leave one data set out: for each data set D, the configuration chosen is the one with the highest
    objective() averaged over the OTHER data sets (each set counts once, whatever its size; ties go to the
-   first in GRID's order). D's own scores never take part in D's choice.
+   first in GRID's order). D's own scores never take part in D's choice. Only configurations whose top 10 hits
+   show at most TURNS_SHOWN_BUDGET distinct turns on average over the other sets can be chosen.
 4. Ask each of D's questions through POST /api/v1/recall/ (in-process, django.test.Client, `top_k` 20,
    `include_messages` true) with the chosen constants patched in, timing each call (one untimed warm-up call
    first). Every figure of the main table and the per-category rows comes from these calls: the fold left out.
@@ -56,7 +57,19 @@ K = 10
 # The configurations the protocol chooses among: {memory_app.selectors.recall constant: the values tried}.
 # Every combination is scored. A rule or threshold that later work makes tunable becomes one more entry here
 # (its module constant, with the value that switches it off among the values), so it is chosen the same way.
-GRID: dict[str, tuple] = dict(locomo.SWEEP)
+GRID: dict[str, tuple] = {
+    "VECTOR_WEIGHT": (0.5, 1.0),
+    "NEIGHBOUR_KEYWORD": (0.25, 0.5),
+    "NEIGHBOUR_VECTOR": (0.5, 1.0),
+    "SESSION_WEIGHT": (0.0, 0.5),
+    "CONTEXT_HITS": ("skip", "promote"),
+    "CONTEXT_BEFORE": (1, 2),
+    "CONTEXT_AFTER": (1, 2),
+}
+# The screen a recall may fill: a configuration whose top 10 hits show more distinct turns than this, on
+# average over the sets that choose, cannot be chosen (three a hit: the hit and a turn either side, the budget
+# issue 35 compares at). Wider context always finds more evidence; it is not better memory.
+TURNS_SHOWN_BUDGET = 30.0
 
 # The issue's targets on the folds left out: {data set (file stem): {figure: at least}}; every set whose
 # stem ends in "_zh" (Chinese) has CHINESE_TARGETS; every set's recall p95 must stay below P95_TARGET_MS.
@@ -127,18 +140,30 @@ def verdicts(name: str, figures: dict, p95_ms: float | None) -> list[dict]:
 
 
 # -- the protocol ----------------------------------------------------------------------------------------
-def leave_one_out(objectives: dict[str, list[float]]) -> dict[str, dict]:
+def leave_one_out(
+    objectives: dict[str, list[float]], shown: dict[str, list[float]] | None = None, budget: float = TURNS_SHOWN_BUDGET
+) -> dict[str, dict]:
     """For each data set: the configuration (an index into the grid's points) with the best objective averaged
     over the other data sets, and, for comparison, its own in-sample best. `objectives`: {data set: the
-    objective of each configuration on it}. Ties go to the earlier configuration."""
+    objective of each configuration on it}; `shown`: {data set: the turns each configuration shows}, when
+    given, a configuration showing more than `budget` on average over the other sets is not chosen (nor is it
+    the in-sample best). Ties go to the earlier configuration."""
     if len(objectives) < 2:
         raise ValueError("leave-one-data-set-out needs at least two data sets")
     folds = {}
     for held_out, own in objectives.items():
-        others = [scores for name, scores in objectives.items() if name != held_out]
-        means = [sum(scores[i] for scores in others) / len(others) for i in range(len(own))]
-        chosen = max(range(len(means)), key=lambda i: (means[i], -i))
-        best = max(range(len(own)), key=lambda i: (own[i], -i))
+        others = [name for name in objectives if name != held_out]
+        means = [sum(objectives[name][i] for name in others) / len(others) for i in range(len(own))]
+        eligible = [
+            i
+            for i in range(len(own))
+            if shown is None or sum(shown[name][i] for name in others) / len(others) <= budget
+        ]
+        if not eligible:
+            raise ValueError(f"no configuration shows at most {budget} turns on the sets choosing for {held_out}")
+        chosen = max(eligible, key=lambda i: (means[i], -i))
+        within = [i for i in range(len(own)) if shown is None or shown[held_out][i] <= budget] or eligible
+        best = max(within, key=lambda i: (own[i], -i))
         folds[held_out] = {
             "chosen": chosen,
             "others_objective": round(means[chosen], 4),
@@ -236,7 +261,10 @@ def evaluate(
         )
         for path in datasets
     }
-    folds = leave_one_out({name: [s["objective"] for s in in_sample] for name, (_, _, in_sample) in prepared.items()})
+    folds = leave_one_out(
+        {name: [s["objective"] for s in in_sample] for name, (_, _, in_sample) in prepared.items()},
+        {name: [s["turns_shown"] for s in in_sample] for name, (_, _, in_sample) in prepared.items()},
+    )
     report_sets = {}
     for name, (facts, questions, in_sample) in prepared.items():
         fold = folds[name]

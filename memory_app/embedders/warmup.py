@@ -6,6 +6,9 @@
 - Celery: ``worker_process_init`` (each pool process, after the fork; aceproject/celery.py) calls
   ``warm_up("worker")``.
 
+A web process also loads the Chinese word segmenter recall uses for CJK queries (jieba's dictionary, about a
+second; memory_app.selectors.recall._segmenter).
+
 Skipped when ACE_EMBEDDER_PRELOAD is false or the settings embed nothing (ACE_EMBEDDER=hash has nothing to load).
 A failure is logged and never stops the process: embedding then fails (and is retried) as it would have on first
 use, and /healthz says the embedder is not loaded.
@@ -26,6 +29,8 @@ _log = logging.getLogger("aceproject.embedder")  # the name the logs have always
 def warm_up(role: str) -> None:
     if not getattr(settings, "ACE_EMBEDDER_PRELOAD", True):
         return
+    if role == "web":
+        _load_segmenter()
     try:
         embedder = get_embedder()
         if embedder.loaded:
@@ -35,3 +40,17 @@ def warm_up(role: str) -> None:
         _log.warning("The embedder could not be loaded when this %s process started: %s", role, error)
         return
     _log.info("Embedder %s loaded in %.1f s (%s process %s)", embedder.key, seconds, role, os.getpid())
+
+
+def _load_segmenter() -> None:
+    import time
+
+    from memory_app.selectors.recall import _segmenter
+
+    start = time.perf_counter()
+    try:
+        _segmenter()
+    except Exception as error:  # noqa: BLE001 - logged; loaded on the first CJK query instead
+        _log.warning("The word segmenter could not be loaded when this web process started: %s", error)
+        return
+    _log.info("Word segmenter loaded in %.1f s (web process %s)", time.perf_counter() - start, os.getpid())

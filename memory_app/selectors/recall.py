@@ -51,6 +51,19 @@ BM25_B = 0.75
 VECTOR_WEIGHT = 0.5
 NEIGHBOUR_KEYWORD = 0.5
 NEIGHBOUR_VECTOR = 0.5
+# Session-first: a message adds SESSION_WEIGHT times the best own score in its session, so a session that
+# answers the question well lifts its other turns. 0 switches it off.
+SESSION_WEIGHT = 0.0
+# The turns a message hit brings along, before and after it; and whether a turn already shown as a better
+# hit's context can still be a hit ("promote") or is passed over ("skip"). See _pick.
+CONTEXT_BEFORE = 1
+CONTEXT_AFTER = 1
+CONTEXT_HITS = "skip"
+CONTEXT_PER_HIT = 2
+# CJK query terms: "words" (the words jieba finds, in its search mode, each matched as a phrase of its
+# characters) or "pairs" (each pair of adjacent characters). Chosen on MADial-Bench and MemDaily, each choosing
+# for the other (bench/README.md).
+CJK_TERMS = "words"
 
 
 @dataclass
@@ -149,11 +162,11 @@ def _vector_scores(
             sql, args = vector_sql(sql_table, where, dims, shortlist=False), [literal, key, *params, literal]
         if places:
             sql = (
-                f"SELECT nearest.id, nearest.distance, m.session_id, m.seq FROM ({sql}) AS nearest "
+                f"SELECT nearest.id::text, nearest.distance, m.session_id::text, m.seq FROM ({sql}) AS nearest "
                 f"JOIN {Message._meta.db_table} m ON m.id = nearest.id ORDER BY nearest.distance"
             )
             cursor.execute(sql, args)
-            return [(str(row[0]), 1.0 - float(row[1]), (str(row[2]), row[3])) for row in cursor.fetchall()]
+            return [(row[0], 1.0 - float(row[1]), (row[2], row[3])) for row in cursor.fetchall()]
         cursor.execute(sql, args)
         return [(str(pk), 1.0 - float(distance)) for pk, distance in cursor.fetchall()]
 
@@ -180,8 +193,8 @@ def parse_tsvector(text: str | None) -> dict[str, list[int]]:
 
 def query_terms(query: str) -> list[tuple[str, ...]]:
     """The query's terms as the stored vectors index them: English lexemes (stemmed, stop words out) as
-    1-tuples, and each pair of adjacent CJK characters as a 2-tuple (a character alone when it has no
-    neighbour). Computed by the same `ace_tsvector` as the stored rows, so the two always agree."""
+    1-tuples, and CJK text as runs of adjacent characters (CJK_TERMS). Computed by the same `ace_tsvector` as
+    the stored rows, so the two always agree."""
     lexemes = parse_tsvector(_query_tsvector(query[:4000]))
     terms: list[tuple[str, ...]] = []
     cjk_at: dict[int, str] = {}
@@ -190,13 +203,58 @@ def query_terms(query: str) -> list[tuple[str, ...]]:
             cjk_at.update({p: lexeme for p in positions})
         else:
             terms.append((lexeme,))
+    terms += _cjk_words(cjk_at) if CJK_TERMS == "words" else _cjk_pairs(cjk_at)
+    return list(dict.fromkeys(terms))[:96]
+
+
+def _cjk_pairs(cjk_at: dict[int, str]) -> list[tuple[str, ...]]:
+    """Each pair of adjacent CJK characters (a character alone when it has no neighbour)."""
+    terms = []
     for position, char in sorted(cjk_at.items()):
         following, preceding = cjk_at.get(position + 1), cjk_at.get(position - 1)
         if following:
             terms.append((char, following))
         elif not preceding:
             terms.append((char,))
-    return list(dict.fromkeys(terms))[:96]
+    return terms
+
+
+def _cjk_runs(cjk_at: dict[int, str]) -> list[str]:
+    """The runs of CJK characters at consecutive positions, as strings."""
+    runs, previous = [], None
+    for position, char in sorted(cjk_at.items()):
+        if previous is not None and position == previous + 1:
+            runs[-1] += char
+        else:
+            runs.append(char)
+        previous = position
+    return runs
+
+
+def _cjk_words(cjk_at: dict[int, str]) -> list[tuple[str, ...]]:
+    """The words of two characters or more that jieba finds in each CJK run, as their characters (matched as a
+    phrase): in its search mode, a long word and the shorter words inside it ("绿洲家园", "绿洲", "家园"), so a
+    row that names only part of it still matches. A run of one character is itself; the one-character words
+    inside a longer run (的, 了, 在) are left out, as English stop words are."""
+    terms = []
+    for run in _cjk_runs(cjk_at):
+        if len(run) == 1:
+            terms.append((run,))
+            continue
+        terms += [tuple(word) for word in _segmenter().lcut_for_search(run) if len(word) > 1]
+    return terms
+
+
+@functools.cache
+def _segmenter():
+    """jieba's tokenizer, its dictionary loaded (about a second, once per process; memory_app.embedders.warmup
+    loads it at start)."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    tokenizer = jieba.Tokenizer()
+    tokenizer.initialize()
+    return tokenizer
 
 
 @functools.lru_cache(maxsize=2048)
@@ -228,13 +286,15 @@ def doc_terms(text: str | None, lexemes: list[str]) -> tuple[dict[str, list[int]
 
 
 def _term_frequency(doc: dict[str, list[int]], term: tuple[str, ...]) -> int:
+    """How often the term occurs in the doc: a lexeme's positions, or a phrase's (its lexemes at consecutive
+    positions)."""
     if len(term) == 1:
         return len(doc.get(term[0], ()))
-    first, second = doc.get(term[0]), doc.get(term[1])
-    if not first or not second:
+    positions = [doc.get(lexeme) for lexeme in term]
+    if not all(positions):
         return 0
-    following = set(second)
-    return sum(1 for p in first if p + 1 in following)
+    later = [set(p) for p in positions[1:]]
+    return sum(1 for p in positions[0] if all(p + i in s for i, s in enumerate(later, start=1)))
 
 
 def bm25_scores(
@@ -305,14 +365,18 @@ def _window(where: list[str], params: list, column: str, since, until) -> None:
 
 
 def _keyword_pool(matches, *, newest: str, columns: tuple[str, ...] = ()):
-    """(pk, *columns, search vector text) of the newest KEYWORD_POOL rows of `matches`.
+    """(pk, *columns, search vector text) of the newest KEYWORD_POOL rows of `matches`, ids as text (a
+    recall keys hundreds of candidates by them; a UUID object's str() was a tenth of its time).
 
     Scoring reads every match's stored vector; for a user with tens of thousands of matching rows that would
     be most of the query's time, so only the newest pool is scored (exact for everyone with fewer matches)."""
+    texts = {f"{name}_text": Cast(name, TextField()) for name in ("pk", *columns) if name != "seq"}
     return (
         matches.order_by(f"-{newest}")
-        .annotate(lexemes=Cast("search_vector", TextField()))
-        .values_list("pk", *columns, "lexemes")[:KEYWORD_POOL]
+        .annotate(lexemes=Cast("search_vector", TextField()), **texts)
+        .values_list(*(name if name == "seq" else f"{name}_text" for name in ("pk", *columns)), "lexemes")[
+            :KEYWORD_POOL
+        ]
     )
 
 
@@ -576,13 +640,19 @@ def _score(candidates: dict[str, _Candidate], keyword: dict[str, float]) -> list
         similarity = max((c.cosine if c.cosine is not None else floor) - floor, 0.0)
         return keyword_weight * c.keyword + vector_weight * similarity
 
+    best_in_session: dict[str, float] = {}
     for c in candidates.values():
         c.score = own(c, VECTOR_WEIGHT)
+        if c.place is not None:
+            session_id = c.place[0]
+            best_in_session[session_id] = max(best_in_session.get(session_id, 0.0), c.score)
+    for c in candidates.values():
         if c.place is not None:
             session_id, seq = c.place
             for neighbour in (by_place.get((session_id, seq - 1)), by_place.get((session_id, seq + 1))):
                 if neighbour is not None:
                     c.score += own(neighbour, VECTOR_WEIGHT * NEIGHBOUR_VECTOR, NEIGHBOUR_KEYWORD)
+            c.score += SESSION_WEIGHT * best_in_session[session_id]
     return sorted(
         (c for c in candidates.values() if c.score > 0 or c.cosine is not None),
         key=lambda c: (-c.score, -(c.cosine or 0.0), c.pk),
@@ -590,20 +660,50 @@ def _score(candidates: dict[str, _Candidate], keyword: dict[str, float]) -> list
 
 
 def _pick(ranked: list[_Candidate], top_k: int) -> list[_Candidate]:
-    """The best `top_k`. A message hit brings the turns around it not shown yet; a message already shown (as a
-    hit or as another hit's context) is not listed again."""
-    picked, shown = [], set()
+    """The best `top_k`, each message hit with the turns around it (CONTEXT_BEFORE, CONTEXT_AFTER) that are not
+    shown yet: a turn is on screen once, as a hit or as a hit's context. The first n hits show at most
+    CONTEXT_PER_HIT × n context turns between them, nearest first, so a wider window goes to the best hits and
+    the screen never grows past (1 + CONTEXT_PER_HIT) turns a hit.
+
+    CONTEXT_HITS "promote": the hits are the best `top_k` turns and records, whether or not a better hit's
+    context would hold them (a turn that is a hit is not listed again as context). "skip": a turn already
+    shown as context is passed over for the next best, so the hits spread over more of the conversation."""
+    if CONTEXT_HITS == "promote":
+        picked = ranked[:top_k]
+        shown = {c.place for c in picked if c.place is not None}
+        context = 0
+        for n, c in enumerate(picked, start=1):
+            c.around = _around(c, shown, CONTEXT_PER_HIT * n - context)
+            context += len(c.around)
+        return picked
+    picked, shown, context = [], set(), 0
     for c in ranked:
         if c.place is not None:
             if c.place in shown:
                 continue
-            session_id, seq = c.place
-            c.around = [place for place in ((session_id, seq - 1), (session_id, seq + 1)) if place not in shown]
-            shown.update([c.place, *c.around])
+            shown.add(c.place)
+            c.around = _around(c, shown, CONTEXT_PER_HIT * (len(picked) + 1) - context)
+            context += len(c.around)
         picked.append(c)
         if len(picked) == top_k:
             break
     return picked
+
+
+def _around(c: _Candidate, shown: set, at_most: int) -> list[tuple[str, int]]:
+    """At most `at_most` places around a message hit that are not shown yet, nearest first (the one before
+    ahead of the one after), in order, marked shown."""
+    if c.place is None or at_most <= 0:
+        return []
+    session_id, seq = c.place
+    offsets = sorted(
+        (offset for offset in range(-CONTEXT_BEFORE, CONTEXT_AFTER + 1) if offset),
+        key=lambda offset: (abs(offset), offset),
+    )
+    around = [(session_id, seq + offset) for offset in offsets if (session_id, seq + offset) not in shown]
+    around = sorted(around[:at_most], key=lambda place: place[1])
+    shown.update(around)
+    return around
 
 
 def _load_hits(best: list[_Candidate], *, tenant: Tenant) -> dict[str, Hit]:
@@ -625,11 +725,15 @@ def _load_hits(best: list[_Candidate], *, tenant: Tenant) -> dict[str, Hit]:
             )
     if messages:
         wanted = {place for c in messages for place in (c.place, *c.around)}
-        # Two IN lists (a superset of the wanted places, filtered here): cheaper to build than an OR per place.
-        rows = Message.objects.filter(
-            tenant=tenant, session_id__in={session_id for session_id, _ in wanted}, seq__in={seq for _, seq in wanted}
-        ).only("id", "session_id", "seq", "role", "content", "external_id", "created_at")
-        rows = [m for m in rows if (str(m.session_id), m.seq) in wanted]
+        # The wanted places exactly, as two arrays joined on the (session, seq) key: no superset of rows to read
+        # and drop, no OR per place.
+        sessions, seqs = zip(*sorted(wanted), strict=True)
+        rows = Message.objects.raw(
+            f"SELECT m.id, m.session_id, m.seq, m.role, m.content, m.external_id, m.created_at "
+            f"FROM {Message._meta.db_table} m JOIN unnest(%s::uuid[], %s::int[]) AS w(session_id, seq) "
+            "ON m.session_id = w.session_id AND m.seq = w.seq WHERE m.tenant_id = %s",
+            [list(sessions), list(seqs), tenant.pk],
+        )
         by_place = {(str(m.session_id), m.seq): m for m in rows}
         for c in messages:
             message = by_place.get(c.place)

@@ -49,6 +49,21 @@ def test_a_fold_is_chosen_on_the_other_sets_even_when_its_own_best_differs(memor
         memory_eval.leave_one_out({"A": [0.5]})
 
 
+def test_a_configuration_that_shows_more_than_the_budget_is_never_chosen(memory_eval):
+    # Config 1 is best everywhere, but shows more turns for ten hits than the budget on average over the sets
+    # that choose for A and for B (32.5), and for C (40).
+    objectives = {"A": [0.5, 0.9], "B": [0.4, 0.8], "C": [0.3, 0.7]}
+    shown = {"A": [25.0, 40.0], "B": [28.0, 40.0], "C": [20.0, 25.0]}
+
+    folds = memory_eval.leave_one_out(objectives, shown, budget=30.0)
+
+    assert folds["A"]["chosen"] == 0 and folds["B"]["chosen"] == 0 and folds["C"]["chosen"] == 0
+    assert folds["C"]["in_sample_best"] == 1  # within the budget on C itself
+    assert memory_eval.leave_one_out(objectives)["A"]["chosen"] == 1  # without the turns, the best is chosen
+    with pytest.raises(ValueError, match="at most 10"):
+        memory_eval.leave_one_out(objectives, shown, budget=10.0)
+
+
 def test_the_protocol_end_to_end(db, memory_eval, datasets, tmp_path, monkeypatch, capsys):
     paths, questions = datasets
     key = apikey_create(tenant_name="memory-eval-ci").plain_key

@@ -1,0 +1,65 @@
+"""How recall ranks and shows turns: Chinese queries cut into words, the session that answers lifting its other
+turns, and the screen a recall fills (each turn once, at most three turns a hit)."""
+
+import pytest
+
+from memory_app.selectors import recall as recall_module
+from memory_app.selectors.recall import _Candidate, _pick, _score, query_terms
+from tests.memory_app.test_recall import chat, recall
+
+
+@pytest.mark.django_db
+def test_a_chinese_query_is_cut_into_words_not_every_pair_of_characters():
+    terms = query_terms("我住的小区叫绿洲家园")
+    assert ("小", "区") in terms and ("绿", "洲") in terms and ("家", "园") in terms
+    # A pair across two words ("叫绿": "is called" + "green") is not a term, nor a one-character word ("的").
+    assert ("叫", "绿") not in terms and ("的",) not in terms and ("住", "的") not in terms
+    assert set(query_terms("Lisbon 的 bakery")) == {("lisbon",), ("bakeri",), ("的",)}  # a lone character stays
+
+
+def test_a_turn_sharing_only_a_pair_across_words_is_not_a_keyword_match(api):
+    stored = chat(api, ["他的外号叫绿茶", "周末我们在绿洲家园散步", "好的"])
+    results = recall(api, "我住的小区叫绿洲家园", top_k=3)["results"]
+    matched = {r["id"]: r["matched_by"] for r in results}
+    assert "keyword" in matched[str(stored[1].pk)]
+    assert "keyword" not in matched.get(str(stored[0].pk), [])
+
+
+def candidate(session, seq, keyword=0.0):
+    return _Candidate(kind="message", pk=f"{session}-{seq}", place=(session, seq), keyword=keyword)
+
+
+def test_the_session_that_answers_lifts_its_other_turns(monkeypatch):
+    # Two turns match equally; one's session also holds the best match of all (two turns away, not a neighbour).
+    cands = {f"m:{c.pk}": c for c in (candidate("a", 1), candidate("a", 5), candidate("b", 1))}
+    keyword = {"m:a-1": 0.9, "m:a-5": 0.4, "m:b-1": 0.4}
+    monkeypatch.setattr(recall_module, "SESSION_WEIGHT", 0.0)
+    tie = [c.pk for c in _score({k: _Candidate(**vars(c)) for k, c in cands.items()}, keyword)]
+    assert tie == ["a-1", "a-5", "b-1"]  # without it, the tie goes by id
+    monkeypatch.setattr(recall_module, "SESSION_WEIGHT", 0.5)
+    ranked = _score(cands, keyword)
+    assert [c.pk for c in ranked] == ["a-1", "a-5", "b-1"] and ranked[1].score > ranked[2].score
+    monkeypatch.setattr(recall_module, "SESSION_WEIGHT", 0.5)
+    keyword = {"m:a-1": 0.9, "m:a-5": 0.4, "m:b-1": 0.45}
+    assert [c.pk for c in _score(cands, keyword)][1] == "a-5"  # a close second in the answering session wins
+
+
+@pytest.mark.parametrize("mode", ["skip", "promote"])
+@pytest.mark.parametrize("width", [1, 2, 3])
+def test_each_turn_is_shown_once_and_the_screen_holds_at_most_three_turns_a_hit(monkeypatch, mode, width):
+    monkeypatch.setattr(recall_module, "CONTEXT_HITS", mode)
+    monkeypatch.setattr(recall_module, "CONTEXT_BEFORE", width)
+    monkeypatch.setattr(recall_module, "CONTEXT_AFTER", width)
+    ranked = [candidate("s", seq) for seq in (10, 11, 30, 50, 12, 70, 90)]
+    picked = _pick(ranked, 5)
+    shown = [c.place for c in picked] + [place for c in picked for place in c.around]
+    assert len(shown) == len(set(shown))
+    for n in range(1, len(picked) + 1):
+        assert len({c.place for c in picked[:n]} | {p for c in picked[:n] for p in c.around}) <= 3 * n
+    if mode == "promote":  # the best five, even where one is the context of a better one
+        assert [c.place[1] for c in picked] == [10, 11, 30, 50, 12]
+    else:  # a turn already on screen is passed over
+        assert 11 not in [c.place[1] for c in picked]
+    for c in picked:
+        assert c.around == sorted(c.around, key=lambda place: place[1])
+        assert all(abs(seq - c.place[1]) <= width for _, seq in c.around)
