@@ -26,7 +26,7 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery
 from django.db import connection, transaction
-from django.db.models import BooleanField, Func, Sum, TextField, Value
+from django.db.models import BooleanField, Func, TextField, Value
 from django.db.models.functions import Cast
 
 from memory_app.embedders import EmbedderError, get_embedder
@@ -567,21 +567,25 @@ def gather(
             ):
                 candidate("record", pk).cosine = cosine
     if include_messages:
-        messages = Message.objects.filter(tenant=tenant, session__user_id=user_id, session__deleted_at__isnull=True)
-        if session is not None:
-            messages = messages.filter(session=session)
-        messages = messages.filter(**_window_lookups("created_at", since, until))
         message_rows = None
         if matcher is not None:
             sessions = Session.objects.filter(tenant=tenant, user_id=user_id, deleted_at__isnull=True)
             if session is not None:
                 sessions = sessions.filter(pk=session)
-            count = sessions.aggregate(rows=Sum("messages"))["rows"] or 0  # the sessions' own counters
+            # The user's live sessions with their own message counters, in one query; their messages are then
+            # read through the (session, seq) index for exactly these sessions. Joined on the user instead,
+            # PostgreSQL may scan the whole tenant's messages for a user of many short sessions (85 ms for
+            # 83 sessions in a tenant of 32,000 messages, against 1.5 ms).
+            kept = list(sessions.values_list("pk", "messages"))
+            count = sum(messages for _, messages in kept)
             rows += count
             message_rows = count
+            messages = Message.objects.filter(tenant=tenant, session_id__in=[pk for pk, _ in kept]).filter(
+                **_window_lookups("created_at", since, until)
+            )
             with connection.cursor() as cursor:
                 cursor.execute(MESSAGE_KEYWORD_SETTINGS)
-            for pk, session_id, seq, text in _message_keyword_matches(messages, matcher, rows=count):
+            for pk, session_id, seq, text in _message_keyword_matches(messages, matcher, rows=count) if kept else ():
                 candidate("message", pk, (str(session_id), seq))
                 docs[f"m:{pk}"] = doc_terms(text, lexemes)
         if vector is not None:
