@@ -58,13 +58,12 @@ K = 10
 # Every combination is scored. A rule or threshold that later work makes tunable becomes one more entry here
 # (its module constant, with the value that switches it off among the values), so it is chosen the same way.
 GRID: dict[str, tuple] = {
-    "VECTOR_WEIGHT": (0.5, 1.0),
+    "VECTOR_WEIGHT": (0.25, 0.5, 1.0),
     "NEIGHBOUR_KEYWORD": (0.25, 0.5),
-    "NEIGHBOUR_VECTOR": (0.5, 1.0),
+    "NEIGHBOUR_VECTOR": (0.0, 0.5),
     "SESSION_WEIGHT": (0.0, 0.5),
     "CONTEXT_HITS": ("skip", "promote"),
-    "CONTEXT_BEFORE": (1, 2),
-    "CONTEXT_AFTER": (1, 2),
+    "CONTEXT": ((1, 1), (2, 2)),
 }
 # The screen a recall may fill: a configuration whose top 10 hits show more distinct turns than this, on
 # average over the sets that choose, cannot be chosen (three a hit: the hit and a turn either side, the budget

@@ -54,10 +54,9 @@ NEIGHBOUR_VECTOR = 0.5
 # Session-first: a message adds SESSION_WEIGHT times the best own score in its session, so a session that
 # answers the question well lifts its other turns. 0 switches it off.
 SESSION_WEIGHT = 0.0
-# The turns a message hit brings along, before and after it; and whether a turn already shown as a better
-# hit's context can still be a hit ("promote") or is passed over ("skip"). See _pick.
-CONTEXT_BEFORE = 1
-CONTEXT_AFTER = 1
+# The turns a message hit brings along (how many before it, how many after); and whether a turn already
+# shown as a better hit's context can still be a hit ("promote") or is passed over ("skip"). See _pick.
+CONTEXT = (1, 1)
 CONTEXT_HITS = "skip"
 CONTEXT_PER_HIT = 2
 # CJK query terms: "words" (the words jieba finds, in its search mode, each matched as a phrase of its
@@ -664,7 +663,7 @@ def _score(candidates: dict[str, _Candidate], keyword: dict[str, float]) -> list
 
 
 def _pick(ranked: list[_Candidate], top_k: int) -> list[_Candidate]:
-    """The best `top_k`, each message hit with the turns around it (CONTEXT_BEFORE, CONTEXT_AFTER) that are not
+    """The best `top_k`, each message hit with the turns around it (CONTEXT: before, after) that are not
     shown yet: a turn is on screen once, as a hit or as a hit's context. The first n hits show at most
     CONTEXT_PER_HIT × n context turns between them, nearest first, so a wider window goes to the best hits and
     the screen never grows past (1 + CONTEXT_PER_HIT) turns a hit.
@@ -700,8 +699,9 @@ def _around(c: _Candidate, shown: set, at_most: int) -> list[tuple[str, int]]:
     if c.place is None or at_most <= 0:
         return []
     session_id, seq = c.place
+    before, after = CONTEXT
     offsets = sorted(
-        (offset for offset in range(-CONTEXT_BEFORE, CONTEXT_AFTER + 1) if offset),
+        (offset for offset in range(-before, after + 1) if offset),
         key=lambda offset: (abs(offset), offset),
     )
     around = [(session_id, seq + offset) for offset in offsets if (session_id, seq + offset) not in shown]

@@ -48,8 +48,7 @@ def test_the_session_that_answers_lifts_its_other_turns(monkeypatch):
 @pytest.mark.parametrize("width", [1, 2, 3])
 def test_each_turn_is_shown_once_and_the_screen_holds_at_most_three_turns_a_hit(monkeypatch, mode, width):
     monkeypatch.setattr(recall_module, "CONTEXT_HITS", mode)
-    monkeypatch.setattr(recall_module, "CONTEXT_BEFORE", width)
-    monkeypatch.setattr(recall_module, "CONTEXT_AFTER", width)
+    monkeypatch.setattr(recall_module, "CONTEXT", (width, width))
     ranked = [candidate("s", seq) for seq in (10, 11, 30, 50, 12, 70, 90)]
     picked = _pick(ranked, 5)
     shown = [c.place for c in picked] + [place for c in picked for place in c.around]
