@@ -317,9 +317,11 @@ class Asker:
             self._tenant = found.tenant
         return self._tenant
 
-    def ask(self, mode: str, question: str, user_id: str) -> tuple[list[list[str]], bool, float]:
+    def ask(
+        self, mode: str, question: str, user_id: str, *, top_k: int = TOP_K
+    ) -> tuple[list[list[str]], bool, float]:
         """The source external ids of each hit, best first; whether the answer was degraded; seconds."""
-        body = {"query": question[:4000], "user_id": user_id, "top_k": TOP_K, "include_messages": True}
+        body = {"query": question[:4000], "user_id": user_id, "top_k": top_k, "include_messages": True}
         start = time.perf_counter()
         if mode == "hybrid" or self.api.in_process:
             with recall_mode(mode):

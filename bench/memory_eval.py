@@ -18,7 +18,7 @@ The protocol (issue 35):
    objective() averaged over the OTHER data sets (each set counts once, whatever its size; ties go to the
    first in GRID's order). D's own scores never take part in D's choice. Only configurations whose top 10 hits
    show at most TURNS_SHOWN_BUDGET distinct turns on average over the other sets can be chosen.
-4. Ask each of D's questions through POST /api/v1/recall/ (in-process, django.test.Client, `top_k` 20,
+4. Ask each of D's questions through POST /api/v1/recall/ (in-process, django.test.Client, `top_k` 10,
    `include_messages` true) with the chosen constants patched in, timing each call (one untimed warm-up call
    first). Every figure of the main table and the per-category rows comes from these calls: the fold left out.
    The same figures from step 2's scoring are kept as a check (they agree unless the harness is broken).
@@ -224,9 +224,9 @@ def held_out_figures(api, questions: list[dict], config: dict) -> dict:
     rows, seconds, degraded = [], [], 0
     with locomo.recall_constants(config):
         if questions:
-            asker.ask("hybrid", questions[0]["question"], questions[0]["user_id"])  # warm-up, not timed
+            asker.ask("hybrid", questions[0]["question"], questions[0]["user_id"], top_k=K)  # warm-up, not timed
         for question in questions:
-            hits, was_degraded, elapsed = asker.ask("hybrid", question["question"], question["user_id"])
+            hits, was_degraded, elapsed = asker.ask("hybrid", question["question"], question["user_id"], top_k=K)
             rows.append(question_row(question, hits))
             seconds.append(elapsed)
             degraded += was_degraded

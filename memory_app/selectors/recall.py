@@ -11,7 +11,8 @@ message, so a record is ranked above a message only when it matches the question
 A message is rarely the whole answer: a question is answered by a turn and the one before or after it ("What
 did you do there?" — "We hiked to the lake."). So a message's score adds part of its neighbours' scores (the
 turns before and after it in the same session), and a message hit brings those neighbours along as `context`.
-The weights were fitted on two public benchmarks and checked on held-out ones (bench/locomo.py, bench/README.md).
+The weights and rules were chosen by leave-one-data-set-out over five public benchmarks, two of them Chinese
+(bench/memory_eval.py, bench/README.md).
 """
 
 from __future__ import annotations
@@ -46,18 +47,19 @@ KEYWORD_PROBE_MS = 40  # above that, matches through the GIN index, if it answer
 # BM25's usual constants.
 BM25_K1 = 1.2
 BM25_B = 0.75
-# The score: keyword score + VECTOR_WEIGHT × cosine above the floor; a message adds NEIGHBOUR_KEYWORD and
-# NEIGHBOUR_VECTOR times its neighbours' own. Fitted on LoCoMo and REALTALK (bench/locomo.py --sweep).
+# The score: keyword score + VECTOR_WEIGHT × cosine above the floor. A message adds NEIGHBOUR_KEYWORD and
+# NEIGHBOUR_VECTOR times the own scores of the turns before and after it, and SESSION_WEIGHT times the best
+# own score in its session (session-first: a session that answers the question well lifts its other turns;
+# 0 switches it off). A message hit brings CONTEXT turns along (how many before it, how many after);
+# CONTEXT_HITS says whether a turn already shown as a better hit's context can still be a hit ("promote") or
+# is passed over ("skip"), see _pick. Each chosen by leave-one-data-set-out over five public sets
+# (bench/memory_eval.py): every fold chose "promote" and (2, 2); these are the best over all five.
 VECTOR_WEIGHT = 0.5
-NEIGHBOUR_KEYWORD = 0.5
-NEIGHBOUR_VECTOR = 0.5
-# Session-first: a message adds SESSION_WEIGHT times the best own score in its session, so a session that
-# answers the question well lifts its other turns. 0 switches it off.
-SESSION_WEIGHT = 0.0
-# The turns a message hit brings along (how many before it, how many after); and whether a turn already
-# shown as a better hit's context can still be a hit ("promote") or is passed over ("skip"). See _pick.
-CONTEXT = (1, 1)
-CONTEXT_HITS = "skip"
+NEIGHBOUR_KEYWORD = 0.25
+NEIGHBOUR_VECTOR = 0.0
+SESSION_WEIGHT = 0.5
+CONTEXT = (2, 2)
+CONTEXT_HITS = "promote"
 CONTEXT_PER_HIT = 2
 # CJK query terms: "words" (the words jieba finds, in its search mode, each matched as a phrase of its
 # characters) or "pairs" (each pair of adjacent characters). Chosen on MADial-Bench and MemDaily, each choosing
@@ -552,9 +554,10 @@ def gather(
             count, counted_in_space = _record_counts(" AND ".join(where), params, embedder_key)
             rows += count
             in_space = counted_in_space if count <= KEYWORD_SCAN_UP_TO else None
-            for pk, text in _record_keyword_matches(records, matcher, tenant=tenant, user_id=user_id):
+            # No record kept by the filter (a user no strategy has read yet): nothing to match or rank.
+            for pk, text in _record_keyword_matches(records, matcher, tenant=tenant, user_id=user_id) if count else ():
                 docs[f"r:{pk}"] = doc_terms(text, lexemes)  # a candidate once scored: _best_keyword_records
-        if vector is not None:
+        if vector is not None and in_space != 0:
             for pk, cosine in _vector_scores(
                 Record._meta.db_table,
                 " AND ".join(where),
