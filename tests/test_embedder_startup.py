@@ -188,6 +188,21 @@ def test_the_warm_up_loads_the_configured_embedder_and_logs_how_long_it_took(set
     assert warm_up_lines(caplog, "web") == [line]  # a second call finds it loaded: nothing more to say
 
 
+def test_a_web_process_loads_the_chinese_word_segmenter_when_it_starts(settings, caplog):
+    from memory_app.selectors.recall import _segmenter
+
+    settings.ACE_EMBEDDER = "hash"
+    _segmenter.cache_clear()
+    warm_up("worker")
+    assert _segmenter.cache_info().currsize == 0  # a worker does not recall
+    with caplog.at_level(logging.INFO, logger="memory_app.selectors.recall"):
+        warm_up("web")
+        warm_up("web")
+    assert _segmenter.cache_info().currsize == 1
+    lines = [r.getMessage() for r in caplog.records if r.name == "memory_app.selectors.recall"]
+    assert len(lines) == 1 and lines[0].startswith("Word segmenter loaded in"), lines
+
+
 def test_no_warm_up_when_it_is_turned_off_or_there_is_nothing_to_load(settings, embedders, caplog):
     settings.ACE_EMBEDDER, settings.ACE_EMBEDDER_PRELOAD = "local", False
     assert warm_up_lines(caplog, "worker") == []

@@ -47,10 +47,13 @@ def _load_segmenter() -> None:
 
     from memory_app.selectors.recall import _segmenter
 
+    if _segmenter.cache_info().currsize:
+        return
+    log = logging.getLogger("memory_app.selectors.recall")
     start = time.perf_counter()
     try:
         _segmenter()
     except Exception as error:  # noqa: BLE001 - logged; loaded on the first CJK query instead
-        _log.warning("The word segmenter could not be loaded when this web process started: %s", error)
+        log.warning("The word segmenter could not be loaded when this web process started: %s", error)
         return
-    _log.info("Word segmenter loaded in %.1f s (web process %s)", time.perf_counter() - start, os.getpid())
+    log.info("Word segmenter loaded in %.1f s (web process %s)", time.perf_counter() - start, os.getpid())
