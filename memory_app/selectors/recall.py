@@ -579,7 +579,7 @@ def gather(
             # PostgreSQL may scan the whole tenant's messages for a user of many short sessions (85 ms for
             # 83 sessions in a tenant of 32,000 messages, against 1.5 ms).
             kept = list(sessions.values_list("pk", "messages"))
-            count = sum(messages for _, messages in kept)
+            count = sum(held for _, held in kept)
             rows += count
             message_rows = count
             messages = Message.objects.filter(tenant=tenant, session_id__in=[pk for pk, _ in kept]).filter(
@@ -588,7 +588,7 @@ def gather(
             with connection.cursor() as cursor:
                 cursor.execute(MESSAGE_KEYWORD_SETTINGS)
             for pk, session_id, seq, text in _message_keyword_matches(messages, matcher, rows=count) if kept else ():
-                candidate("message", pk, (str(session_id), seq))
+                candidate("message", pk, (session_id, seq))  # ids as text (_keyword_pool)
                 docs[f"m:{pk}"] = doc_terms(text, lexemes)
         if vector is not None:
             where, params = ["tenant_id = %s", "user_id = %s"], [tenant.pk, user_id]
