@@ -1,11 +1,16 @@
 """Recall and context injection: hybrid, filtered, tenant-scoped, degrading to keywords."""
 
+import threading
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from memory_app.embedders import get_embedder
+from memory_app.embedders.base import EmbedderUnavailable
 from memory_app.embeddings import messages_embed, records_embed
 from memory_app.models import Record
+from memory_app.query_vectors import query_vectors
 from memory_app.selectors import recall as recall_module
 from memory_app.services import record_create, record_invalidate
 from sessions_app.services.messages import messages_append
@@ -304,6 +309,35 @@ def test_an_embedder_that_is_down_degrades_to_keywords(api, settings):
     assert body["degraded"] is True
     assert "keyword" in body["detail"]
     assert [r["text"] for r in body["results"]] == ["偏好博物馆"]
+
+
+def test_the_question_is_embedded_while_its_keywords_are_matched(api, monkeypatch):
+    """The question's vector is computed beside the keyword side's statements, not before them: an embedder
+    that can only finish once the messages' keyword search has run still answers, with both kinds of match
+    (were the two in line, it would wait for a search that waits for it, and the recall would be degraded)."""
+    stored = chat(api, ["下周去南京，想看明孝陵", "好的，明孝陵秋天很美"])
+    embedder = get_embedder()
+    keywords_matched = threading.Event()
+    embed = type(embedder).embed
+
+    def embed_after_the_keywords(self, texts):
+        if not keywords_matched.wait(timeout=10):
+            raise EmbedderUnavailable("the keyword search did not run while the question was embedded")
+        return embed(self, texts)
+
+    def spy(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if "sessions_app_message" in sql and "@@" in sql:
+            keywords_matched.set()
+        return result
+
+    monkeypatch.setattr(type(embedder), "embed", embed_after_the_keywords)
+    query_vectors.clear()
+    with connection.execute_wrapper(spy):
+        body = recall(api, "明孝陵 秋天")
+    assert body["degraded"] is False, body["detail"]
+    assert body["results"][0]["id"] == str(stored[1].pk)
+    assert body["results"][0]["matched_by"] == ["keyword", "vector"]
 
 
 @pytest.mark.parametrize(
