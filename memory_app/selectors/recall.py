@@ -20,7 +20,9 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import os
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -66,6 +68,11 @@ CONTEXT_PER_HIT = 2
 # characters) or "pairs" (each pair of adjacent characters). Chosen on MADial-Bench and MemDaily, each choosing
 # for the other (bench/README.md).
 CJK_TERMS = "words"
+# The two sides' scales (issue 35, chosen by the same protocol): KEYWORD_SCALE "possible" divides BM25 by the
+# best score the query's terms could reach, "best" by the best candidate's; VECTOR_SCALE "floor" is the cosine
+# above the floor, "range" that as a share of the best candidate's (min-max over the nearest rows).
+KEYWORD_SCALE = "possible"
+VECTOR_SCALE = "floor"
 
 
 @dataclass
@@ -512,10 +519,19 @@ class QueryVector:
             return None
 
 
-@functools.cache
+_threads: tuple[int, ThreadPoolExecutor] | None = None
+_threads_lock = threading.Lock()
+
+
 def _embedding_threads() -> ThreadPoolExecutor:
-    """The threads that embed queries, shared by the recalls of this process (a threaded server runs several)."""
-    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-query-vector")
+    """The threads that embed queries, shared by the recalls of this process (a threaded server runs several).
+    One pool per process id: a pool's threads do not survive a fork (gunicorn's and Celery's workers), and a
+    forked copy of it would queue work that no thread ever runs."""
+    global _threads
+    with _threads_lock:
+        if _threads is None or _threads[0] != os.getpid():
+            _threads = (os.getpid(), ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-query-vector"))
+        return _threads[1]
 
 
 def _in_recall_transaction(fn):
@@ -665,8 +681,13 @@ def _score(candidates: dict[str, _Candidate], keyword: dict[str, float]) -> list
     """Every candidate's score on the one scale (see the module's docstring), best first."""
     cosines = [c.cosine for c in candidates.values() if c.cosine is not None]
     floor = min(cosines) if cosines else 0.0  # the weakest of the nearest rows: "not similar"
+    # VECTOR_SCALE "range": the similarity above the floor as a share of the best's, 0-1 like the keyword side.
+    vector_unit = (max(cosines) - floor if cosines else 0.0) if VECTOR_SCALE == "range" else 1.0
+    vector_unit = vector_unit or 1.0
+    # KEYWORD_SCALE "best": the best keyword match scores 1, the others their share of its BM25.
+    keyword_unit = (max(keyword.values(), default=0.0) if KEYWORD_SCALE == "best" else 1.0) or 1.0
     for key, c in candidates.items():
-        c.keyword = keyword.get(key, 0.0)
+        c.keyword = keyword.get(key, 0.0) / keyword_unit
         if c.keyword > 0:
             c.matched_by.add("keyword")
         if c.cosine is not None:
@@ -674,7 +695,7 @@ def _score(candidates: dict[str, _Candidate], keyword: dict[str, float]) -> list
     by_place = {c.place: c for c in candidates.values() if c.place is not None}
 
     def own(c: _Candidate, vector_weight: float, keyword_weight: float = 1.0) -> float:
-        similarity = max((c.cosine if c.cosine is not None else floor) - floor, 0.0)
+        similarity = max((c.cosine if c.cosine is not None else floor) - floor, 0.0) / vector_unit
         return keyword_weight * c.keyword + vector_weight * similarity
 
     best_in_session: dict[str, float] = {}

@@ -1,5 +1,6 @@
 """Recall and context injection: hybrid, filtered, tenant-scoped, degrading to keywords."""
 
+import os
 import threading
 
 import pytest
@@ -508,3 +509,18 @@ def test_writes_never_fail_when_the_embedder_is_down_and_are_embedded_later(api,
     assert pending_records(embedder=get_embedder(), limit=100) == [record.pk]
     records_embed(record_ids=[record.pk])
     assert Record.objects.get(pk=record.pk).embedding_key == "hash-v1:384"
+
+
+def test_a_forked_process_embeds_questions_with_threads_of_its_own():
+    """gunicorn and Celery fork their workers: a worker forked after the parent embedded a question gets a pool
+    of its own (a copy of the parent's would take the work and never run it)."""
+    assert recall_module._embedding_threads().submit(lambda: "parent").result(timeout=5) == "parent"
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if its pool runs the work
+        try:
+            done = recall_module._embedding_threads().submit(lambda: "child").result(timeout=5) == "child"
+        except BaseException:
+            done = False
+        os._exit(0 if done else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
