@@ -279,6 +279,25 @@ def embed_messages(message_ids: list[str], *, inline: bool, timeout: float = 600
         time.sleep(1)
 
 
+def index_messages(message_ids: list[str], *, inline: bool, timeout: float = 600) -> int:
+    """Give the long messages their keyword search vectors here (inline), as the `indexing` queue's worker
+    would after their write, or wait until a worker has (sessions_app.search: a message of more than
+    INLINE_CHARS characters is indexed after its commit, and until then keyword search misses it). Returns
+    how many were indexed here."""
+    from sessions_app.models import Message
+    from sessions_app.search import messages_index
+
+    waiting = Message.objects.filter(pk__in=message_ids, search_vector__isnull=True)
+    if inline:
+        return messages_index(list(waiting.values_list("pk", flat=True)))
+    deadline = time.monotonic() + timeout
+    while waiting.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{waiting.count()} long messages still without a search vector after {timeout:.0f} s")
+        time.sleep(1)
+    return 0
+
+
 # -- asking ----------------------------------------------------------------------------------------------
 @contextmanager
 def recall_mode(mode: str):
@@ -306,6 +325,7 @@ class Asker:
     def __init__(self, api):
         self.api = api
         self._tenant = None
+        self.incomplete = 0  # answers through the API that said some of the user's rows were not indexed yet
 
     def _tenant_of_key(self):
         if self._tenant is None:
@@ -317,9 +337,7 @@ class Asker:
             self._tenant = found.tenant
         return self._tenant
 
-    def ask(
-        self, mode: str, question: str, user_id: str, *, top_k: int = TOP_K
-    ) -> tuple[list[list[str]], bool, float]:
+    def ask(self, mode: str, question: str, user_id: str, *, top_k: int = TOP_K) -> tuple[list[list[str]], bool, float]:
         """The source external ids of each hit, best first; whether the answer was degraded; seconds."""
         body = {"query": question[:4000], "user_id": user_id, "top_k": top_k, "include_messages": True}
         start = time.perf_counter()
@@ -327,6 +345,7 @@ class Asker:
             with recall_mode(mode):
                 result = _expect(*self.api.post("/api/v1/recall/", body), f"recall {question!r}", ok=(200,))
             elapsed = time.perf_counter() - start
+            self.incomplete += result.get("complete") is False
             hits = [
                 (hit["source_external_ids"], [c["external_id"] for c in hit.get("context", [])])
                 for hit in result["results"]
@@ -405,6 +424,9 @@ def load_samples(
     embed_seconds = embed_messages(all_ids, inline=embed_inline)
     how = "inline" if embed_inline else "by a worker"
     progress(f"  embedded with {get_embedder().key} ({how}) in {embed_seconds:.1f} s")
+    indexed = index_messages(all_ids, inline=embed_inline)
+    if indexed:
+        progress(f"  {indexed} long messages given their keyword search vectors (the indexing queue's work)")
     return {
         "loaded": loaded,
         "sessions": sessions,
@@ -520,6 +542,7 @@ def run(
         "embedder": embedder.key,
         "embedder_label": embedder.label,
         "api": "in-process django.test.Client" if api.in_process else f"HTTP {api.url}",
+        "incomplete_answers": asker.incomplete,
         "embedding": "inline (messages_embed)" if embed_inline else "worker",
         "roles": "speaker_a = user, speaker_b = assistant; metadata.speaker names the speaker",
         "top_k": TOP_K,

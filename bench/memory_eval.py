@@ -235,6 +235,7 @@ def held_out_figures(api, questions: list[dict], config: dict) -> dict:
         "by_category": by_category(rows),
         "latency": benchlib.summary_ms(seconds),
         "degraded_answers": degraded,
+        "incomplete_answers": asker.incomplete,
     }
 
 
@@ -372,6 +373,12 @@ def print_report(report: dict) -> None:
         rows,
         title="Folds (objective = mean of own@10 and with-context@10)",
     )
+    for name, data in sets.items():
+        if data["held_out"].get("incomplete_answers"):
+            print(
+                f"\nWARNING: {data['held_out']['incomplete_answers']} answers on {name} said some of the user's rows "
+                "were not indexed yet (`complete` false): its figures miss them"
+            )
     broken = [name for name, data in sets.items() if not data["gathered_check"]["agrees_with_api"]]
     if broken:
         print(f"\nWARNING: the API's figures differ from the gathered scoring's on {', '.join(broken)}")

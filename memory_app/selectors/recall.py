@@ -68,11 +68,6 @@ CONTEXT_PER_HIT = 2
 # characters) or "pairs" (each pair of adjacent characters). Chosen on MADial-Bench and MemDaily, each choosing
 # for the other (bench/README.md).
 CJK_TERMS = "words"
-# The two sides' scales (issue 35, chosen by the same protocol): KEYWORD_SCALE "possible" divides BM25 by the
-# best score the query's terms could reach, "best" by the best candidate's; VECTOR_SCALE "floor" is the cosine
-# above the floor, "range" that as a share of the best candidate's (min-max over the nearest rows).
-KEYWORD_SCALE = "possible"
-VECTOR_SCALE = "floor"
 
 
 @dataclass
@@ -681,13 +676,8 @@ def _score(candidates: dict[str, _Candidate], keyword: dict[str, float]) -> list
     """Every candidate's score on the one scale (see the module's docstring), best first."""
     cosines = [c.cosine for c in candidates.values() if c.cosine is not None]
     floor = min(cosines) if cosines else 0.0  # the weakest of the nearest rows: "not similar"
-    # VECTOR_SCALE "range": the similarity above the floor as a share of the best's, 0-1 like the keyword side.
-    vector_unit = (max(cosines) - floor if cosines else 0.0) if VECTOR_SCALE == "range" else 1.0
-    vector_unit = vector_unit or 1.0
-    # KEYWORD_SCALE "best": the best keyword match scores 1, the others their share of its BM25.
-    keyword_unit = (max(keyword.values(), default=0.0) if KEYWORD_SCALE == "best" else 1.0) or 1.0
     for key, c in candidates.items():
-        c.keyword = keyword.get(key, 0.0) / keyword_unit
+        c.keyword = keyword.get(key, 0.0)
         if c.keyword > 0:
             c.matched_by.add("keyword")
         if c.cosine is not None:
@@ -695,7 +685,7 @@ def _score(candidates: dict[str, _Candidate], keyword: dict[str, float]) -> list
     by_place = {c.place: c for c in candidates.values() if c.place is not None}
 
     def own(c: _Candidate, vector_weight: float, keyword_weight: float = 1.0) -> float:
-        similarity = max((c.cosine if c.cosine is not None else floor) - floor, 0.0) / vector_unit
+        similarity = max((c.cosine if c.cosine is not None else floor) - floor, 0.0)
         return keyword_weight * c.keyword + vector_weight * similarity
 
     best_in_session: dict[str, float] = {}
