@@ -31,6 +31,7 @@ from django.conf import settings
 from django.contrib.postgres.search import SearchQuery
 from django.db import connection, transaction
 from django.db.models import BooleanField, Func, TextField, Value
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 
 from memory_app.embedders import EmbedderError, get_embedder
@@ -46,6 +47,11 @@ MAX_TOP_K = 100  # the most hits a recall returns (RecallQuerySerializer.top_k)
 KEYWORD_POOL = 2000  # keyword matches scored per list: the newest ones
 KEYWORD_SCAN_UP_TO = 20_000  # messages a keyword search tests one by one before probing GIN; records counted exactly
 KEYWORD_PROBE_MS = 40  # above that, matches through the GIN index, if it answers this fast
+# A question of more words (lexemes) than this has their positions in each matching row picked out by
+# PostgreSQL, rather than found by searching the row's whole vector text once per word: the search's cost
+# grows with the words, the picking's does not (RealMemBench's questions, 25 words against 700 matching turns:
+# 54 -> 33 ms for the keyword side; LoCoMo's, 5-6 words, are quicker searched).
+PICK_ABOVE_LEXEMES = 12
 
 # BM25's usual constants.
 BM25_K1 = 1.2
@@ -270,10 +276,17 @@ def _query_tsvector(query: str) -> str:
         return cursor.fetchone()[0]
 
 
-def doc_terms(text: str | None, lexemes: list[str]) -> tuple[dict[str, list[int]], int]:
+def doc_terms(text: str | None, lexemes: list[str], picked: str | None = None) -> tuple[dict[str, list[int]], int]:
     """From a stored tsvector's text form ('lexeme':1,5 'other':3), the positions of the given lexemes only,
-    and the row's length in positions: string searches rather than parsing every lexeme of every row."""
+    and the row's length in positions: string searches rather than parsing every lexeme of every row.
+
+    `picked`: the same row's tsvector cut down to those lexemes by PostgreSQL (_keyword_pool does it for a
+    long row), parsed instead of searching the whole text once per lexeme."""
     text = text or ""
+    if picked is not None:
+        wanted = set(lexemes)
+        found = {lexeme: positions for lexeme, positions in parse_tsvector(picked).items() if lexeme in wanted}
+        return found, text.count(",") + text.count("':")
     found: dict[str, list[int]] = {}
     for lexeme in lexemes:
         needle = "'" + lexeme.replace("'", "''") + "':"
@@ -311,7 +324,11 @@ def bm25_scores(
     a term's document frequency is counted among them, exact when every match is there."""
     if not docs or not terms:
         return {}
-    freqs = {key: [_term_frequency(doc, term) for term in terms] for key, (doc, _) in docs.items()}
+    words = [(term[0] if len(term) == 1 else None, term) for term in terms]  # a word's frequency: its positions
+    freqs = {
+        key: [len(doc.get(word, ())) if word else _term_frequency(doc, term) for word, term in words]
+        for key, (doc, _) in docs.items()
+    }
     lengths = {key: length for key, (_, length) in docs.items()}
     average = sum(lengths.values()) / len(lengths) or 1.0
     total = max(rows, len(docs))
@@ -368,17 +385,25 @@ def _window(where: list[str], params: list, column: str, since, until) -> None:
         params.append(value)
 
 
-def _keyword_pool(matches, *, newest: str, columns: tuple[str, ...] = ()):
-    """(pk, *columns, search vector text) of the newest KEYWORD_POOL rows of `matches`, ids as text (a
-    recall keys hundreds of candidates by them; a UUID object's str() was a tenth of its time).
+def _keyword_pool(matches, *, newest: str, lexemes: list[str], columns: tuple[str, ...] = ()):
+    """(pk, *columns, search vector text, picked) of the newest KEYWORD_POOL rows of `matches`, ids as text (a
+    recall keys hundreds of candidates by them; a UUID object's str() was a tenth of its time). `picked`: for
+    a query of more than PICK_ABOVE_LEXEMES `lexemes`, each row's vector cut down to them by PostgreSQL
+    (marked with weight A by setweight, the rest dropped by ts_filter), else None (see doc_terms).
 
     Scoring reads every match's stored vector; for a user with tens of thousands of matching rows that would
     be most of the query's time, so only the newest pool is scored (exact for everyone with fewer matches)."""
     texts = {f"{name}_text": Cast(name, TextField()) for name in ("pk", *columns) if name != "seq"}
+    vector = f'"{matches.model._meta.db_table}"."search_vector"'
+    picked = (
+        RawSQL(f"ts_filter(setweight({vector}, 'A', %s::text[]), '{{a}}')::text", [lexemes], output_field=TextField())
+        if len(lexemes) > PICK_ABOVE_LEXEMES
+        else Value(None, output_field=TextField())
+    )
     return (
         matches.order_by(f"-{newest}")
-        .annotate(lexemes=Cast("search_vector", TextField()), **texts)
-        .values_list(*(name if name == "seq" else f"{name}_text" for name in ("pk", *columns)), "lexemes")[
+        .annotate(lexemes=Cast("search_vector", TextField()), picked=picked, **texts)
+        .values_list(*(name if name == "seq" else f"{name}_text" for name in ("pk", *columns)), "lexemes", "picked")[
             :KEYWORD_POOL
         ]
     )
@@ -396,15 +421,15 @@ def _record_counts(where: str, params: list, key: str) -> tuple[int, int]:
         return cursor.fetchone()
 
 
-def _record_keyword_matches(records, terms: SearchQuery, *, tenant: Tenant, user_id: str) -> list:
+def _record_keyword_matches(records, terms: SearchQuery, *, lexemes: list[str], tenant: Tenant, user_id: str) -> list:
     """`_keyword_pool` of the user's records matching any term, through their GIN index of the words and the
     user (record_user_search), which intersects the two: a heavy user's matches without reading the user's
     other rows, or the word's rows of other users."""
     matches = records.filter(_of_user(tenant, user_id)).alias(user_search=UserSearchVector()).filter(user_search=terms)
-    return list(_keyword_pool(matches, newest="updated_at"))
+    return list(_keyword_pool(matches, newest="updated_at", lexemes=lexemes))
 
 
-def _message_keyword_matches(messages, terms: SearchQuery, *, rows: int) -> list:
+def _message_keyword_matches(messages, terms: SearchQuery, *, lexemes: list[str], rows: int) -> list:
     """`_keyword_pool` of the messages matching any term, with their session and seq. Runs in the recall's
     transaction, after MESSAGE_KEYWORD_SETTINGS.
 
@@ -415,7 +440,9 @@ def _message_keyword_matches(messages, terms: SearchQuery, *, rows: int) -> list
     microsecond a row). For a bigger user the GIN index goes first, given KEYWORD_PROBE_MS: quick when the
     words are rare; abandoned for the per-row test when they are not.
     """
-    pool = _keyword_pool(messages.filter(search_vector=terms), newest="created_at", columns=("session_id", "seq"))
+    pool = _keyword_pool(
+        messages.filter(search_vector=terms), newest="created_at", lexemes=lexemes, columns=("session_id", "seq")
+    )
     found = None
     if rows > KEYWORD_SCAN_UP_TO:
         found = within_time(
@@ -598,8 +625,9 @@ def gather(
             rows += count
             in_space = counted_in_space if count <= KEYWORD_SCAN_UP_TO else None
             # No record kept by the filter (a user no strategy has read yet): nothing to match or rank.
-            for pk, text in _record_keyword_matches(records, matcher, tenant=tenant, user_id=user_id) if count else ():
-                docs[f"r:{pk}"] = doc_terms(text, lexemes)  # a candidate once scored: _best_keyword_records
+            matched = _record_keyword_matches(records, matcher, lexemes=lexemes, tenant=tenant, user_id=user_id)
+            for pk, text, picked in matched if count else ():
+                docs[f"r:{pk}"] = doc_terms(text, lexemes, picked)  # a candidate once scored: _best_keyword_records
         record_filter = (" AND ".join(where), params, in_space)
     if include_messages:
         message_rows = None
@@ -620,9 +648,10 @@ def gather(
             )
             with connection.cursor() as cursor:
                 cursor.execute(MESSAGE_KEYWORD_SETTINGS)
-            for pk, session_id, seq, text in _message_keyword_matches(messages, matcher, rows=count) if kept else ():
+            matched = _message_keyword_matches(messages, matcher, lexemes=lexemes, rows=count) if kept else ()
+            for pk, session_id, seq, text, picked in matched:
                 candidate("message", pk, (session_id, seq))  # ids as text (_keyword_pool)
-                docs[f"m:{pk}"] = doc_terms(text, lexemes)
+                docs[f"m:{pk}"] = doc_terms(text, lexemes, picked)
     keyword = bm25_scores(docs, terms, rows)
     # The vector side, once the keyword side's statements have run: the query's vector was being embedded
     # meanwhile (QueryVector).

@@ -14,6 +14,7 @@ from memory_app.models import Record
 from memory_app.query_vectors import query_vectors
 from memory_app.selectors import recall as recall_module
 from memory_app.services import record_create, record_invalidate
+from sessions_app.models import Message
 from sessions_app.services.messages import messages_append
 from sessions_app.services.state import state_merge
 from tests.support.api import make_client
@@ -524,3 +525,25 @@ def test_a_forked_process_embeds_questions_with_threads_of_its_own():
         os._exit(0 if done else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_long_questions_words_are_picked_out_by_postgresql_with_the_same_positions(api):
+    """For a question of more than PICK_ABOVE_LEXEMES words, PostgreSQL picks their positions out of each
+    matching turn's vector instead of their being searched for in its whole text: the same positions and the
+    same length, so the same BM25 score. A short question's are searched for as before."""
+    words = " ".join(f"w{n}x" for n in range(200))  # short enough to be written with its vector
+    turn = chat(api, [f"Lisbon trams. {words} More trams in Lisbon, lisbon! Pastries, fado and tiles."])[0]
+    question = "Lisbon trams pastries fado tiles miradouros azulejos custard bakery river bridge castle hills sunset"
+
+    def pool(question):
+        lexemes = sorted({lexeme for term in recall_module.query_terms(question) for lexeme in term})
+        messages = Message.objects.filter(pk=turn.pk)
+        return lexemes, list(recall_module._keyword_pool(messages, newest="created_at", lexemes=lexemes))
+
+    lexemes, [(_, text, picked)] = pool(question)
+    assert len(lexemes) > recall_module.PICK_ABOVE_LEXEMES and picked is not None
+    positions, length = recall_module.doc_terms(text, lexemes, picked)
+    assert (positions, length) == recall_module.doc_terms(text, lexemes)
+    assert len(positions["lisbon"]) == 3 and len(positions["tram"]) == 2 and "azulejo" not in positions
+    assert length > len(words.split())  # every word of the turn, stop words left out
+    assert pool("Lisbon trams")[1][0][2] is None
