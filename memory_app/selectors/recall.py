@@ -47,11 +47,13 @@ MAX_TOP_K = 100  # the most hits a recall returns (RecallQuerySerializer.top_k)
 KEYWORD_POOL = 2000  # keyword matches scored per list: the newest ones
 KEYWORD_SCAN_UP_TO = 20_000  # messages a keyword search tests one by one before probing GIN; records counted exactly
 KEYWORD_PROBE_MS = 40  # above that, matches through the GIN index, if it answers this fast
-# A question of more words (lexemes) than this has their positions in each matching row picked out by
-# PostgreSQL, rather than found by searching the row's whole vector text once per word: the search's cost
-# grows with the words, the picking's does not (RealMemBench's questions, 25 words against 700 matching turns:
-# 54 -> 33 ms for the keyword side; LoCoMo's, 5-6 words, are quicker searched).
+# A question of more words (lexemes) than PICK_ABOVE_LEXEMES has their positions in each matching row of more
+# than PICK_ROWS_ABOVE_LEXEMES distinct words picked out by PostgreSQL, rather than found by searching the row's
+# whole vector text once per word: that search costs the words times the row's length, the picking neither
+# (RealMemBench: 25-word questions against hundreds of long turns, 54 -> 33 ms for the keyword side; LoCoMo's
+# 5-6 words, and short rows, are quicker searched).
 PICK_ABOVE_LEXEMES = 12
+PICK_ROWS_ABOVE_LEXEMES = 64
 
 # BM25's usual constants.
 BM25_K1 = 1.2
@@ -389,15 +391,20 @@ def _window(where: list[str], params: list, column: str, since, until) -> None:
 def _keyword_pool(matches, *, newest: str, lexemes: list[str], columns: tuple[str, ...] = ()):
     """(pk, *columns, search vector text, picked) of the newest KEYWORD_POOL rows of `matches`, ids as text (a
     recall keys hundreds of candidates by them; a UUID object's str() was a tenth of its time). `picked`: for
-    a query of more than PICK_ABOVE_LEXEMES `lexemes`, each row's vector cut down to them by PostgreSQL
-    (marked with weight A by setweight, the rest dropped by ts_filter), else None (see doc_terms).
+    a query of more than PICK_ABOVE_LEXEMES `lexemes`, each row's vector of more than PICK_ROWS_ABOVE_LEXEMES
+    words cut down to them by PostgreSQL (marked with weight A by setweight, the rest dropped by ts_filter),
+    else None (see doc_terms).
 
     Scoring reads every match's stored vector; for a user with tens of thousands of matching rows that would
     be most of the query's time, so only the newest pool is scored (exact for everyone with fewer matches)."""
     texts = {f"{name}_text": Cast(name, TextField()) for name in ("pk", *columns) if name != "seq"}
     vector = f'"{matches.model._meta.db_table}"."search_vector"'
     picked = (
-        RawSQL(f"ts_filter(setweight({vector}, 'A', %s::text[]), '{{a}}')::text", [lexemes], output_field=TextField())
+        RawSQL(
+            f"CASE WHEN length({vector}) > %s THEN ts_filter(setweight({vector}, 'A', %s::text[]), '{{a}}')::text END",
+            [PICK_ROWS_ABOVE_LEXEMES, lexemes],
+            output_field=TextField(),
+        )
         if len(lexemes) > PICK_ABOVE_LEXEMES
         else Value(None, output_field=TextField())
     )

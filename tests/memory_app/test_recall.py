@@ -528,22 +528,25 @@ def test_a_forked_process_embeds_questions_with_threads_of_its_own():
 
 
 def test_a_long_questions_words_are_picked_out_by_postgresql_with_the_same_positions(api):
-    """For a question of more than PICK_ABOVE_LEXEMES words, PostgreSQL picks their positions out of each
+    """For a question of more than PICK_ABOVE_LEXEMES words, PostgreSQL picks their positions out of each long
     matching turn's vector instead of their being searched for in its whole text: the same positions and the
-    same length, so the same BM25 score. A short question's are searched for as before."""
+    same length, so the same BM25 score. A short question's, and a short turn's, are searched for as before."""
     words = " ".join(f"w{n}x" for n in range(200))  # short enough to be written with its vector
-    turn = chat(api, [f"Lisbon trams. {words} More trams in Lisbon, lisbon! Pastries, fado and tiles."])[0]
+    turn, short = chat(api, [f"Lisbon trams. {words} More trams in Lisbon, lisbon! Pastries, fado.", "Lisbon fado"])
     question = "Lisbon trams pastries fado tiles miradouros azulejos custard bakery river bridge castle hills sunset"
 
     def pool(question):
         lexemes = sorted({lexeme for term in recall_module.query_terms(question) for lexeme in term})
-        messages = Message.objects.filter(pk=turn.pk)
-        return lexemes, list(recall_module._keyword_pool(messages, newest="created_at", lexemes=lexemes))
+        messages = Message.objects.filter(pk__in=[turn.pk, short.pk])
+        rows = recall_module._keyword_pool(messages, newest="created_at", lexemes=lexemes)
+        return lexemes, {pk: (text, picked) for pk, text, picked in rows}
 
-    lexemes, [(_, text, picked)] = pool(question)
+    lexemes, rows = pool(question)
+    text, picked = rows[str(turn.pk)]
     assert len(lexemes) > recall_module.PICK_ABOVE_LEXEMES and picked is not None
     positions, length = recall_module.doc_terms(text, lexemes, picked)
     assert (positions, length) == recall_module.doc_terms(text, lexemes)
     assert len(positions["lisbon"]) == 3 and len(positions["tram"]) == 2 and "azulejo" not in positions
     assert length > len(words.split())  # every word of the turn, stop words left out
-    assert pool("Lisbon trams")[1][0][2] is None
+    assert rows[str(short.pk)][1] is None
+    assert pool("Lisbon trams")[1][str(turn.pk)][1] is None
