@@ -633,8 +633,12 @@ def gather(
             rows += count
             in_space = counted_in_space if count <= KEYWORD_SCAN_UP_TO else None
             # No record kept by the filter (a user no strategy has read yet): nothing to match or rank.
-            matched = _record_keyword_matches(records, matcher, lexemes=lexemes, tenant=tenant, user_id=user_id)
-            for pk, text, picked in matched if count else ():
+            matched = (
+                _record_keyword_matches(records, matcher, lexemes=lexemes, tenant=tenant, user_id=user_id)
+                if count
+                else ()
+            )
+            for pk, text, picked in matched:
                 docs[f"r:{pk}"] = doc_terms(text, lexemes, picked)  # a candidate once scored: _best_keyword_records
         record_filter = (" AND ".join(where), params, in_space)
     if include_messages:

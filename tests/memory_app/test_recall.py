@@ -550,3 +550,17 @@ def test_a_long_questions_words_are_picked_out_by_postgresql_with_the_same_posit
     assert length > len(words.split())  # every word of the turn, stop words left out
     assert rows[str(short.pk)][1] is None
     assert pool("Lisbon trams")[1][str(turn.pk)][1] is None
+
+
+def test_a_user_without_records_is_not_searched_for_records(api):
+    """A user no strategy has read yet has no records: one count says so, and neither the records' keyword
+    search nor their vector search runs."""
+    chat(api, ["下周去南京，想看明孝陵", "好的，明孝陵秋天很美"])
+    with CaptureQueriesContext(connection) as queries:
+        assert recall(api, "明孝陵")["results"]
+    record_reads = [
+        q["sql"]
+        for q in queries.captured_queries
+        if 'memory_app_record"' in q["sql"] or "memory_app_record " in q["sql"]
+    ]
+    assert not [sql for sql in record_reads if "@@" in sql or "<=>" in sql], record_reads
