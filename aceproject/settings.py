@@ -446,7 +446,8 @@ LOGGING = {
 
 # Embeddings (memory_app/embedders)
 # ACE_EMBEDDER picks the provider: "local" (default: sentence-transformers with the offline all-MiniLM-L6-v2,
-# or a local model path in ACE_EMBEDDER_MODEL), "hash" (lexical, dependency-free, not semantic: tests) or
+# or a local model path in ACE_EMBEDDER_MODEL), "e5" (multilingual-e5-small, 4-bit, in this process: for Chinese
+# and other languages), "hash" (lexical, dependency-free, not semantic: tests) or
 # "openai" (any OpenAI-compatible /v1/embeddings endpoint at ACE_EMBEDDER_BASE_URL).
 ACE_EMBEDDER = env.str("ACE_EMBEDDER", default="local").strip().lower()
 ACE_EMBEDDER_MODEL = env.str("ACE_EMBEDDER_MODEL", default="")

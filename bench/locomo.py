@@ -610,9 +610,10 @@ class Gathered:
             "source_messages"
         ):
             self.cited[str(record.pk)] = [m.external_id for m in record.source_messages.all() if m.external_id]
+        self.embedder = embedder
+        self.questions = [q["question"][:4000] for q in questions]
         self.candidates = []
-        for q in questions:
-            question = q["question"][:4000]
+        for question, q in zip(self.questions, questions, strict=True):
             self.candidates.append(
                 recall.gather(
                     tenant=tenant,
@@ -639,7 +640,8 @@ class Gathered:
         candidates, keyword = self.candidates[index]
         fresh = {key: dataclasses.replace(c, matched_by=set(), around=[]) for key, c in candidates.items()}
         hits = []
-        for c in recall._pick(recall._score(fresh, keyword), top_k):
+        weight = recall.vector_weight(self.questions[index], self.embedder)
+        for c in recall._pick(recall._score(fresh, keyword, weight), top_k):
             if c.place is None:
                 hits.append((self.cited.get(c.pk, []), []))
             else:

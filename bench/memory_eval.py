@@ -64,6 +64,7 @@ GRID: dict[str, tuple] = {
     "SESSION_WEIGHT": (0.0, 0.5),
     "CONTEXT_HITS": ("skip", "promote"),
     "CONTEXT": ((1, 1), (2, 2)),
+    "CJK_VECTOR_WEIGHT": (None, 0.1, 0.25),
 }
 # The screen a recall may fill: a configuration whose top 10 hits show more distinct turns than this, on
 # average over the sets that choose, cannot be chosen (three a hit: the hit and a turn either side, the budget
@@ -405,7 +406,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", default=None, help="comma-separated LoCoMo-layout files (default: the five)")
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR, help=f"where they are (default {DATA_DIR})")
-    parser.add_argument("--embedder", choices=["hash", "local", "openai"], default="local")
+    parser.add_argument("--embedder", choices=["hash", "local", "e5", "openai"], default="local")
     parser.add_argument("--max-samples", type=int, default=None, help="the first N samples of each data set")
     parser.add_argument(
         "--max-questions", type=int, default=None, help="at most N questions per data set, spread over the set"

@@ -39,7 +39,7 @@ class QueryVectorCache:
             if key in self._vectors:
                 self._vectors.move_to_end(key)
                 return self._vectors[key]
-        vector = vector_literal(embedder.embed([text])[0])
+        vector = vector_literal(embedder.embed_query(text))
         with self._lock:
             self._vectors[key] = vector
             while len(self._vectors) > self.size:

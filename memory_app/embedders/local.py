@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from .base import Embedder, EmbedderMisconfigured, check_texts, key_part
+from .base import EmbedderMisconfigured, InProcessModel, check_texts, key_part
 
 _log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def model_dimensions(path: Path) -> int | None:
     return dims
 
 
-class LocalEmbedder(Embedder):
+class LocalEmbedder(InProcessModel):
     provider = "local"
     sort_by_length = True  # ONNX: batches of similar lengths (torch: sentence-transformers always sorts)
 
@@ -93,6 +93,7 @@ class LocalEmbedder(Embedder):
         if model.strip().lower() in _PACKAGED_ALIASES:
             self.path = packaged_model_path()
             name = PACKAGED_MODEL_NAME
+            self.languages = ("en",)  # all-MiniLM-L6-v2 was trained on English sentence pairs
         else:
             self.path = Path(model).expanduser()
             name = self.path.name
@@ -132,27 +133,8 @@ class LocalEmbedder(Embedder):
         self.label = f"local {name} ({self.dimensions} dimensions, {engine[self.runtime]})"
 
     # -- loading ----------------------------------------------------------------------------------------------------
-    @property
-    def loaded(self) -> bool:
-        return self._model is not None
-
-    @property
-    def threads(self) -> int:
-        value = self._threads if self._threads is not None else getattr(settings, "ACE_EMBEDDER_THREADS", 0)
-        return max(0, int(value or 0))
-
-    def load(self) -> float:
-        """Load the model now (exporting it to ONNX first if it never was); the seconds loading took."""
-        self._load()
-        return self.load_seconds or 0.0
-
     def status(self) -> dict:
-        status = super().status()
-        loaded_at = None
-        if self.loaded_at is not None:
-            loaded_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.loaded_at))
-        status.update(runtime=self.runtime, model=self.model_name, threads=self.threads or None, loaded_at=loaded_at)
-        return status
+        return {**super().status(), "runtime": self.runtime, "model": self.model_name}
 
     def _declared_by_model(self) -> int:
         if self.runtime == "torch":

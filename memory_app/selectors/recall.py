@@ -77,6 +77,11 @@ CONTEXT_PER_HIT = 2
 # characters) or "pairs" (each pair of adjacent characters). Chosen on MADial-Bench and MemDaily, each choosing
 # for the other (bench/README.md).
 CJK_TERMS = "words"
+# The vectors' weight instead of VECTOR_WEIGHT for a question written mostly in Chinese, Japanese or Korean when
+# the embedder's model was trained on English only (the bundled all-MiniLM-L6-v2: its vectors of such text are
+# near noise, and the keyword side carries recall); None: VECTOR_WEIGHT for every question. Chosen on
+# MADial-Bench and MemDaily, each choosing for the other (bench/README.md).
+CJK_VECTOR_WEIGHT: float | None = 0.1
 
 
 @dataclass
@@ -193,7 +198,10 @@ def _vector_ids(sql_table: str, where: str, params: list, vector: list[float], d
 
 # -- BM25 over stored tsvectors ---------------------------------------------------------------------------
 _LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
-_ONE_CJK = re.compile(r"^[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]$")
+_CJK_CHARACTERS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_ONE_CJK = re.compile(f"^[{_CJK_CHARACTERS}]$")
+_CJK = re.compile(f"[{_CJK_CHARACTERS}]")
+_CJK_LANGUAGES = frozenset({"zh", "ja", "ko"})
 
 
 def parse_tsvector(text: str | None) -> dict[str, list[int]]:
@@ -498,7 +506,7 @@ def recall_search(
     except EmbedderError as error:
         logger.warning("recall without vectors: %s", error)
         embedder = None
-        degraded, detail = True, f"Embedder unavailable, keyword results only: {error}"
+        degraded, detail = True, _keyword_only(error)
 
     candidates, keyword = gather(
         tenant=tenant,
@@ -514,8 +522,8 @@ def recall_search(
         include_records=include_records,
     )
     if vector is not None and vector.error is not None:
-        degraded, detail = True, f"Embedder unavailable, keyword results only: {vector.error}"
-    ranked = _score(candidates, keyword)
+        degraded, detail = True, _keyword_only(vector.error)
+    ranked = _score(candidates, keyword, vector_weight(query, embedder))
     best = _pick(ranked, top_k)
     hits = _load_hits(best, tenant=tenant)
     results = []
@@ -525,6 +533,10 @@ def recall_search(
             hit.score, hit.matched_by = round(c.score, 6), sorted(c.matched_by)
             results.append(hit)
     return RecallResult(results=results, degraded=degraded, embedder=embedder_key, detail=detail)
+
+
+def _keyword_only(error: EmbedderError) -> str:
+    return f"Embedder unavailable, keyword results only: {error}"
 
 
 class QueryVector:
@@ -640,7 +652,7 @@ def gather(
             )
             for pk, text, picked in matched:
                 docs[f"r:{pk}"] = doc_terms(text, lexemes, picked)  # a candidate once scored: _best_keyword_records
-        record_filter = (" AND ".join(where), params, in_space)
+        records_where, records_params, records_in_space = " AND ".join(where), params, in_space
     if include_messages:
         message_rows = None
         if matcher is not None:
@@ -668,10 +680,15 @@ def gather(
     # The vector side, once the keyword side's statements have run: the query's vector was being embedded
     # meanwhile (QueryVector).
     vector = vector.get() if isinstance(vector, QueryVector) else vector
-    if include_records and vector is not None and record_filter[2] != 0:
-        where, params, in_space = record_filter
+    if include_records and vector is not None and records_in_space != 0:  # 0: no record has a vector to compare
         for pk, cosine in _vector_scores(
-            Record._meta.db_table, where, params, vector, embedder.dimensions, embedder.key, rows=in_space
+            Record._meta.db_table,
+            records_where,
+            records_params,
+            vector,
+            embedder.dimensions,
+            embedder.key,
+            rows=records_in_space,
         ):
             candidate("record", pk).cosine = cosine
     if include_messages:
@@ -713,8 +730,22 @@ def _best_keyword_records(keyword: dict[str, float], candidates: dict[str, _Cand
     return [key[2:] for key in alone[:MAX_TOP_K]]
 
 
-def _score(candidates: dict[str, _Candidate], keyword: dict[str, float]) -> list[_Candidate]:
-    """Every candidate's score on the one scale (see the module's docstring), best first."""
+def vector_weight(query: str, embedder) -> float:
+    """The vectors' weight for this question: CJK_VECTOR_WEIGHT when it is written mostly in Chinese, Japanese or
+    Korean (at least half of its letters) and the embedder's model reads none of them, VECTOR_WEIGHT otherwise."""
+    languages = getattr(embedder, "languages", None)
+    if CJK_VECTOR_WEIGHT is None or languages is None or _CJK_LANGUAGES.intersection(languages):
+        return VECTOR_WEIGHT
+    letters = sum(character.isalpha() for character in query)
+    return CJK_VECTOR_WEIGHT if letters and 2 * len(_CJK.findall(query)) >= letters else VECTOR_WEIGHT
+
+
+def _score(
+    candidates: dict[str, _Candidate], keyword: dict[str, float], weight: float | None = None
+) -> list[_Candidate]:
+    """Every candidate's score on the one scale (see the module's docstring), best first. `weight`: the
+    vectors' (vector_weight), VECTOR_WEIGHT when not given."""
+    weight = VECTOR_WEIGHT if weight is None else weight
     cosines = [c.cosine for c in candidates.values() if c.cosine is not None]
     floor = min(cosines) if cosines else 0.0  # the weakest of the nearest rows: "not similar"
     for key, c in candidates.items():
@@ -731,7 +762,7 @@ def _score(candidates: dict[str, _Candidate], keyword: dict[str, float]) -> list
 
     best_in_session: dict[str, float] = {}
     for c in candidates.values():
-        c.score = own(c, VECTOR_WEIGHT)
+        c.score = own(c, weight)
         if c.place is not None:
             session_id = c.place[0]
             best_in_session[session_id] = max(best_in_session.get(session_id, 0.0), c.score)
@@ -740,7 +771,7 @@ def _score(candidates: dict[str, _Candidate], keyword: dict[str, float]) -> list
             session_id, seq = c.place
             for neighbour in (by_place.get((session_id, seq - 1)), by_place.get((session_id, seq + 1))):
                 if neighbour is not None:
-                    c.score += own(neighbour, VECTOR_WEIGHT * NEIGHBOUR_VECTOR, NEIGHBOUR_KEYWORD)
+                    c.score += own(neighbour, weight * NEIGHBOUR_VECTOR, NEIGHBOUR_KEYWORD)
             c.score += SESSION_WEIGHT * best_in_session[session_id]
     return sorted(
         (c for c in candidates.values() if c.score > 0 or c.cosine is not None),

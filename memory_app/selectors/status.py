@@ -139,7 +139,7 @@ def embedder_status() -> tuple[Embedder | None, dict]:
         return None, described
     if provider == "hash":
         described["loaded"] = True  # nothing to load
-    elif provider == "local":
+    elif provider in ("local", "e5"):
         described["loaded"] = getattr(embedder, "_model", None) is not None  # in this (web) process
     return embedder, described
 

@@ -414,6 +414,17 @@ def test_local_model_path_setting(local_embedder, tmp_path):
         LocalEmbedder(dimensions=768)
 
 
+def test_the_bundled_model_says_it_reads_english_only(local_embedder, tmp_path):
+    from memory_app.embedders.local import LocalEmbedder
+
+    # Recall weighs its vectors less on a Chinese, Japanese or Korean question (recall.vector_weight).
+    assert local_embedder.languages == ("en",)
+    assert LocalEmbedder(model="sentence-transformers/all-MiniLM-L6-v2").languages == ("en",)
+    own = tmp_path / "paraphrase-multilingual-MiniLM-L12-v2"
+    own.symlink_to(local_embedder.path)
+    assert LocalEmbedder(model=str(own)).languages is None  # a model folder of the user's: not known to be few
+
+
 def test_local_broken_model_folder_is_misconfigured(tmp_path):
     from memory_app.embedders.local import LocalEmbedder
 
