@@ -575,13 +575,14 @@ def grid_points(grid: dict[str, tuple]) -> list[dict]:
 
 @contextmanager
 def recall_constants(values: dict):
-    """memory_app.selectors.recall's module constants set to `values` for the duration (in this process only);
-    a name the module does not have is an error, not a silent no-op."""
+    """memory_app.selectors.recall's module constants set to `values` for the duration (in this process only),
+    for every embedder (none uses weights of its own meanwhile); a name the module does not have is an error,
+    not a silent no-op."""
     from unittest import mock
 
     import memory_app.selectors.recall as recall
 
-    with mock.patch.multiple(recall, **values):
+    with mock.patch.multiple(recall, **{"EMBEDDER_WEIGHTS": False, **values}):
         yield
 
 
@@ -640,8 +641,8 @@ class Gathered:
         candidates, keyword = self.candidates[index]
         fresh = {key: dataclasses.replace(c, matched_by=set(), around=[]) for key, c in candidates.items()}
         hits = []
-        weight = recall.vector_weight(self.questions[index], self.embedder)
-        for c in recall._pick(recall._score(fresh, keyword, weight), top_k):
+        weighed = recall.weights(self.questions[index], self.embedder)
+        for c in recall._pick(recall._score(fresh, keyword, weighed), top_k):
             if c.place is None:
                 hits.append((self.cited.get(c.pk, []), []))
             else:

@@ -32,6 +32,9 @@ class Embedder(abc.ABC):
     # known. Recall gives an English-only model's vectors less weight on a question it cannot read
     # (memory_app.selectors.recall.CJK_VECTOR_WEIGHT).
     languages: tuple[str, ...] | None = None
+    # Recall's weights chosen with this model (memory_app.selectors.recall constants: VECTOR_WEIGHT, ...) where
+    # they differ from the module's, which were chosen with the bundled English model (bench/memory_eval.py).
+    recall_weights: dict[str, float] = {}
     loaded: bool = True  # nothing to load unless a provider says otherwise (local: the model)
     load_seconds: float | None = None
 

@@ -82,6 +82,10 @@ CJK_TERMS = "words"
 # near noise, and the keyword side carries recall); None: VECTOR_WEIGHT for every question. Chosen on
 # MADial-Bench and MemDaily, each choosing for the other (bench/README.md).
 CJK_VECTOR_WEIGHT: float | None = 0.1
+# The weights above were chosen with the bundled English model. An embedder whose model the same protocol chose
+# other weights for says so (Embedder.recall_weights: e5's vectors are worth more); False: the module's for every
+# embedder (bench/memory_eval.py, which sets the constants itself).
+EMBEDDER_WEIGHTS = True
 
 
 @dataclass
@@ -523,7 +527,7 @@ def recall_search(
     )
     if vector is not None and vector.error is not None:
         degraded, detail = True, _keyword_only(vector.error)
-    ranked = _score(candidates, keyword, vector_weight(query, embedder))
+    ranked = _score(candidates, keyword, weights(query, embedder))
     best = _pick(ranked, top_k)
     hits = _load_hits(best, tenant=tenant)
     results = []
@@ -730,22 +734,39 @@ def _best_keyword_records(keyword: dict[str, float], candidates: dict[str, _Cand
     return [key[2:] for key in alone[:MAX_TOP_K]]
 
 
-def vector_weight(query: str, embedder) -> float:
-    """The vectors' weight for this question: CJK_VECTOR_WEIGHT when it is written mostly in Chinese, Japanese or
-    Korean (at least half of its letters) and the embedder's model reads none of them, VECTOR_WEIGHT otherwise."""
+@dataclass(frozen=True)
+class Weights:
+    vector: float
+    neighbour_keyword: float
+    neighbour_vector: float
+    session: float
+
+
+def weights(query: str, embedder) -> Weights:
+    """The weights a recall of this question scores with: the module's, or those chosen with the embedder's own
+    model (Embedder.recall_weights); and CJK_VECTOR_WEIGHT for the vectors when the question is written mostly
+    in Chinese, Japanese or Korean (at least half of its letters) and the embedder's model reads none of them."""
+    chosen = (getattr(embedder, "recall_weights", None) or {}) if EMBEDDER_WEIGHTS else {}
+    vector = chosen.get("VECTOR_WEIGHT", VECTOR_WEIGHT)
     languages = getattr(embedder, "languages", None)
-    if CJK_VECTOR_WEIGHT is None or languages is None or _CJK_LANGUAGES.intersection(languages):
-        return VECTOR_WEIGHT
-    letters = sum(character.isalpha() for character in query)
-    return CJK_VECTOR_WEIGHT if letters and 2 * len(_CJK.findall(query)) >= letters else VECTOR_WEIGHT
+    if CJK_VECTOR_WEIGHT is not None and languages is not None and not _CJK_LANGUAGES.intersection(languages):
+        letters = sum(character.isalpha() for character in query)
+        if letters and 2 * len(_CJK.findall(query)) >= letters:
+            vector = CJK_VECTOR_WEIGHT
+    return Weights(
+        vector=vector,
+        neighbour_keyword=chosen.get("NEIGHBOUR_KEYWORD", NEIGHBOUR_KEYWORD),
+        neighbour_vector=chosen.get("NEIGHBOUR_VECTOR", NEIGHBOUR_VECTOR),
+        session=chosen.get("SESSION_WEIGHT", SESSION_WEIGHT),
+    )
 
 
 def _score(
-    candidates: dict[str, _Candidate], keyword: dict[str, float], weight: float | None = None
+    candidates: dict[str, _Candidate], keyword: dict[str, float], weighed: Weights | None = None
 ) -> list[_Candidate]:
-    """Every candidate's score on the one scale (see the module's docstring), best first. `weight`: the
-    vectors' (vector_weight), VECTOR_WEIGHT when not given."""
-    weight = VECTOR_WEIGHT if weight is None else weight
+    """Every candidate's score on the one scale (see the module's docstring), best first, with `weighed`
+    (weights(): the module's when not given)."""
+    weighed = weighed or weights("", None)
     cosines = [c.cosine for c in candidates.values() if c.cosine is not None]
     floor = min(cosines) if cosines else 0.0  # the weakest of the nearest rows: "not similar"
     for key, c in candidates.items():
@@ -762,7 +783,7 @@ def _score(
 
     best_in_session: dict[str, float] = {}
     for c in candidates.values():
-        c.score = own(c, weight)
+        c.score = own(c, weighed.vector)
         if c.place is not None:
             session_id = c.place[0]
             best_in_session[session_id] = max(best_in_session.get(session_id, 0.0), c.score)
@@ -771,8 +792,8 @@ def _score(
             session_id, seq = c.place
             for neighbour in (by_place.get((session_id, seq - 1)), by_place.get((session_id, seq + 1))):
                 if neighbour is not None:
-                    c.score += own(neighbour, weight * NEIGHBOUR_VECTOR, NEIGHBOUR_KEYWORD)
-            c.score += SESSION_WEIGHT * best_in_session[session_id]
+                    c.score += own(neighbour, weighed.vector * weighed.neighbour_vector, weighed.neighbour_keyword)
+            c.score += weighed.session * best_in_session[session_id]
     return sorted(
         (c for c in candidates.values() if c.score > 0 or c.cosine is not None),
         key=lambda c: (-c.score, -(c.cosine or 0.0), c.pk),

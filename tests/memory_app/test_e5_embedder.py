@@ -9,7 +9,8 @@ import pytest
 from memory_app.embedders import EmbedderMisconfigured, get_embedder
 from memory_app.embedders.e5 import E5Embedder
 from memory_app.query_vectors import query_vectors, vector_literal
-from memory_app.selectors.recall import VECTOR_WEIGHT, vector_weight
+from memory_app.selectors import recall as recall_module
+from memory_app.selectors.recall import weights
 from tests.memory_app.test_recall import chat, recall
 
 TURNS = [
@@ -75,12 +76,25 @@ def test_threads_embedding_at_once_get_the_vectors_one_thread_gets(e5):
         assert vector == pytest.approx(alone[i % len(TURNS)], abs=1e-6)
 
 
-def test_one_setting_chooses_it(settings, e5):
+def test_one_setting_chooses_it(settings, monkeypatch, e5):
     settings.ACE_EMBEDDER = "e5"
     embedder = get_embedder()
     assert isinstance(embedder, E5Embedder) and embedder.key == "e5:multilingual-e5-small-q4:384"
-    assert embedder.languages is None  # it reads Chinese: recall weighs its vectors as any question's
-    assert vector_weight("你家在哪个社区？", embedder) == VECTOR_WEIGHT
+    # Recall scores with the weights chosen with this model, on a Chinese question as on any other.
+    assert embedder.languages is None
+    chosen = weights("你家在哪个社区？", embedder)
+    assert (
+        (chosen.vector, chosen.neighbour_vector, chosen.session)
+        == (1.0, 0.5, 0.5)
+        == (
+            weights("Where do I live?", embedder).vector,
+            embedder.recall_weights["NEIGHBOUR_VECTOR"],
+            embedder.recall_weights["SESSION_WEIGHT"],
+        )
+    )
+    assert chosen.neighbour_keyword == recall_module.NEIGHBOUR_KEYWORD  # not chosen otherwise: the module's
+    monkeypatch.setattr(recall_module, "EMBEDDER_WEIGHTS", False)  # what bench/memory_eval.py sets: one weight for all
+    assert weights("Where do I live?", embedder).vector == recall_module.VECTOR_WEIGHT
     settings.ACE_EMBEDDER_DIMENSIONS = 768
     with pytest.raises(EmbedderMisconfigured, match="384"):
         get_embedder()

@@ -417,7 +417,7 @@ def test_local_model_path_setting(local_embedder, tmp_path):
 def test_the_bundled_model_says_it_reads_english_only(local_embedder, tmp_path):
     from memory_app.embedders.local import LocalEmbedder
 
-    # Recall weighs its vectors less on a Chinese, Japanese or Korean question (recall.vector_weight).
+    # Recall weighs its vectors less on a Chinese, Japanese or Korean question (recall.weights).
     assert local_embedder.languages == ("en",)
     assert LocalEmbedder(model="sentence-transformers/all-MiniLM-L6-v2").languages == ("en",)
     own = tmp_path / "paraphrase-multilingual-MiniLM-L12-v2"

@@ -6,7 +6,7 @@ import pytest
 from memory_app.embedders.hash import HashEmbedder
 from memory_app.embedders.local import LocalEmbedder
 from memory_app.selectors import recall as recall_module
-from memory_app.selectors.recall import _Candidate, _pick, _score, query_terms, vector_weight
+from memory_app.selectors.recall import _Candidate, _pick, _score, query_terms, weights
 from tests.memory_app.test_recall import chat, recall
 
 
@@ -50,13 +50,13 @@ def test_an_english_only_model_weighs_less_on_a_chinese_question(monkeypatch):
     english_only = LocalEmbedder()  # the bundled all-MiniLM-L6-v2, not loaded: it only says what it reads
     monkeypatch.setattr(recall_module, "VECTOR_WEIGHT", 0.5)
     monkeypatch.setattr(recall_module, "CJK_VECTOR_WEIGHT", 0.1)
-    assert vector_weight("我住的小区叫什么名字？", english_only) == 0.1
-    assert vector_weight("Bart 住在绿洲家园吗", english_only) == 0.1  # mostly Chinese
-    assert vector_weight("小さな町に住んでいます", english_only) == 0.1
-    assert vector_weight("Where does Bart live?", english_only) == 0.5
-    assert vector_weight("Did Bart visit 北京 last summer?", english_only) == 0.5  # mostly English
-    assert vector_weight("", english_only) == 0.5
-    assert vector_weight("我住的小区叫什么名字？", HashEmbedder()) == 0.5  # not known to read few languages
+    assert weights("我住的小区叫什么名字？", english_only).vector == 0.1
+    assert weights("Bart 住在绿洲家园吗", english_only).vector == 0.1  # mostly Chinese
+    assert weights("小さな町に住んでいます", english_only).vector == 0.1
+    assert weights("Where does Bart live?", english_only).vector == 0.5
+    assert weights("Did Bart visit 北京 last summer?", english_only).vector == 0.5  # mostly English
+    assert weights("", english_only).vector == 0.5
+    assert weights("我住的小区叫什么名字？", HashEmbedder()).vector == 0.5  # not known to read few languages
 
     # A turn the question's words match, against one the English model only guesses is near.
     def ranked(question):
@@ -65,12 +65,12 @@ def test_an_english_only_model_weighs_less_on_a_chinese_question(monkeypatch):
             "m:b-1": _Candidate(kind="message", pk="b-1", place=("b", 1), cosine=0.9),
         }
         keyword = {"m:a-1": 0.4, "m:b-1": 0.15}
-        return [c.pk for c in _score(cands, keyword, vector_weight(question, english_only))]
+        return [c.pk for c in _score(cands, keyword, weights(question, english_only))]
 
     assert ranked("我住的小区叫什么名字？") == ["a-1", "b-1"]
     assert ranked("Where do I live?") == ["b-1", "a-1"]
     monkeypatch.setattr(recall_module, "CJK_VECTOR_WEIGHT", None)  # the rule off: one weight for every question
-    assert vector_weight("我住的小区叫什么名字？", english_only) == 0.5
+    assert weights("我住的小区叫什么名字？", english_only).vector == 0.5
     assert ranked("我住的小区叫什么名字？") == ["b-1", "a-1"]
 
 
