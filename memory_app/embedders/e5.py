@@ -64,8 +64,7 @@ class E5Embedder(InProcessModel):
         vectors = []
         with self._lock:
             for start in range(0, len(texts), BATCH):
-                batch = [text if text.strip() else " " for text in texts[start : start + BATCH]]
-                vectors.extend(model.encode(batch, is_query=query).tolist())
+                vectors.extend(model.encode(texts[start : start + BATCH], is_query=query).tolist())
         return vectors
 
     def _load(self):
