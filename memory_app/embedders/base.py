@@ -105,9 +105,20 @@ class InProcessModel(Embedder):
         status.update(threads=self.threads or None, loaded_at=loaded_at)
         return status
 
-    @abc.abstractmethod
     def _load(self):
-        """Load the model once (under a lock) and return it."""
+        """The model, loaded once (under the provider's lock) and timed."""
+        with self._lock:
+            if self._model is None:
+                started = time.monotonic()
+                model = self._open()
+                self.load_seconds = round(time.monotonic() - started, 3)
+                self.loaded_at = time.time()
+                self._model = model
+            return self._model
+
+    @abc.abstractmethod
+    def _open(self):
+        """Read the model from disk and return it (called once, by _load)."""
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:

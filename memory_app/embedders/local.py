@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -141,21 +140,13 @@ class LocalEmbedder(InProcessModel):
             return int(self._model.get_sentence_embedding_dimension())
         return int(self._model[2]["dimensions"])
 
-    def _load(self):
-        with self._lock:
-            if self._model is not None:
-                return self._model
-            os.environ["HF_HUB_OFFLINE"] = "1"  # never the network, whatever else was set
-            os.environ["TRANSFORMERS_OFFLINE"] = "1"
-            os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # safe in forked workers
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no bars in the worker's log
-            started = time.monotonic()
-            model = self._load_torch() if self.runtime == "torch" else self._load_onnx()
-            self.load_seconds = round(time.monotonic() - started, 3)
-            self.loaded_at = time.time()
-            self._model = model
-            return model
+    def _open(self):
+        os.environ["HF_HUB_OFFLINE"] = "1"  # never the network, whatever else was set
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # safe in forked workers
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no bars in the worker's log
+        return self._load_torch() if self.runtime == "torch" else self._load_onnx()
 
     def _load_torch(self):
         try:
