@@ -231,6 +231,89 @@ def strategies_run(api, *, user_id: str, dataset_name: str) -> int:
     return records.count()
 
 
+OBSERVATION_STRATEGY = "locomo-observation"
+
+
+def observation_items(sample: dict) -> list[tuple[str, list[str]]]:
+    """(text, [dia_id, ...]) of every observation a LoCoMo sample carries: `observation` →
+    `session_N_observation` → speaker → [[text, evidence]], evidence one dia_id, a list of them or several
+    joined by commas. These are the LoCoMo paper's per-person observations, written by an LLM from each session,
+    each citing the turns it came from. A sample without them gives none."""
+    items = []
+    for _, by_speaker in sorted((sample.get("observation") or {}).items(), key=lambda kv: _session_number(kv[0])):
+        for observations in (by_speaker or {}).values():
+            for text, evidence in observations:
+                cited = evidence if isinstance(evidence, list) else str(evidence).split(",")
+                items.append((str(text).strip(), [str(dia_id).strip() for dia_id in cited if str(dia_id).strip()]))
+    return items
+
+
+def _session_number(key: str) -> int:
+    digits = "".join(ch for ch in key.split("_")[1] if ch.isdigit()) if "_" in key else ""
+    return int(digits) if digits else 0
+
+
+def observations_load(api, sample: dict, *, user_id: str, message_ids: dict[str, str]) -> dict:
+    """The sample's observations (observation_items) as records of the user, each citing the messages of its
+    turns, through POST /api/v1/records/ (type "fact", strategy OBSERVATION_STRATEGY): what an LLM strategy that
+    cites its turns (the `llm` extractor's source_seqs) would have written. An observation none of whose turns
+    was loaded is skipped; with an in-process API, a user who has them already is left as they are (--reuse).
+    Returns {"records": made now or found, "skipped": uncited}."""
+    if api.in_process:
+        from memory_app.models import Record
+
+        found = Record.objects.filter(
+            tenant=_tenant(api), user_id=user_id, strategy=OBSERVATION_STRATEGY, valid=True
+        ).count()
+        if found:
+            return {"records": found, "skipped": 0}
+    made = skipped = 0
+    for text, cited in observation_items(sample):
+        sources = [message_ids[dia_id] for dia_id in dict.fromkeys(cited) if dia_id in message_ids]
+        if not text or not sources:
+            skipped += 1
+            continue
+        body = {
+            "user_id": user_id,
+            "type": "fact",
+            "content": text,
+            "strategy": OBSERVATION_STRATEGY,
+            "source_message_ids": sources,
+        }
+        _expect(*api.post("/api/v1/records/", body), f"observation of {sample['sample_id']}")
+        made += 1
+    return {"records": made, "skipped": skipped}
+
+
+def observations_remove(api, *, user_id: str) -> int:
+    """Delete the user's observation records (an in-process run without them after one with them)."""
+    if not api.in_process:
+        return 0
+    from memory_app.models import Record
+
+    deleted, _ = Record.objects.filter(tenant=_tenant(api), user_id=user_id, strategy=OBSERVATION_STRATEGY).delete()
+    return deleted
+
+
+def observations_embed(api, user_ids: list[str]) -> int:
+    """Embed the observation records of these users here (in-process; a live server's worker embeds its own)."""
+    if not api.in_process:
+        return 0
+    from memory_app.embeddings import records_embed
+    from memory_app.models import Record
+
+    records = Record.objects.filter(
+        tenant=_tenant(api), user_id__in=user_ids, strategy=OBSERVATION_STRATEGY, valid=True
+    )
+    return records_embed(record_ids=list(records.values_list("pk", flat=True)))
+
+
+def _tenant(api):
+    from sessions_app.services.apikeys import apikey_authenticate
+
+    return apikey_authenticate(plain_key=api.key).tenant
+
+
 def already_loaded(api, sample: dict, *, user_id: str, dataset_name: str) -> dict | None:
     """{dia_id: message id} of an earlier in-process run's copy of the sample, when it is complete (--reuse)."""
     if not api.in_process:
@@ -397,6 +480,7 @@ def load_samples(
     user_prefix: str = "",
     reuse: bool = False,
     strategies: bool = False,
+    observations: bool = False,
     embed_inline: bool = True,
     progress=print,
 ) -> dict:
@@ -414,14 +498,27 @@ def load_samples(
         loaded[str(sample["sample_id"])] = earlier or load_sample(
             api, sample, user_id=user_id, dataset_name=dataset_name
         )
+        info = loaded[str(sample["sample_id"])]
+        if observations:
+            made = observations_load(api, sample, user_id=user_id, message_ids=info["message_ids"])
+            info["observations"] = made["records"]
+            if made["records"] or made["skipped"]:
+                progress(f"  {user_id}: {made['records']} observations as records ({made['skipped']} cite no turn)")
+        else:
+            observations_remove(api, user_id=user_id)
         if strategies:  # a run reads only what its strategy has not read yet: nothing twice
             records = strategies_run(api, user_id=user_id, dataset_name=dataset_name)
+            info["strategy_records"] = records
             progress(f"  {user_id}: {records} valid records after the built-in strategies")
         sessions += loaded[str(sample["sample_id"])]["sessions"]
     load_seconds = time.perf_counter() - start
     all_ids = [mid for info in loaded.values() for mid in info["message_ids"].values()]
     progress(f"  loaded {len(samples)} samples: {sessions} sessions, {len(all_ids)} messages in {load_seconds:.1f} s")
     embed_seconds = embed_messages(all_ids, inline=embed_inline)
+    if observations:
+        embedded = observations_embed(api, [f"{user_prefix}{sample['sample_id']}" for sample in samples])
+        if embedded:
+            progress(f"  {embedded} observation records embedded")
     how = "inline" if embed_inline else "by a worker"
     progress(f"  embedded with {get_embedder().key} ({how}) in {embed_seconds:.1f} s")
     indexed = index_messages(all_ids, inline=embed_inline)

@@ -181,14 +181,32 @@ def spread(questions: list, at_most: int | None) -> list:
     return [questions[int(i * step)] for i in range(at_most)]
 
 
-def prepare(api, path: Path, *, grid: dict, max_samples=None, max_questions=None, reuse=False, progress=print):
+def prepare(
+    api,
+    path: Path,
+    *,
+    grid: dict,
+    max_samples=None,
+    max_questions=None,
+    reuse=False,
+    observations=False,
+    strategies=False,
+    progress=print,
+):
     """Load one data set, gather its questions' candidates once and score every configuration of the grid.
     Returns the data set's facts, its questions and its in-sample summary per configuration."""
     name = path.stem
     samples = locomo.load_dataset(path)[:max_samples] if max_samples else locomo.load_dataset(path)
     progress(f"{name}: {len(samples)} samples from {path}")
     load = locomo.load_samples(
-        api, samples, dataset_name=path.name, user_prefix=f"{name}/", reuse=reuse, progress=progress
+        api,
+        samples,
+        dataset_name=path.name,
+        user_prefix=f"{name}/",
+        reuse=reuse,
+        observations=observations,
+        strategies=strategies,
+        progress=progress,
     )
     questions, counts = locomo.questions_of(samples, load["loaded"], user_prefix=f"{name}/")
     excluded = EXCLUDED_CATEGORIES.get(name, frozenset())
@@ -211,6 +229,8 @@ def prepare(api, path: Path, *, grid: dict, max_samples=None, max_questions=None
         "samples": len(samples),
         "sessions": load["sessions"],
         "messages": len(load["message_ids"]),
+        "observation_records": sum(info.get("observations", 0) for info in load["loaded"].values()),
+        "strategy_records": sum(info.get("strategy_records", 0) for info in load["loaded"].values()),
         **counts,
         "questions": len(questions),
         "load_seconds": load["load_seconds"],
@@ -241,7 +261,16 @@ def held_out_figures(api, questions: list[dict], config: dict) -> dict:
 
 
 def evaluate(
-    api, datasets: list[Path], *, grid: dict = GRID, max_samples=None, max_questions=None, reuse=False, progress=print
+    api,
+    datasets: list[Path],
+    *,
+    grid: dict = GRID,
+    max_samples=None,
+    max_questions=None,
+    reuse=False,
+    observations=False,
+    strategies=False,
+    progress=print,
 ) -> dict:
     """The whole protocol (the module's docstring) over `datasets`, in this process. Returns the report."""
     from memory_app.embedders import get_embedder
@@ -258,6 +287,8 @@ def evaluate(
             max_samples=max_samples,
             max_questions=max_questions,
             reuse=reuse,
+            observations=observations,
+            strategies=strategies,
             progress=progress,
         )
         for path in datasets
@@ -412,6 +443,16 @@ def parse_args(argv=None):
         "--max-questions", type=int, default=None, help="at most N questions per data set, spread over the set"
     )
     parser.add_argument("--reuse", action="store_true", help="keep an earlier load of the tenant (no reload)")
+    parser.add_argument(
+        "--observations",
+        action="store_true",
+        help="also load the per-person observations a set carries (LoCoMo's) as records citing their turns",
+    )
+    parser.add_argument(
+        "--strategies",
+        action="store_true",
+        help=f"run the built-in strategies over every session (their records in recall), in tenant {TENANT}-strategies",
+    )
     parser.add_argument("--grid", default=None, help='JSON {"CONSTANT": [values], ...} instead of GRID')
     parser.add_argument("--name", default=None, help="results name (default: the embedder)")
     return parser.parse_args(argv)
@@ -431,9 +472,10 @@ def main(argv=None) -> int:
     from sessions_app.services.apikeys import apikey_create
 
     settings.ACE_EMBEDDER = args.embedder
-    created = apikey_create(tenant_name=TENANT, name="bench/memory_eval.py")
+    tenant_name = f"{TENANT}-strategies" if args.strategies else TENANT
+    created = apikey_create(tenant_name=tenant_name, name="bench/memory_eval.py")
     if not args.reuse:
-        locomo.cleanup(Tenant.objects.get(name=TENANT))
+        locomo.cleanup(Tenant.objects.get(name=tenant_name))
     print(
         f"Memory evaluation, leave one data set out: {', '.join(p.name for p in paths)}; embedder {args.embedder}; "
         f"{benchlib.database_description()}; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
@@ -445,6 +487,8 @@ def main(argv=None) -> int:
         max_samples=args.max_samples,
         max_questions=args.max_questions,
         reuse=args.reuse,
+        observations=args.observations,
+        strategies=args.strategies,
     )
     print_report(report)
     path = write_report(report, args.name or args.embedder)

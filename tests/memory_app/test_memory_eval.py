@@ -7,6 +7,7 @@ import json
 import pytest
 from django.test import Client
 
+from memory_app.models import Record
 from sessions_app.models import Session
 from sessions_app.services.apikeys import apikey_create
 from tests.support.bench import bench_module
@@ -116,3 +117,56 @@ def test_the_protocol_end_to_end(db, memory_eval, datasets, tmp_path, monkeypatc
     assert [row.split()[0] for row in main_table] == ["alpha", "beta", "gamma_zh"]
     assert "Per category (held out)" in out and "IN-SAMPLE best (not a result)" in out
     assert "WARNING" not in out
+
+
+def test_a_sets_observations_become_records_that_cite_their_turns(db, memory_eval):
+    """--observations: LoCoMo's per-person observations (an LLM's, each citing its turns) are loaded as the user's
+    records through the API, recall finds one by its own words and counts its cited turn as the hit's own; a
+    second load keeps them, a load without the flag takes them away."""
+    locomo = memory_eval.locomo
+    sample = dict(locomo.load_dataset(locomo.DEFAULT_DATASET)[0])
+    sample["observation"] = {
+        "session_1_observation": {
+            "Maya": [
+                ["Maya adopted a beagle mix called Biscuit, a rescue with a light brown coat.", "D1:3"],
+                ["Maya and Tom walk Biscuit along the canal every morning.", ["D1:1", "D1:3"]],
+                ["Maya's sister keeps parrots.", "D99:1"],  # no such turn: nothing to cite, not loaded
+            ]
+        }
+    }
+    api = locomo.DjangoApi(apikey_create(tenant_name="memory-eval-observations").plain_key, Client())
+
+    def load(observations: bool) -> dict:
+        return locomo.load_samples(
+            api,
+            [sample],
+            dataset_name="obs.json",
+            user_prefix="obs/",
+            reuse=True,
+            observations=observations,
+            progress=lambda *args: None,
+        )
+
+    loaded = load(observations=True)
+    info = loaded["loaded"][str(sample["sample_id"])]
+    assert info["observations"] == 2
+    def records():
+        return Record.objects.filter(tenant__name="memory-eval-observations", user_id=f"obs/{sample['sample_id']}")
+
+    cited = {r.content: sorted(m.external_id for m in r.source_messages.all()) for r in records()}
+    assert cited == {
+        "Maya adopted a beagle mix called Biscuit, a rescue with a light brown coat.": ["D1:3"],
+        "Maya and Tom walk Biscuit along the canal every morning.": ["D1:1", "D1:3"],
+    }
+    assert {r.strategy for r in records()} == {locomo.OBSERVATION_STRATEGY}
+    assert all(r.embedding_key for r in records())  # in the vector space recall searches
+
+    hits, _, _ = locomo.Asker(api).ask("hybrid", "Which canal does Maya walk along?", f"obs/{sample['sample_id']}")
+    record_hits = [h for h in hits if h[0] == ["D1:1", "D1:3"] and not h[1]]
+    assert record_hits, hits  # the observation is a hit, its cited turns its own
+    assert locomo.recall_at(hits[:1], ["D1:1"], 10, context=False) == 1.0
+
+    assert load(observations=True)["loaded"][str(sample["sample_id"])]["observations"] == 2  # kept, not doubled
+    assert records().count() == 2
+    load(observations=False)
+    assert not records().exists()
