@@ -65,6 +65,7 @@ GRID: dict[str, tuple] = {
     "CONTEXT_HITS": ("skip", "promote"),
     "CONTEXT": ((1, 1), (2, 2)),
     "CJK_VECTOR_WEIGHT": (None, 0.1, 0.25),
+    "VECTOR_FLOOR": ("weakest", "full"),
 }
 # The screen a recall may fill: a configuration whose top 10 hits show more distinct turns than this, on
 # average over the sets that choose, cannot be chosen (three a hit: the hit and a turn either side, the budget

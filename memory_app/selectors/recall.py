@@ -6,7 +6,7 @@ message, so a record is ranked above a message only when it matches the question
 
 - keywords: Okapi BM25 over the user's rows (term statistics from this user's matching rows, not a
   corpus-wide ts_rank), divided by the best score the query's terms could reach, so it lies in [0, 1];
-- vectors: the cosine similarity above the best candidates' floor (the weakest of the nearest rows).
+- vectors: the cosine similarity above a floor, the weakest of the nearest rows (VECTOR_FLOOR).
 
 A message is rarely the whole answer: a question is answered by a turn and the one before or after it ("What
 did you do there?" — "We hiked to the lake."). So a message's score adds part of its neighbours' scores (the
@@ -82,6 +82,13 @@ CJK_TERMS = "words"
 # near noise, and the keyword side carries recall); None: VECTOR_WEIGHT for every question. Chosen on
 # MADial-Bench and MemDaily, each choosing for the other (bench/README.md).
 CJK_VECTOR_WEIGHT: float | None = 0.1
+# Where "not similar" begins, the floor each cosine is measured from: "full" — the weakest row of the nearest-row
+# lists (records, messages) that came back full (CANDIDATES rows), or of every row when none did; "weakest" — the
+# weakest row of both lists. A list that came back short holds every row the user has, the least similar among
+# them: a user's handful of records put the floor far below the messages' hundredth nearest, and every cosine
+# then counted more against the keywords (LoCoMo with the built-in strategies' records: with context 0.779,
+# against 0.795 without records). Chosen by leave-one-data-set-out with those records (memory_eval --strategies).
+VECTOR_FLOOR = "full"
 # The weights above were chosen with the bundled English model. An embedder whose model the same protocol chose
 # other weights for says so (Embedder.recall_weights: e5's vectors are worth more); False: the module's for every
 # embedder (bench/memory_eval.py, which sets the constants itself).
@@ -767,8 +774,7 @@ def _score(
     """Every candidate's score on the one scale (see the module's docstring), best first, with `weighed`
     (weights(): the module's when not given)."""
     weighed = weighed or weights("", None)
-    cosines = [c.cosine for c in candidates.values() if c.cosine is not None]
-    floor = min(cosines) if cosines else 0.0  # the weakest of the nearest rows: "not similar"
+    floor = _floor(candidates)
     for key, c in candidates.items():
         c.keyword = keyword.get(key, 0.0)
         if c.keyword > 0:
@@ -798,6 +804,19 @@ def _score(
         (c for c in candidates.values() if c.score > 0 or c.cosine is not None),
         key=lambda c: (-c.score, -(c.cosine or 0.0), c.pk),
     )
+
+
+def _floor(candidates: dict[str, _Candidate]) -> float:
+    """The cosine that means "not similar" (VECTOR_FLOOR): the weakest of the nearest rows, of the lists that
+    came back full when VECTOR_FLOOR is "full" and one did; 0 with no vectors."""
+    cosines: dict[str, list[float]] = {}
+    for c in candidates.values():
+        if c.cosine is not None:
+            cosines.setdefault(c.kind, []).append(c.cosine)
+    full = [min(found) for found in cosines.values() if len(found) >= CANDIDATES]
+    if VECTOR_FLOOR == "full" and full:
+        return min(full)
+    return min((min(found) for found in cosines.values()), default=0.0)
 
 
 def _pick(ranked: list[_Candidate], top_k: int) -> list[_Candidate]:

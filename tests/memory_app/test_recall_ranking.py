@@ -6,7 +6,7 @@ import pytest
 from memory_app.embedders.hash import HashEmbedder
 from memory_app.embedders.local import LocalEmbedder
 from memory_app.selectors import recall as recall_module
-from memory_app.selectors.recall import _Candidate, _pick, _score, query_terms, weights
+from memory_app.selectors.recall import CANDIDATES, _Candidate, _floor, _pick, _score, query_terms, weights
 from tests.memory_app.test_recall import chat, recall
 
 
@@ -72,6 +72,34 @@ def test_an_english_only_model_weighs_less_on_a_chinese_question(monkeypatch):
     monkeypatch.setattr(recall_module, "CJK_VECTOR_WEIGHT", None)  # the rule off: one weight for every question
     assert weights("我住的小区叫什么名字？", english_only).vector == 0.5
     assert ranked("我住的小区叫什么名字？") == ["b-1", "a-1"]
+
+
+def test_a_handful_of_records_does_not_move_where_not_similar_begins(monkeypatch):
+    # A user's hundred nearest messages (cosines 0.30–0.50), a message the question's words match that is not
+    # among them, and a few records about something else (the built-in strategies' first records of a user).
+    for name, value in (("VECTOR_WEIGHT", 0.5), ("NEIGHBOUR_VECTOR", 0.0), ("SESSION_WEIGHT", 0.0)):
+        monkeypatch.setattr(recall_module, name, value)
+
+    def candidates(records: int) -> dict:
+        nearest = {
+            f"m:n{i}": _Candidate(kind="message", pk=f"n{i}", place=(f"s{i}", 1), cosine=0.30 + 0.2 * i / 99)
+            for i in range(CANDIDATES)
+        }
+        matched = {"m:k": _Candidate(kind="message", pk="k", place=("k", 1))}
+        unrelated = {f"r:{i}": _Candidate(kind="record", pk=f"r{i}", cosine=-0.5) for i in range(records)}
+        return {**nearest, **matched, **unrelated}
+
+    def best(records: int) -> str:
+        return _score(candidates(records), {"m:k": 0.3})[0].pk
+
+    assert best(records=0) == "k"  # the keyword match beats the best cosine, 0.2 above the floor
+    assert _floor(candidates(3)) == 0.30 and best(records=3) == "k"  # the records' short list sets no floor
+    monkeypatch.setattr(recall_module, "VECTOR_FLOOR", "weakest")  # as it was: the floor of every row
+    assert _floor(candidates(3)) == -0.5 and best(records=3) == "n99"
+    # A user of few rows: no list comes back full, and the floor is their weakest row, whatever the setting.
+    few = {key: c for key, c in candidates(2).items() if key in ("m:n0", "m:n1", "r:0", "r:1")}
+    monkeypatch.setattr(recall_module, "VECTOR_FLOOR", "full")
+    assert _floor(few) == -0.5 and _floor({}) == 0.0
 
 
 @pytest.mark.parametrize("mode", ["skip", "promote"])
