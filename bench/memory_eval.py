@@ -182,6 +182,25 @@ def spread(questions: list, at_most: int | None) -> list:
     return [questions[int(i * step)] for i in range(at_most)]
 
 
+def idle_constants(grid: dict, gathered) -> set[str]:
+    """The constants of `grid` that cannot change any score of these gathered questions, so that configurations
+    differing only in them are scored once: CJK_VECTOR_WEIGHT when no question is weighed by it (no question
+    mostly in CJK script, or an embedder that reads those languages), VECTOR_FLOOR when no question has a record
+    with a cosine among its candidates (a messages-only user has one list of nearest rows)."""
+    import memory_app.selectors.recall as recall
+
+    idle = set()
+    if "CJK_VECTOR_WEIGHT" in grid:
+        marker = -1.0  # no weight the grid tries: a question weighed by the rule gets exactly this
+        with locomo.recall_constants({"CJK_VECTOR_WEIGHT": marker}):
+            if not any(recall.weights(q, gathered.embedder).vector == marker for q in gathered.questions):
+                idle.add("CJK_VECTOR_WEIGHT")
+    records = (c for candidates, _ in gathered.candidates for c in candidates.values() if c.kind == "record")
+    if "VECTOR_FLOOR" in grid and not any(c.cosine is not None for c in records):
+        idle.add("VECTOR_FLOOR")
+    return idle
+
+
 def prepare(
     api,
     path: Path,
@@ -216,13 +235,18 @@ def prepare(
     questions = spread(kept, max_questions)
     start = time.perf_counter()
     gathered = locomo.Gathered(api, questions)
-    in_sample = []
+    idle = idle_constants(grid, gathered)
+    in_sample, scored = [], {}
     for config in locomo.grid_points(grid):
-        with locomo.recall_constants(config):
-            rows = [question_row(q, gathered.hits(i, K)) for i, q in enumerate(questions)]
-        in_sample.append(summarise(rows))
+        effective = json.dumps({key: value for key, value in config.items() if key not in idle}, sort_keys=True)
+        if effective not in scored:  # a configuration that differs only in idle constants scores the same
+            with locomo.recall_constants(config):
+                rows = [question_row(q, gathered.hits(i, K)) for i, q in enumerate(questions)]
+            scored[effective] = summarise(rows)
+        in_sample.append(scored[effective])
     progress(
         f"  {len(questions)} questions gathered once, scored under {len(in_sample)} configurations "
+        f"({len(scored)} distinct here{'; idle: ' + ', '.join(sorted(idle)) if idle else ''}) "
         f"in {time.perf_counter() - start:.1f} s"
     )
     facts = {

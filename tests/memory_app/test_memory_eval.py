@@ -150,6 +150,7 @@ def test_a_sets_observations_become_records_that_cite_their_turns(db, memory_eva
     loaded = load(observations=True)
     info = loaded["loaded"][str(sample["sample_id"])]
     assert info["observations"] == 2
+
     def records():
         return Record.objects.filter(tenant__name="memory-eval-observations", user_id=f"obs/{sample['sample_id']}")
 
@@ -170,3 +171,30 @@ def test_a_sets_observations_become_records_that_cite_their_turns(db, memory_eva
     assert records().count() == 2
     load(observations=False)
     assert not records().exists()
+
+
+def test_constants_that_cannot_change_a_sets_scores_are_scored_once(memory_eval):
+    """A set without Chinese questions is not weighed by CJK_VECTOR_WEIGHT, nor a set without records by
+    VECTOR_FLOOR: configurations differing only in those are scored once (the grid's size, not its figures)."""
+    from types import SimpleNamespace
+
+    from memory_app.embedders.local import LocalEmbedder
+    from memory_app.selectors.recall import _Candidate
+
+    grid = {"VECTOR_WEIGHT": (0.5,), "CJK_VECTOR_WEIGHT": (None, 0.1), "VECTOR_FLOOR": ("weakest", "full")}
+    message = _Candidate(kind="message", pk="m", place=("s", 1), cosine=0.4)
+    record = _Candidate(kind="record", pk="r", cosine=0.2)
+    keyword_only_record = _Candidate(kind="record", pk="k")
+
+    def gathered(questions, *candidates):
+        return SimpleNamespace(
+            questions=questions,
+            embedder=LocalEmbedder(),  # the bundled English-only model (not loaded: it only says what it reads)
+            candidates=[({f"{c.kind[0]}:{c.pk}": c for c in candidates}, {})],
+        )
+
+    english = gathered(["Where does Bart live?"], message, keyword_only_record)
+    assert memory_eval.idle_constants(grid, english) == {"CJK_VECTOR_WEIGHT", "VECTOR_FLOOR"}
+    chinese_with_records = gathered(["Where does Bart live?", "我住的小区叫什么名字？"], message, record)
+    assert memory_eval.idle_constants(grid, chinese_with_records) == set()
+    assert memory_eval.idle_constants({"VECTOR_WEIGHT": (0.5,)}, english) == set()  # only what the grid tries
