@@ -112,6 +112,15 @@ def test_the_protocol_end_to_end(db, memory_eval, datasets, tmp_path, monkeypatc
     verdict = sets["gamma_zh"]["targets"][0]
     assert verdict["met"] == (sets["gamma_zh"]["held_out"]["overall"]["with-context@10"] >= 0.75)
 
+    # Beside each set, the same run's yardstick on the same questions: plain BM25 over its conversation's turns.
+    for name, data in sets.items():
+        yardstick = data["baseline"]
+        assert yardstick["questions"] == questions[name]
+        assert 0 <= yardstick["own@10"] <= yardstick["with-context@10"] <= 1 and yardstick["turns_shown"] <= 30
+    assert sets["alpha"]["baseline"]["tokenizer"] == "words"
+    assert set(sets["gamma_zh"]["baseline"]["tokenizers"]) == {"jieba", "pairs"}
+    assert "plain BM25, same run" in out
+
     # One table row per data set, and the folds and in-sample bests printed apart.
     main_table = out.split("Held-out figures")[1].split("\n\n")[0].splitlines()[3:]
     assert [row.split()[0] for row in main_table] == ["alpha", "beta", "gamma_zh"]
@@ -198,3 +207,38 @@ def test_constants_that_cannot_change_a_sets_scores_are_scored_once(memory_eval)
     chinese_with_records = gathered(["Where does Bart live?", "我住的小区叫什么名字？"], message, record)
     assert memory_eval.idle_constants(grid, chinese_with_records) == set()
     assert memory_eval.idle_constants({"VECTOR_WEIGHT": (0.5,)}, english) == set()  # only what the grid tries
+
+
+def test_the_yardstick_is_plain_bm25_over_the_turns_with_their_session_neighbours(memory_eval):
+    """The baseline every figure is printed beside: the question's best-matching turns by BM25, each with the turn
+    before and after it in its own session (never one from the next session), stemmed English words."""
+    sample = {
+        "sample_id": "s",
+        "conversation": {
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "Morning! Coffee first."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "We adopted two kittens yesterday."},
+                {"speaker": "Ann", "dia_id": "D1:3", "text": "What colour are they?"},
+            ],
+            "session_2": [
+                {"speaker": "Bo", "dia_id": "D2:1", "text": "Grey, both of them, and very loud."},
+                {"speaker": "Ann", "dia_id": "D2:2", "text": "I am painting my kitchen this weekend."},
+            ],
+        },
+    }
+    question = {"sample_id": "s", "question": "When did Bo adopt a kitten?", "evidence": ["D1:2"], "category": "1"}
+    colour = {**question, "question": "What colour are the kittens?", "evidence": ["D2:1"]}
+    tokenize = memory_eval.baseline_tokenizers(chinese=False)["words"]
+
+    assert tokenize("Adopted kittens, yesterday!") == ["adopt", "kitten", "yesterday"]
+    one = memory_eval.bm25_baseline([sample], [question], tokenize, k=1)
+    assert one["own@10"] == 1.0 and one["turns_shown"] == 3  # the hit and both of its session neighbours
+    last = memory_eval.bm25_baseline([sample], [colour], tokenize, k=1)
+    # The best turn is D1:3 ("colour", the shortest); D2:1, the answer, comes right after it but in the next
+    # session, so it is not shown with it.
+    assert last["own@10"] == 0.0 and last["with-context@10"] == 0.0
+    assert memory_eval.bm25_baseline([sample], [], tokenize)["questions"] == 0
+
+    chinese = memory_eval.baseline_tokenizers(chinese=True)
+    assert chinese["pairs"]("我喜欢猫 and cats") == ["我喜", "喜欢", "欢猫", "and", "cats"]
+    assert "喜欢" in chinese["jieba"]("我喜欢猫")
