@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import sys
@@ -185,6 +186,8 @@ def bm25_baseline(samples: list[dict], questions: list[dict], tokenize, k: int =
     turns shown, of plain BM25 over each question's conversation."""
     import bm25s
     import numpy as np
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # the library sets its own logger to DEBUG
 
     by_sample = defaultdict(list)
     for question in questions:
