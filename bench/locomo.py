@@ -257,21 +257,26 @@ def observations_load(api, sample: dict, *, user_id: str, message_ids: dict[str,
     """The sample's observations (observation_items) as records of the user, each citing the messages of its
     turns, through POST /api/v1/records/ (type "fact", strategy OBSERVATION_STRATEGY): what an LLM strategy that
     cites its turns (the `llm` extractor's source_seqs) would have written. An observation none of whose turns
-    was loaded is skipped; with an in-process API, a user who has them already is left as they are (--reuse).
+    was loaded is skipped; with an in-process API, an observation the user has already (same content) is not
+    posted again, so --reuse keeps a complete load and finishes one that was interrupted.
     Returns {"records": made now or found, "skipped": uncited}."""
+    stored: set[str] = set()
     if api.in_process:
         from memory_app.models import Record
 
-        found = Record.objects.filter(
-            tenant=_tenant(api), user_id=user_id, strategy=OBSERVATION_STRATEGY, valid=True
-        ).count()
-        if found:
-            return {"records": found, "skipped": 0}
-    made = skipped = 0
+        stored = set(
+            Record.objects.filter(
+                tenant=_tenant(api), user_id=user_id, strategy=OBSERVATION_STRATEGY, valid=True
+            ).values_list("content", flat=True)
+        )
+    made = skipped = found = 0
     for text, cited in observation_items(sample):
         sources = [message_ids[dia_id] for dia_id in dict.fromkeys(cited) if dia_id in message_ids]
         if not text or not sources:
             skipped += 1
+            continue
+        if text in stored:
+            found += 1
             continue
         body = {
             "user_id": user_id,
@@ -282,7 +287,7 @@ def observations_load(api, sample: dict, *, user_id: str, message_ids: dict[str,
         }
         _expect(*api.post("/api/v1/records/", body), f"observation of {sample['sample_id']}")
         made += 1
-    return {"records": made, "skipped": skipped}
+    return {"records": made + found, "skipped": skipped}
 
 
 def observations_remove(api, *, user_id: str) -> int:

@@ -178,6 +178,10 @@ def test_a_sets_observations_become_records_that_cite_their_turns(db, memory_eva
 
     assert load(observations=True)["loaded"][str(sample["sample_id"])]["observations"] == 2  # kept, not doubled
     assert records().count() == 2
+    # A load interrupted after its first observation is finished by the next one, not taken as complete.
+    records().filter(content__startswith="Maya and Tom").delete()
+    assert load(observations=True)["loaded"][str(sample["sample_id"])]["observations"] == 2
+    assert sorted(records().values_list("content", flat=True)) == sorted(cited)
     load(observations=False)
     assert not records().exists()
 
