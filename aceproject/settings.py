@@ -548,3 +548,22 @@ for _name, _value, _low, _high in (
 # over all of them; above it, a shortlist of the nearest by sign-bit Hamming distance, re-ranked exactly.
 ACE_RECALL_EXACT_UP_TO = env.int("ACE_RECALL_EXACT_UP_TO", default=2000)
 ACE_RECALL_SHORTLIST = env.int("ACE_RECALL_SHORTLIST", default=400)
+# Recall's scoring weights for the embedder in use, where they should differ from those chosen with its model
+# (memory_app/selectors/recall.py; the bundled models' are chosen by bench/memory_eval.py, which prints this
+# setting for a model it was run with, e.g. one behind ACE_EMBEDDER=openai): a JSON object of some of
+# VECTOR_WEIGHT, NEIGHBOUR_KEYWORD, NEIGHBOUR_VECTOR, SESSION_WEIGHT, each from 0 to 10. Unset: the model's own.
+RECALL_WEIGHT_NAMES = ("VECTOR_WEIGHT", "NEIGHBOUR_KEYWORD", "NEIGHBOUR_VECTOR", "SESSION_WEIGHT")
+_recall_weights = env.str("ACE_RECALL_WEIGHTS", default="").strip()
+try:
+    ACE_RECALL_WEIGHTS = json.loads(_recall_weights) if _recall_weights else {}
+except ValueError as error:
+    raise ImproperlyConfigured(f"ACE_RECALL_WEIGHTS: not a JSON object ({error})") from None
+if not isinstance(ACE_RECALL_WEIGHTS, dict):
+    raise ImproperlyConfigured('ACE_RECALL_WEIGHTS: a JSON object, e.g. {"VECTOR_WEIGHT": 1.0, "SESSION_WEIGHT": 0.5}')
+for _name, _value in ACE_RECALL_WEIGHTS.items():
+    if _name not in RECALL_WEIGHT_NAMES:
+        raise ImproperlyConfigured(
+            f"ACE_RECALL_WEIGHTS: unknown weight {_name!r}; known: {', '.join(RECALL_WEIGHT_NAMES)}"
+        )
+    if isinstance(_value, bool) or not isinstance(_value, int | float) or not 0 <= _value <= 10:
+        raise ImproperlyConfigured(f"ACE_RECALL_WEIGHTS: {_name} is {_value!r}; a number from 0 to 10 is expected")

@@ -90,8 +90,9 @@ CJK_VECTOR_WEIGHT: float | None = 0.1
 # against 0.795 without records). Chosen by leave-one-data-set-out with those records (memory_eval --strategies).
 VECTOR_FLOOR = "full"
 # The weights above were chosen with the bundled English model. An embedder whose model the same protocol chose
-# other weights for says so (Embedder.recall_weights: e5's vectors are worth more); False: the module's for every
-# embedder (bench/memory_eval.py, which sets the constants itself).
+# other weights for says so (Embedder.recall_weights: e5's vectors are worth more), and ACE_RECALL_WEIGHTS sets
+# them for a model run elsewhere (ACE_EMBEDDER=openai); False: the module's for every embedder, whatever the
+# setting (bench/memory_eval.py, which sets the constants itself).
 EMBEDDER_WEIGHTS = True
 
 
@@ -751,9 +752,12 @@ class Weights:
 
 def weights(query: str, embedder) -> Weights:
     """The weights a recall of this question scores with: the module's, or those chosen with the embedder's own
-    model (Embedder.recall_weights); and CJK_VECTOR_WEIGHT for the vectors when the question is written mostly
-    in Chinese, Japanese or Korean (at least half of its letters) and the embedder's model reads none of them."""
-    chosen = (getattr(embedder, "recall_weights", None) or {}) if EMBEDDER_WEIGHTS else {}
+    model (Embedder.recall_weights), or those set (ACE_RECALL_WEIGHTS, over both); and CJK_VECTOR_WEIGHT for
+    the vectors when the question is written mostly in Chinese, Japanese or Korean (at least half of its letters)
+    and the embedder's model reads none of them."""
+    chosen = (
+        {**(getattr(embedder, "recall_weights", None) or {}), **settings.ACE_RECALL_WEIGHTS} if EMBEDDER_WEIGHTS else {}
+    )
     vector = chosen.get("VECTOR_WEIGHT", VECTOR_WEIGHT)
     languages = getattr(embedder, "languages", None)
     if CJK_VECTOR_WEIGHT is not None and languages is not None and not _CJK_LANGUAGES.intersection(languages):

@@ -120,3 +120,54 @@ def test_each_turn_is_shown_once_and_the_screen_holds_at_most_three_turns_a_hit(
     for c in picked:
         assert c.around == sorted(c.around, key=lambda place: place[1])
         assert all(abs(seq - c.place[1]) <= width for _, seq in c.around)
+
+
+def test_weights_set_for_a_model_run_elsewhere_change_the_ranking(settings, monkeypatch):
+    """ACE_RECALL_WEIGHTS: a deployment whose model (behind ACE_EMBEDDER=openai) was measured to want other weights
+    gets them in every recall; a weight it does not name stays the model's, and the harness's switch turns it off."""
+    monkeypatch.setattr(recall_module, "VECTOR_WEIGHT", 0.5)
+    behind_http = HashEmbedder()  # any embedder without weights of its own
+
+    # A turn the question's words match, against one the model finds nearer in meaning.
+    def ranked():
+        cands = {
+            "m:a-1": _Candidate(kind="message", pk="a-1", place=("a", 1), cosine=0.3),
+            "m:b-1": _Candidate(kind="message", pk="b-1", place=("b", 1), cosine=0.9),
+        }
+        return [c.pk for c in _score(cands, {"m:a-1": 0.4, "m:b-1": 0.15}, weights("Where do I live?", behind_http))]
+
+    settings.ACE_RECALL_WEIGHTS = {}
+    assert ranked() == ["b-1", "a-1"]
+    settings.ACE_RECALL_WEIGHTS = {"VECTOR_WEIGHT": 0.1}
+    assert ranked() == ["a-1", "b-1"]
+    chosen = weights("Where do I live?", behind_http)
+    assert (chosen.vector, chosen.neighbour_keyword) == (0.1, recall_module.NEIGHBOUR_KEYWORD)
+    monkeypatch.setattr(recall_module, "EMBEDDER_WEIGHTS", False)  # bench/memory_eval.py sets the constants itself
+    assert ranked() == ["b-1", "a-1"]
+
+
+def _settings_process(tmp_path, **env_vars):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "CELERY_BROKER_URL", "DATABASE_URL")}
+    env.update(ACE_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="aceproject.settings", **env_vars)
+    code = "import django; django.setup()\nfrom django.conf import settings\nprint(settings.ACE_RECALL_WEIGHTS)"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_recall_weights_from_the_environment_and_a_bad_one_stops_the_start(tmp_path):
+    done = _settings_process(tmp_path, ACE_RECALL_WEIGHTS='{"VECTOR_WEIGHT": 1.0, "SESSION_WEIGHT": 0.5}')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "{'VECTOR_WEIGHT': 1.0, 'SESSION_WEIGHT': 0.5}"
+    for value, says in (
+        ('{"VECTOR_WEIGHTS": 1.0}', "unknown weight 'VECTOR_WEIGHTS'; known: VECTOR_WEIGHT, NEIGHBOUR_KEYWORD"),
+        ('{"VECTOR_WEIGHT": -1}', "VECTOR_WEIGHT is -1; a number from 0 to 10 is expected"),
+        ('{"VECTOR_WEIGHT": "1"}', "VECTOR_WEIGHT is '1'"),
+        ('{"VECTOR_WEIGHT": NaN}', "VECTOR_WEIGHT is nan"),
+        ("[1.0]", "a JSON object, e.g."),
+        ("VECTOR_WEIGHT=1", "not a JSON object"),
+    ):
+        bad = _settings_process(tmp_path, ACE_RECALL_WEIGHTS=value)
+        assert bad.returncode != 0 and "ImproperlyConfigured" in bad.stderr and says in bad.stderr, (value, bad.stderr)
