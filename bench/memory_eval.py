@@ -264,6 +264,44 @@ def leave_one_out(
     return folds
 
 
+def best_over_all(
+    objectives: dict[str, list[float]], shown: dict[str, list[float]] | None = None, budget: float = TURNS_SHOWN_BUDGET
+) -> dict:
+    """The configuration (an index) with the best objective averaged over every data set, within the budget of
+    turns shown on average over them: what a deployment of this embedder should run, once every fold is
+    reported. Ties go to the earlier configuration."""
+    names = list(objectives)
+    count = len(objectives[names[0]])
+    means = [sum(objectives[name][i] for name in names) / len(names) for i in range(count)]
+    eligible = [
+        i for i in range(count) if shown is None or sum(shown[name][i] for name in names) / len(names) <= budget
+    ]
+    if not eligible:
+        raise ValueError(f"no configuration shows at most {budget} turns on these sets")
+    best = max(eligible, key=lambda i: (means[i], -i))
+    return {"chosen": best, "objective": round(means[best], 4)}
+
+
+def as_setting(config: dict) -> tuple[str, dict]:
+    """A configuration as what a deployment sets: ACE_RECALL_WEIGHTS (its weights, as JSON), and the other
+    constants where they differ from the recall module's (those are the module's defaults, not settings)."""
+    from django.conf import settings
+
+    import memory_app.selectors.recall as recall
+
+    chosen = {name: config[name] for name in settings.RECALL_WEIGHT_NAMES if name in config}
+    others = {
+        name: value
+        for name, value in config.items()
+        if name not in chosen and _plain(value) != _plain(getattr(recall, name))
+    }
+    return f"ACE_RECALL_WEIGHTS='{json.dumps(chosen)}'", others
+
+
+def _plain(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
 def spread(questions: list, at_most: int | None) -> list:
     """At most `at_most` questions, spread evenly over the list (so over samples and categories)."""
     if not at_most or len(questions) <= at_most:
@@ -410,10 +448,11 @@ def evaluate(
         )
         for path in datasets
     }
-    folds = leave_one_out(
-        {name: [s["objective"] for s in in_sample] for name, (_, _, in_sample) in prepared.items()},
-        {name: [s["turns_shown"] for s in in_sample] for name, (_, _, in_sample) in prepared.items()},
-    )
+    objectives = {name: [s["objective"] for s in in_sample] for name, (_, _, in_sample) in prepared.items()}
+    shown = {name: [s["turns_shown"] for s in in_sample] for name, (_, _, in_sample) in prepared.items()}
+    folds = leave_one_out(objectives, shown)
+    overall = best_over_all(objectives, shown)
+    setting, differing = as_setting(points[overall["chosen"]])
     report_sets = {}
     for name, (facts, questions, in_sample) in prepared.items():
         fold = folds[name]
@@ -444,6 +483,12 @@ def evaluate(
         "database": benchlib.database_description(),
         "grid": {key: list(values) for key, values in grid.items()},
         "configurations": len(points),
+        "over_all_sets": {
+            "config": points[overall["chosen"]],
+            "objective": overall["objective"],
+            "setting": setting,
+            "module_constants_that_differ": differing,
+        },
         "max_samples": max_samples,
         "max_questions": max_questions,
         "datasets": report_sets,
@@ -533,6 +578,14 @@ def print_report(report: dict) -> None:
         rows,
         title="Folds (objective = mean of own@10 and with-context@10)",
     )
+    overall = report["over_all_sets"]
+    print(
+        f"\nBest over all {len(sets)} sets (what a deployment of {report['embedder']} should run; not a held-out "
+        f"figure): {label(overall['config'])}, mean objective {_figure(overall['objective'])}\n  as a setting: "
+        f"{overall['setting']}"
+    )
+    if overall["module_constants_that_differ"]:
+        print(f"  with, unlike the recall module's (not settings): {overall['module_constants_that_differ']}")
     for name, data in sets.items():
         if data["held_out"].get("incomplete_answers"):
             print(

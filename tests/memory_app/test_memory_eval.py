@@ -121,6 +121,14 @@ def test_the_protocol_end_to_end(db, memory_eval, datasets, tmp_path, monkeypatc
     assert set(sets["gamma_zh"]["baseline"]["tokenizers"]) == {"jieba", "pairs"}
     assert "plain BM25, same run" in out
 
+    # And what a deployment of this embedder should run: the best mean over every set, as the setting to copy.
+    over_all = report["over_all_sets"]
+    means = [sum(scores[i] for scores in in_sample.values()) / len(in_sample) for i in range(len(points))]
+    assert over_all["config"] == points[max(range(len(points)), key=lambda i: (means[i], -i))]
+    setting = json.loads(over_all["setting"].split("=", 1)[1].strip("'"))
+    assert setting == {name: over_all["config"][name] for name in GRID}
+    assert over_all["setting"] in out and "not a held-out figure" in out
+
     # One table row per data set, and the folds and in-sample bests printed apart.
     main_table = out.split("Held-out figures")[1].split("\n\n")[0].splitlines()[3:]
     assert [row.split()[0] for row in main_table] == ["alpha", "beta", "gamma_zh"]
