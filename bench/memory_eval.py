@@ -504,6 +504,10 @@ def _figure(value) -> str:
     return "" if value is None else f"{value:.3f}"
 
 
+def _turns(value) -> str:
+    return "" if value is None else f"{value:.1f}"
+
+
 def print_report(report: dict) -> None:
     sets = report["datasets"]
     rows = []
@@ -516,10 +520,10 @@ def print_report(report: dict) -> None:
                 overall["questions"],
                 _figure(overall["own@10"]),
                 _figure(overall["with-context@10"]),
-                "" if overall["turns_shown"] is None else f"{overall['turns_shown']:.1f}",
+                _turns(overall["turns_shown"]),
                 latency["p95_ms"],
                 f"{_figure(yardstick['own@10'])} / {_figure(yardstick['with-context@10'])}"
-                f" ({_figure(yardstick['turns_shown'])} turns, {yardstick['tokenizer']})",
+                f" ({_turns(yardstick['turns_shown'])} turns, {yardstick['tokenizer']})",
                 targets,
             ]
         )
