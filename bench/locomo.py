@@ -722,7 +722,7 @@ class Gathered:
                     tenant=tenant,
                     query=question,
                     user_id=q["user_id"],
-                    vector=recall.query_vector(embedder, question),
+                    vector=recall.query_vector(embedder, recall.vector_text(question, embedder)),
                     embedder=embedder,
                     types=None,
                     session=None,

@@ -82,6 +82,11 @@ CJK_TERMS = "words"
 # near noise, and the keyword side carries recall); None: VECTOR_WEIGHT for every question. Chosen on
 # MADial-Bench and MemDaily, each choosing for the other (bench/README.md).
 CJK_VECTOR_WEIGHT: float | None = 0.1
+# Such a question's vector (weighed CJK_VECTOR_WEIGHT) is computed from its first CJK_VECTOR_CHARS characters: the
+# English model reads each character as a token, and a question of 243 characters took 60 ms to embed on one
+# thread, 31 ms at 128. Neither Chinese set's figures moved at 128 (MADial, MemDaily; 64 cost MemDaily 0.001,
+# 32 0.003). None: the whole question.
+CJK_VECTOR_CHARS: int | None = 128
 # Where "not similar" begins, the floor each cosine is measured from: "full" — the weakest row of the nearest-row
 # lists (records, messages) that came back full (CANDIDATES rows), or of every row when none did; "weakest" — the
 # weakest row of both lists. A list that came back short holds every row the user has, the least similar among
@@ -513,7 +518,8 @@ def recall_search(
     vector, degraded, detail, embedder_key = None, False, "", ""
     try:
         embedder = get_embedder()
-        vector = QueryVector(embedder, query)  # embedded in a thread while the keyword side runs in the database
+        # Embedded in a thread while the keyword side runs in the database.
+        vector = QueryVector(embedder, vector_text(query, embedder))
         embedder_key = embedder.key
     except EmbedderError as error:
         logger.warning("recall without vectors: %s", error)
@@ -758,18 +764,31 @@ def weights(query: str, embedder) -> Weights:
     chosen = (
         {**(getattr(embedder, "recall_weights", None) or {}), **settings.ACE_RECALL_WEIGHTS} if EMBEDDER_WEIGHTS else {}
     )
-    vector = chosen.get("VECTOR_WEIGHT", VECTOR_WEIGHT)
-    languages = getattr(embedder, "languages", None)
-    if CJK_VECTOR_WEIGHT is not None and languages is not None and not _CJK_LANGUAGES.intersection(languages):
-        letters = sum(character.isalpha() for character in query)
-        if letters and 2 * len(_CJK.findall(query)) >= letters:
-            vector = CJK_VECTOR_WEIGHT
+    vector = CJK_VECTOR_WEIGHT if _unread(query, embedder) else chosen.get("VECTOR_WEIGHT", VECTOR_WEIGHT)
     return Weights(
         vector=vector,
         neighbour_keyword=chosen.get("NEIGHBOUR_KEYWORD", NEIGHBOUR_KEYWORD),
         neighbour_vector=chosen.get("NEIGHBOUR_VECTOR", NEIGHBOUR_VECTOR),
         session=chosen.get("SESSION_WEIGHT", SESSION_WEIGHT),
     )
+
+
+def _unread(query: str, embedder) -> bool:
+    """Whether the question's vector weighs CJK_VECTOR_WEIGHT: it is written mostly in Chinese, Japanese or Korean
+    (at least half of its letters) and the embedder's model reads none of them."""
+    languages = getattr(embedder, "languages", None)
+    if CJK_VECTOR_WEIGHT is None or languages is None or _CJK_LANGUAGES.intersection(languages):
+        return False
+    letters = sum(character.isalpha() for character in query)
+    return bool(letters) and 2 * len(_CJK.findall(query)) >= letters
+
+
+def vector_text(query: str, embedder) -> str:
+    """What the question's vector is computed from: the question, or its first CJK_VECTOR_CHARS characters when
+    the embedder's model cannot read it (its vector weighs CJK_VECTOR_WEIGHT)."""
+    if CJK_VECTOR_CHARS is not None and len(query) > CJK_VECTOR_CHARS and _unread(query, embedder):
+        return query[:CJK_VECTOR_CHARS]
+    return query
 
 
 def _score(

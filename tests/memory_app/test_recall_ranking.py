@@ -5,8 +5,18 @@ import pytest
 
 from memory_app.embedders.hash import HashEmbedder
 from memory_app.embedders.local import LocalEmbedder
+from memory_app.query_vectors import normalized_query, query_vectors
 from memory_app.selectors import recall as recall_module
-from memory_app.selectors.recall import CANDIDATES, _Candidate, _floor, _pick, _score, query_terms, weights
+from memory_app.selectors.recall import (
+    CANDIDATES,
+    _Candidate,
+    _floor,
+    _pick,
+    _score,
+    query_terms,
+    vector_text,
+    weights,
+)
 from tests.memory_app.test_recall import chat, recall
 
 
@@ -171,3 +181,38 @@ def test_recall_weights_from_the_environment_and_a_bad_one_stops_the_start(tmp_p
     ):
         bad = _settings_process(tmp_path, ACE_RECALL_WEIGHTS=value)
         assert bad.returncode != 0 and "ImproperlyConfigured" in bad.stderr and says in bad.stderr, (value, bad.stderr)
+
+
+def test_a_long_question_the_model_cannot_read_is_embedded_from_its_first_characters(monkeypatch):
+    """The English model's vector of a Chinese question weighs little (CJK_VECTOR_WEIGHT), and a long one took
+    60 ms to embed on one thread: it is computed from its first CJK_VECTOR_CHARS characters instead."""
+    monkeypatch.setattr(recall_module, "CJK_VECTOR_WEIGHT", 0.1)
+    monkeypatch.setattr(recall_module, "CJK_VECTOR_CHARS", 128)
+    english_only = LocalEmbedder()  # the bundled all-MiniLM-L6-v2, not loaded: it only says what it reads
+    chinese = "今天天气真好，突然想起小时候跟小伙伴们在田野里奔跑的场景。" * 10  # 290 characters
+    english = "Where did we go hiking with the kids last summer, and who drove? " * 5
+
+    assert vector_text(chinese, english_only) == chinese[:128]
+    assert vector_text(chinese[:100], english_only) == chinese[:100]  # short enough already
+    assert vector_text(english, english_only) == english  # a question it reads is embedded whole
+    assert vector_text(chinese, HashEmbedder()) == chinese  # a model not known to read few languages: whole
+    monkeypatch.setattr(recall_module, "CJK_VECTOR_WEIGHT", None)  # the rule off: its vector weighs in full
+    assert vector_text(chinese, english_only) == chinese
+    monkeypatch.setattr(recall_module, "CJK_VECTOR_WEIGHT", 0.1)
+    monkeypatch.setattr(recall_module, "CJK_VECTOR_CHARS", None)
+    assert vector_text(chinese, english_only) == chinese
+
+
+def test_recall_embeds_what_vector_text_says(api, monkeypatch):
+    """Through the API: the vector recall searches with is the one of the question's first characters."""
+    from memory_app.embedders import get_embedder
+
+    embedder = get_embedder()
+    monkeypatch.setattr(embedder, "languages", ("en",))  # as the bundled English model says of itself
+    chat(api, ["今天天气真好，我们去田野里奔跑吧", "好的"])
+    question = "今天天气真好，突然想起小时候跟小伙伴们在田野里奔跑的场景。" * 10
+    query_vectors.clear()
+
+    assert recall(api, question, top_k=3)["results"]
+    cached = {text for key, text in query_vectors._vectors if key == embedder.key}
+    assert cached == {normalized_query(question[: recall_module.CJK_VECTOR_CHARS])}
