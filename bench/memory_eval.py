@@ -156,6 +156,7 @@ def verdicts(name: str, figures: dict, p95_ms: float | None) -> list[dict]:
 BASELINE_CONTEXT = 1
 _WORD = re.compile(r"\w+")
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff"
+_HAN_CHAR = re.compile(f"[{_HAN}]")
 _HAN_RUN_OR_WORD = re.compile(f"[{_HAN}]+|\\w+")
 
 
@@ -174,7 +175,7 @@ def baseline_tokenizers(chinese: bool) -> dict:
     def pairs(text: str) -> list[str]:
         out = []
         for run in _HAN_RUN_OR_WORD.findall(text.lower()):
-            han = re.match(f"[{_HAN}]", run) is not None
+            han = _HAN_CHAR.match(run) is not None
             out += ([run[i : i + 2] for i in range(len(run) - 1)] or [run]) if han else [run]
         return out
 
@@ -231,6 +232,21 @@ def baseline(samples: list[dict], questions: list[dict], *, chinese: bool) -> di
 
 
 # -- the protocol ----------------------------------------------------------------------------------------
+def _eligible(shown: dict[str, list[float]] | None, names: list[str], count: int, budget: float) -> list[int]:
+    """The configurations (indices) showing at most `budget` turns on average over `names` (all without `shown`)."""
+    return [i for i in range(count) if shown is None or sum(shown[name][i] for name in names) / len(names) <= budget]
+
+
+def _choose(objectives: dict[str, list[float]], names: list[str], among: list[int]) -> tuple[int | None, float | None]:
+    """Of the configurations `among`, the one with the best objective averaged over `names`, and that mean;
+    (None, None) when `among` is empty. Ties go to the earlier configuration."""
+    if not among:
+        return None, None
+    means = {i: sum(objectives[name][i] for name in names) / len(names) for i in among}
+    chosen = max(among, key=lambda i: (means[i], -i))
+    return chosen, means[chosen]
+
+
 def leave_one_out(
     objectives: dict[str, list[float]], shown: dict[str, list[float]] | None = None, budget: float = TURNS_SHOWN_BUDGET
 ) -> dict[str, dict]:
@@ -242,24 +258,19 @@ def leave_one_out(
     if len(objectives) < 2:
         raise ValueError("leave-one-data-set-out needs at least two data sets")
     folds = {}
-    for held_out, own in objectives.items():
+    count = len(next(iter(objectives.values())))
+    for held_out in objectives:
         others = [name for name in objectives if name != held_out]
-        means = [sum(objectives[name][i] for name in others) / len(others) for i in range(len(own))]
-        eligible = [
-            i
-            for i in range(len(own))
-            if shown is None or sum(shown[name][i] for name in others) / len(others) <= budget
-        ]
-        if not eligible:
+        eligible = _eligible(shown, others, count, budget)
+        chosen, mean = _choose(objectives, others, eligible)
+        if chosen is None:
             raise ValueError(f"no configuration shows at most {budget} turns on the sets choosing for {held_out}")
-        chosen = max(eligible, key=lambda i: (means[i], -i))
-        within = [i for i in range(len(own)) if shown is None or shown[held_out][i] <= budget] or eligible
-        best = max(within, key=lambda i: (own[i], -i))
+        best, own = _choose(objectives, [held_out], _eligible(shown, [held_out], count, budget) or eligible)
         folds[held_out] = {
             "chosen": chosen,
-            "others_objective": round(means[chosen], 4),
+            "others_objective": round(mean, 4),
             "in_sample_best": best,
-            "in_sample_best_objective": round(own[best], 4),
+            "in_sample_best_objective": round(own, 4),
         }
     return folds
 
@@ -271,15 +282,10 @@ def best_over_all(
     turns shown on average over them: what a deployment of this embedder should run, once every fold is
     reported. Ties go to the earlier configuration."""
     names = list(objectives)
-    count = len(objectives[names[0]])
-    means = [sum(objectives[name][i] for name in names) / len(names) for i in range(count)]
-    eligible = [
-        i for i in range(count) if shown is None or sum(shown[name][i] for name in names) / len(names) <= budget
-    ]
-    if not eligible:
+    chosen, mean = _choose(objectives, names, _eligible(shown, names, len(objectives[names[0]]), budget))
+    if chosen is None:
         raise ValueError(f"no configuration shows at most {budget} turns on these sets")
-    best = max(eligible, key=lambda i: (means[i], -i))
-    return {"chosen": best, "objective": round(means[best], 4)}
+    return {"chosen": chosen, "objective": round(mean, 4)}
 
 
 def as_setting(config: dict) -> tuple[str, dict]:
